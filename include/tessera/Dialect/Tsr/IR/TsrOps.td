@@ -1,0 +1,506 @@
+//===- TsrOps.td - tsr operations ---------------------------*- tablegen -*-===//
+//
+// Operators of the single-device training graph. Each op passes its
+// dimension annotation to Tsr_Op: it becomes the op's static
+// getAnnotationTemplate() and the first line of its documentation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_DIALECT_TSR_IR_TSROPS_TD
+#define TESSERA_DIALECT_TSR_IR_TSROPS_TD
+
+include "tessera/Dialect/Tsr/IR/TsrDialect.td"
+include "tessera/Interfaces/DimAnnotationInterface.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Types and enums
+//===----------------------------------------------------------------------===//
+
+def Tsr_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
+def Tsr_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def Tsr_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Tsr_AnyTensor : StaticShapeTensorOf<[F32, BF16, F16, I32, I64, I1]>;
+def Tsr_NumericTensor : StaticShapeTensorOf<[F32, BF16, F16, I32, I64]>;
+
+def Tsr_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "how gelu evaluates the normal CDF", [
+      I32EnumAttrCase<"exact", 0>,
+      I32EnumAttrCase<"tanh", 1>]> {
+  let cppNamespace = "::tessera::tsr";
+}
+
+def Tsr_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "comparison predicate", [
+      I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+      I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+      I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::tessera::tsr";
+}
+
+def Tsr_LossReduction : I32EnumAttr<"LossReduction",
+    "how a per-sample loss is reduced", [
+      I32EnumAttrCase<"mean", 0>, I32EnumAttrCase<"sum", 1>,
+      I32EnumAttrCase<"none", 2>]> {
+  let cppNamespace = "::tessera::tsr";
+}
+
+def Tsr_NonNegativeFloat : AttrConstraint<
+    CPred<"!::llvm::cast<::mlir::FloatAttr>($_self).getValue().isNegative()">,
+    "whose value is non-negative">;
+
+//===----------------------------------------------------------------------===//
+// Base classes
+//===----------------------------------------------------------------------===//
+
+// `annotationText` is the op's dimension annotation template. Ops whose
+// annotation depends on attributes also list "buildAnnotation" in
+// `annotationOverrides` and implement it in TsrOps.cpp.
+class Tsr_Op<string mnemonic, string annotationText, list<Trait> traits = [],
+             list<string> annotationOverrides = []>
+    : Op<Tsr_Dialect, mnemonic,
+         !listconcat(traits, [DeclareOpInterfaceMethods<DimAnnotationOpInterface,
+                                                        annotationOverrides>])> {
+  string annotation = annotationText;
+  // Op-specific prose, after the annotation line in the docs.
+  string opDescription = "";
+  let description = "**Annotation**: `" # annotationText # "`" #
+      !if(!empty(annotationOverrides), "", " *(adapted to attributes)*") #
+      "\n\n" # opDescription;
+  // DeclareOpInterfaceMethods declares the static getAnnotationTemplate();
+  // its body, the annotation string, is defined here.
+  let extraClassDefinition = [{
+    ::llvm::StringRef $cppClass::getAnnotationTemplate() { return "}] #
+      annotationText # [{"; }
+  }];
+}
+
+// Elementwise ops on one float tensor.
+class Tsr_UnaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
+    : Tsr_Op<mnemonic, "* -> *",
+             !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+  let summary = summaryText;
+  let arguments = (ins Tsr_FloatTensor:$input);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasFolder = 1;
+}
+
+// Elementwise ops on two float tensors with numpy broadcasting.
+class Tsr_BinaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
+    : Tsr_Op<mnemonic, "*, * -> *",
+             !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+  let summary = summaryText;
+  let opDescription = [{
+    Shapes broadcast as in numpy (and ONNX): aligned to the right, a
+    dimension of size 1 stretches to the other operand's size.
+  }];
+  let arguments = (ins Tsr_FloatTensor:$lhs, Tsr_FloatTensor:$rhs);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+def Tsr_NegOp : Tsr_UnaryOp<"neg", "elementwise negation">;
+def Tsr_ExpOp : Tsr_UnaryOp<"exp", "elementwise exponential">;
+def Tsr_LogOp : Tsr_UnaryOp<"log", "elementwise natural logarithm">;
+def Tsr_SqrtOp : Tsr_UnaryOp<"sqrt", "elementwise square root">;
+def Tsr_RsqrtOp : Tsr_UnaryOp<"rsqrt", "elementwise reciprocal square root">;
+def Tsr_ErfOp : Tsr_UnaryOp<"erf", "elementwise Gauss error function">;
+def Tsr_TanhOp : Tsr_UnaryOp<"tanh", "elementwise hyperbolic tangent">;
+def Tsr_ReluOp : Tsr_UnaryOp<"relu", "elementwise max(x, 0)">;
+
+def Tsr_GeluOp : Tsr_Op<"gelu", "* -> *", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit (exact or tanh approximation)";
+  let opDescription = [{
+    `exact`: x * Phi(x) with the normal CDF through erf;
+    `tanh`: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  }];
+  let arguments = (ins Tsr_GeluApproximation:$approximate,
+                       Tsr_FloatTensor:$input);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = "$approximate $input attr-dict `:` type($input)";
+}
+
+def Tsr_AddOp : Tsr_BinaryOp<"add", "elementwise addition", [Commutative]>;
+def Tsr_SubOp : Tsr_BinaryOp<"sub", "elementwise subtraction">;
+def Tsr_MulOp : Tsr_BinaryOp<"mul", "elementwise multiplication", [Commutative]>;
+def Tsr_DivOp : Tsr_BinaryOp<"div", "elementwise division">;
+def Tsr_PowOp : Tsr_BinaryOp<"pow", "elementwise power lhs ^ rhs">;
+
+def Tsr_CompareOp : Tsr_Op<"compare", "*, * -> *", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison giving an i1 mask";
+  let opDescription = [{
+    Both operands have the same element type; shapes broadcast as in numpy.
+  }];
+  let arguments = (ins Tsr_ComparePredicate:$predicate,
+                       Tsr_NumericTensor:$lhs, Tsr_NumericTensor:$rhs);
+  let results = (outs Tsr_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tsr_WhereOp : Tsr_Op<"where", "*, *, * -> *", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise select: condition ? lhs : rhs";
+  let opDescription = [{
+    The three operands broadcast as in numpy; lhs and rhs share their
+    element type.
+  }];
+  let arguments = (ins Tsr_BoolTensor:$condition, Tsr_AnyTensor:$lhs,
+                       Tsr_AnyTensor:$rhs);
+  let results = (outs Tsr_AnyTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tsr_CastOp : Tsr_Op<"cast", "* -> *", [Pure]> {
+  let summary = "elementwise conversion of the element type";
+  let opDescription = [{
+    Float to integer rounds toward zero; to i1 compares with zero.
+  }];
+  let arguments = (ins Tsr_AnyTensor:$input);
+  let results = (outs Tsr_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tsr_ConstantOp : Tsr_Op<"constant", "-> *",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a tensor constant";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Tsr_AnyTensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Tsr_DropoutOp : Tsr_Op<"dropout", "* -> *, *", [InferTypeOpAdaptor]> {
+  let summary = "training-mode dropout with its keep mask";
+  let opDescription = [{
+    Zeroes each element with probability `ratio` and scales the kept ones
+    by 1 / (1 - ratio); `mask` records which were kept (for the backward).
+    `seed` makes the random stream reproducible. Not `Pure`: two dropouts
+    with the same operands draw different masks.
+  }];
+  let arguments = (ins Tsr_FloatTensor:$input,
+                       ConfinedAttr<F64Attr, [Tsr_NonNegativeFloat]>:$ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$seed);
+  let results = (outs Tsr_FloatTensor:$output, Tsr_BoolTensor:$mask);
+  // The attributes are spelled out (not in attr-dict) because the result
+  // types are inferred while parsing, before attr-dict entries reach the
+  // op's properties.
+  let assemblyFormat = [{
+    $input `ratio` $ratio (`seed` $seed^)? attr-dict `:` type($input)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and normalisations
+//===----------------------------------------------------------------------===//
+
+def Tsr_MatmulOp : Tsr_Op<"matmul", "* m k+, * k+ n -> * m n",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "batched matrix product with broadcasting batch dimensions";
+  let opDescription = [{
+    Both operands have rank >= 2: the last two dimensions multiply as
+    matrices (m x k times k x n), the leading ones broadcast as in numpy.
+    Splitting `k` leaves partial sums.
+  }];
+  let arguments = (ins Tsr_FloatTensor:$lhs, Tsr_FloatTensor:$rhs);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat =
+      "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Tsr_SoftmaxOp : Tsr_Op<"softmax", "* d^ -> * d^",
+    [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+  let summary = "softmax along one axis";
+  let opDescription = "`d` is the `axis` dimension.";
+  let arguments = (ins Tsr_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Tsr_LogSoftmaxOp : Tsr_Op<"log_softmax", "* d^ -> * d^",
+    [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+  let summary = "log of the softmax along one axis";
+  let opDescription = "`d` is the `axis` dimension.";
+  let arguments = (ins Tsr_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Tsr_LayerNormOp : Tsr_Op<"layer_norm", "* d^, d^, d^ -> * d^, * 1, * 1",
+    [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let summary = "layer normalisation with its mean and reciprocal std";
+  let opDescription = [{
+    Normalises over the dimensions from `axis` to the last (`d` above stands
+    for all of them): y = (x - mean) * rstd * weight + bias, with
+    rstd = 1 / sqrt(var + epsilon). `weight` and the optional `bias` have the
+    normalised shape. `mean` and `rstd` keep the leading dimensions and have
+    size 1 in the normalised ones (as ONNX's LayerNormalization); the
+    backward op reuses them.
+  }];
+  let arguments = (ins Tsr_FloatTensor:$input, Tsr_FloatTensor:$weight,
+                       Optional<Tsr_FloatTensor>:$bias,
+                       I64Attr:$axis,
+                       ConfinedAttr<F64Attr, [Tsr_NonNegativeFloat]>:$epsilon);
+  let results = (outs Tsr_FloatTensor:$result, Tsr_FloatTensor:$mean,
+                      Tsr_FloatTensor:$rstd);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Tsr_ReduceOp<string mnemonic, string summaryText, string markText>
+    : Tsr_Op<mnemonic, "* -> *", [Pure, InferTypeOpAdaptor],
+             ["buildAnnotation"]> {
+  let summary = summaryText;
+  let opDescription = "The `axes` dimensions are marked `" # markText # [{`
+    and removed from the result, or kept with size 1 when `keepdims`.
+    `axes` is non-empty, in range and without repeats.
+  }];
+  let arguments = (ins Tsr_FloatTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdims);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat =
+      "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Tsr_ReduceSumOp : Tsr_ReduceOp<"reduce_sum", "sum over axes", "+">;
+def Tsr_ReduceMeanOp : Tsr_ReduceOp<"reduce_mean", "mean over axes", "+"> {
+  let opDescription = [{
+    The `axes` dimensions are marked `+` and removed from the result, or
+    kept with size 1 when `keepdims`. `axes` is non-empty, in range and
+    without repeats. A split of a reduced dimension divides the local sums by
+    the GLOBAL count (the partition pass keeps it), so that the partial
+    results add up to the mean.
+  }];
+}
+def Tsr_ReduceMaxOp : Tsr_ReduceOp<"reduce_max", "maximum over axes", "^">;
+
+//===----------------------------------------------------------------------===//
+// Shapes and data movement
+//===----------------------------------------------------------------------===//
+
+def Tsr_ReshapeOp : Tsr_Op<"reshape", "* -> *", [Pure], ["buildAnnotation"]> {
+  let summary = "reshape to a static shape with the same number of elements";
+  let opDescription = [{
+    The annotation groups dimensions whose products match, nnScaler-style:
+    reshaping `b t c` to `b t h e` gives `b t (h e) -> b t h e`, so `h`
+    (heads) may be split but not `e`. Dimensions with no exact
+    correspondence are marked `^`.
+  }];
+  let arguments = (ins Tsr_AnyTensor:$input);
+  let results = (outs Tsr_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tsr_TransposeOp : Tsr_Op<"transpose", "* -> *",
+    [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let summary = "permute dimensions: result dim i is input dim perm[i]";
+  let arguments = (ins Tsr_AnyTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Tsr_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+def Tsr_BroadcastToOp : Tsr_Op<"broadcast_to", "* -> *", [Pure],
+    ["buildAnnotation"]> {
+  let summary = "broadcast to the result shape (numpy rules, as ONNX Expand)";
+  let arguments = (ins Tsr_AnyTensor:$input);
+  let results = (outs Tsr_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Tsr_SliceOp : Tsr_Op<"slice", "* -> *", [Pure, InferTypeOpAdaptor],
+    ["buildAnnotation"]> {
+  let summary = "strided slice of every dimension";
+  let opDescription = [{
+    For each dimension i: elements starts[i], starts[i] + steps[i], ... below
+    limits[i]; 0 <= starts[i] <= limits[i] <= size, steps[i] >= 1. Sliced
+    dimensions are `^`; dimensions taken whole stay splittable.
+  }];
+  let arguments = (ins Tsr_AnyTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
+  let results = (outs Tsr_AnyTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+def Tsr_SplitOp : Tsr_Op<"split", "* -> *, ...", [Pure, InferTypeOpAdaptor],
+    ["buildAnnotation"]> {
+  let summary = "split along one axis into pieces of the given sizes";
+  let opDescription = "The split axis is `^`.";
+  let arguments = (ins Tsr_AnyTensor:$input, I64Attr:$axis,
+                       DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Tsr_AnyTensor>:$results);
+  let assemblyFormat =
+      "$input attr-dict `:` type($input) `->` type($results)";
+}
+
+def Tsr_ConcatOp : Tsr_Op<"concat", "*, ... -> *", [Pure, InferTypeOpAdaptor],
+    ["buildAnnotation"]> {
+  let summary = "concatenate along one axis";
+  let opDescription = "The concatenation axis is `^`.";
+  let arguments = (ins Variadic<Tsr_AnyTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Tsr_AnyTensor:$result);
+  let assemblyFormat =
+      "$inputs attr-dict `:` functional-type($inputs, results)";
+  let hasFolder = 1;
+}
+
+def Tsr_GatherOp : Tsr_Op<"gather", "v^ c, * -> * c",
+    [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let summary = "gather slices of data along an axis (embedding lookup)";
+  let opDescription = [{
+    As ONNX Gather: the result has data's dimensions before `axis`, then
+    the indices' dimensions, then data's after `axis`. The template shows
+    the embedding case (axis 0). Indices must lie in [0, size).
+  }];
+  let arguments = (ins Tsr_AnyTensor:$data, Tsr_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Tsr_AnyTensor:$result);
+  let assemblyFormat =
+      "$data `[` $indices `]` attr-dict `:` functional-type(operands, results)";
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+def Tsr_SoftmaxCrossEntropyOp : Tsr_Op<"softmax_cross_entropy",
+    "n+ c^, n+ -> ()", [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let summary = "cross-entropy of softmax(logits) against class labels";
+  let opDescription = [{
+    logits are N x C, labels N class ids. Samples whose label equals
+    `ignore_index` contribute nothing; `mean` divides by the number of the
+    others, `sum` does not divide, `none` returns the N per-sample losses
+    (annotation `n c^, n -> n`).
+  }];
+  let arguments = (ins Tsr_FloatTensor:$logits, Tsr_IndexTensor:$labels,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<Tsr_LossReduction,
+                                         "LossReduction::mean">:$reduction);
+  let results = (outs Tsr_FloatTensor:$loss);
+  let assemblyFormat = [{
+    $reduction $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops: gradients the forward ops cannot express well
+//===----------------------------------------------------------------------===//
+
+def Tsr_SoftmaxGradOp : Tsr_Op<"softmax_grad", "* d^, * d^ -> * d^",
+    [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+  let summary = "input gradient of softmax from its output and output gradient";
+  let opDescription = "dx = y * (dy - sum(dy * y, axis)).";
+  let arguments = (ins Tsr_FloatTensor:$output, Tsr_FloatTensor:$grad,
+                       I64Attr:$axis);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = "$output `,` $grad attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Tsr_LogSoftmaxGradOp : Tsr_Op<"log_softmax_grad", "* d^, * d^ -> * d^",
+    [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+  let summary = "input gradient of log_softmax from its output and gradient";
+  let opDescription = "dx = dy - exp(y) * sum(dy, axis).";
+  let arguments = (ins Tsr_FloatTensor:$output, Tsr_FloatTensor:$grad,
+                       I64Attr:$axis);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = "$output `,` $grad attr-dict `:` type($output)";
+  let hasVerifier = 1;
+}
+
+def Tsr_GeluGradOp : Tsr_Op<"gelu_grad", "*, * -> *",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "input gradient of gelu: dy * gelu'(x)";
+  let arguments = (ins Tsr_GeluApproximation:$approximate,
+                       Tsr_FloatTensor:$input, Tsr_FloatTensor:$grad);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat =
+      "$approximate $input `,` $grad attr-dict `:` type($input)";
+}
+
+def Tsr_LayerNormGradOp : Tsr_Op<"layer_norm_grad",
+    "*+ d^, *+ d^, d^, *+ 1, *+ 1 -> * d^, d^, d^",
+    [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let summary = "gradients of layer_norm for its input, weight and bias";
+  let opDescription = [{
+    Operands: the output gradient dy, the forward input x, weight, and the
+    forward's mean and rstd. Results: dx, dweight, dbias. The leading
+    dimensions are `+`: a split of them shards dx and leaves dweight and
+    dbias as partial sums.
+  }];
+  let arguments = (ins Tsr_FloatTensor:$grad, Tsr_FloatTensor:$input,
+                       Tsr_FloatTensor:$weight, Tsr_FloatTensor:$mean,
+                       Tsr_FloatTensor:$rstd, I64Attr:$axis);
+  let results = (outs Tsr_FloatTensor:$input_grad,
+                      Tsr_FloatTensor:$weight_grad,
+                      Tsr_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `,` $mean `,` $rstd attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Tsr_SoftmaxCrossEntropyGradOp : Tsr_Op<"softmax_cross_entropy_grad",
+    "n c^, n, () -> n c^", [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let summary = "logits gradient of softmax_cross_entropy";
+  let opDescription = [{
+    dlogits = (softmax(logits) - onehot(labels)) * dloss (divided by the
+    number of counted samples for `mean`); ignored samples get zero. dloss
+    is rank-0 for `mean` and `sum`, N for `none` (annotation
+    `n c^, n, n -> n c^`).
+  }];
+  let arguments = (ins Tsr_FloatTensor:$logits, Tsr_IndexTensor:$labels,
+                       Tsr_FloatTensor:$grad,
+                       DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
+                       DefaultValuedAttr<Tsr_LossReduction,
+                                         "LossReduction::mean">:$reduction);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $logits `,` $labels `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Tsr_EmbeddingGradOp : Tsr_Op<"embedding_grad", "*+ c, *+ -> v^ c",
+    [Pure]> {
+  let summary = "table gradient of gather on axis 0 (a scatter-add)";
+  let opDescription = [{
+    result[indices[i], :] += grad[i, :] over all positions i, into a zero
+    table of the result's shape (V x C). Splitting the index dimensions
+    leaves partial sums.
+  }];
+  let arguments = (ins Tsr_FloatTensor:$grad, Tsr_IndexTensor:$indices);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TESSERA_DIALECT_TSR_IR_TSROPS_TD

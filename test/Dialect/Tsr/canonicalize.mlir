@@ -1,0 +1,90 @@
+// Folders of tsr ops: identities and cheap constant folding.
+// RUN: tessera-opt %s -canonicalize -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>
+// CHECK-NOT: tsr.add
+// CHECK-NOT: tsr.mul
+// CHECK-NOT: tsr.div
+// CHECK-NOT: tsr.pow
+// CHECK-NOT: tsr.sub
+// CHECK: return %[[X]], %[[X]], %[[X]], %[[X]], %[[X]]
+func.func @identities(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %zero = tsr.constant dense<0.0> : tensor<f32>
+  %one = tsr.constant dense<1.0> : tensor<8xf32>
+  %0 = tsr.add %zero, %x : (tensor<f32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = tsr.mul %x, %one : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %2 = tsr.div %x, %one : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %3 = tsr.pow %x, %one : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %4 = tsr.sub %x, %zero : (tensor<4x8xf32>, tensor<f32>) -> tensor<4x8xf32>
+  return %0, %1, %2, %3, %4 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A broadcasting identity must not fold: the result is larger than x.
+// CHECK-LABEL: func.func @broadcast_is_not_identity
+// CHECK: tsr.add
+func.func @broadcast_is_not_identity(%x: tensor<8xf32>) -> tensor<4x8xf32> {
+  %zero = tsr.constant dense<0.0> : tensor<4x8xf32>
+  %0 = tsr.add %x, %zero : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @constants
+// CHECK-DAG: %[[A:.*]] = tsr.constant dense<5.000000e+00> : tensor<2xf32>
+// CHECK-DAG: %[[B:.*]] = tsr.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[C:.*]] = tsr.constant dense<{{\[\[}}1.000000e+00, 4.000000e+00]]> : tensor<1x2xf32>
+// CHECK: return %[[A]], %[[B]], %[[C]]
+func.func @constants() -> (tensor<2xf32>, tensor<2xf32>, tensor<1x2xf32>) {
+  %a = tsr.constant dense<2.0> : tensor<2xf32>
+  %b = tsr.constant dense<3.0> : tensor<2xf32>
+  %s = tsr.add %a, %b : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %sq = tsr.constant dense<[1.0, 4.0]> : tensor<2xf32>
+  %r = tsr.sqrt %sq : tensor<2xf32>
+  %n = tsr.neg %sq : tensor<2xf32>
+  %nn = tsr.neg %n : tensor<2xf32>
+  %rs = tsr.reshape %nn : tensor<2xf32> to tensor<1x2xf32>
+  return %s, %r, %rs : tensor<2xf32>, tensor<2xf32>, tensor<1x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @shape_ops
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>
+// CHECK: %[[R:.*]] = tsr.reshape %[[X]] : tensor<2x3xf32> to tensor<6xf32>
+// CHECK: return %[[X]], %[[X]], %[[X]], %[[X]], %[[R]], %[[X]]
+func.func @shape_ops(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<6xf32>, tensor<2x3xf32>) {
+  %0 = tsr.transpose %x {perm = array<i64: 0, 1>} : tensor<2x3xf32> to tensor<2x3xf32>
+  %1 = tsr.slice %x {starts = array<i64: 0, 0>, limits = array<i64: 2, 3>, steps = array<i64: 1, 1>} : tensor<2x3xf32> to tensor<2x3xf32>
+  %2 = tsr.concat %x {axis = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %3 = tsr.cast %x : tensor<2x3xf32> to tensor<2x3xf32>
+  %a = tsr.reshape %x : tensor<2x3xf32> to tensor<3x2xf32>
+  %4 = tsr.reshape %a : tensor<3x2xf32> to tensor<6xf32>
+  %5 = tsr.broadcast_to %x : tensor<2x3xf32> to tensor<2x3xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<6xf32>, tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @splat_broadcast
+// CHECK: tsr.constant dense<7.000000e+00> : tensor<4x8xf32>
+// CHECK-NOT: tsr.broadcast_to
+func.func @splat_broadcast() -> tensor<4x8xf32> {
+  %c = tsr.constant dense<7.0> : tensor<8xf32>
+  %0 = tsr.broadcast_to %c : tensor<8xf32> to tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @relu_idempotent
+// CHECK-COUNT-1: tsr.relu
+// CHECK-NOT: tsr.relu
+func.func @relu_idempotent(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = tsr.relu %x : tensor<4xf32>
+  %1 = tsr.relu %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
