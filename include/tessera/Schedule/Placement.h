@@ -1,0 +1,115 @@
+//===- Placement.h - Blocks of one micro-batch placed on devices -*- C++
+//-*-===//
+//
+// A placement describes how the blocks of ONE micro-batch (forward, backward,
+// weight-gradient pieces of a model) are placed on devices: each block has a
+// span, a memory delta applied when it starts, the devices it occupies for its
+// whole span and the blocks of the same micro-batch it depends on. It is the
+// input of every scheduler in this library (built-ins and the search).
+//
+// This is a plain C++17 library: no MLIR types, so command-line tools and IR
+// passes can share it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_SCHEDULE_PLACEMENT_H
+#define TESSERA_SCHEDULE_PLACEMENT_H
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tessera::schedule {
+
+/// Every error of this library on bad input (a malformed placement, an
+/// impossible request) is reported with this exception, never with an assert.
+class ScheduleError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class BlockKind { Forward, Backward, WeightGrad };
+
+/// "F", "B" or "W".
+const char *kindName(BlockKind kind);
+
+struct Block {
+  /// User-visible identifier (the `id` field of the JSON format).
+  int id = 0;
+  BlockKind kind = BlockKind::Forward;
+  /// Time steps the block occupies its devices (>= 1).
+  int64_t span = 1;
+  /// Change of memory on each of its devices, applied when the block starts.
+  int64_t memory = 0;
+  /// Devices occupied at once for the whole span (several: tensor parallel).
+  std::vector<int> devices;
+  /// Ids of blocks of the same micro-batch that must finish before it starts.
+  std::vector<int> deps;
+};
+
+struct Placement {
+  std::string name;
+  int numDevices = 0;
+  std::vector<Block> blocks;
+};
+
+/// Parses the placement format of shared/workloads/tessel (see
+/// docs/schedule.md). Throws ScheduleError naming the offending field.
+Placement parsePlacement(const nlohmann::json &json);
+/// Reads and parses a placement file; throws ScheduleError.
+Placement loadPlacement(const std::string &path);
+nlohmann::json placementToJson(const Placement &placement);
+
+/// The checked, index-based view of a placement that the schedulers use.
+/// Building it verifies the placement: unique ids, known dependencies, an
+/// acyclic dependency graph, devices in range, spans >= 1.
+class PlacementGraph {
+public:
+  /// Throws ScheduleError on an invalid placement.
+  explicit PlacementGraph(Placement placement);
+
+  const Placement &placement() const { return placement_; }
+  int numBlocks() const { return static_cast<int>(placement_.blocks.size()); }
+  int numDevices() const { return placement_.numDevices; }
+  const Block &block(int index) const { return placement_.blocks[index]; }
+
+  /// Dependencies and dependents as block indices.
+  const std::vector<int> &preds(int index) const { return preds_[index]; }
+  const std::vector<int> &succs(int index) const { return succs_[index]; }
+  /// A topological order of block indices (stable: ties by index).
+  const std::vector<int> &topoOrder() const { return topo_; }
+  /// Block indices occupying a device.
+  const std::vector<int> &blocksOn(int device) const {
+    return onDevice_[device];
+  }
+  /// Busy steps of one micro-batch on a device.
+  int64_t busy(int device) const { return busy_[device]; }
+  /// Sum of memory deltas of one micro-batch on a device.
+  int64_t netMemory(int device) const { return net_[device]; }
+  /// W: the largest per-device busy time of one micro-batch, the lower bound
+  /// of the steady-state period.
+  int64_t lowerBound() const { return lowerBound_; }
+  /// Index of the block with the given id, or -1.
+  int indexOf(int id) const;
+  /// Minimal start-to-start distance from a to b implied by dependency paths
+  /// (sum of spans along the longest path, excluding b), or kNoPath.
+  int64_t minDistance(int a, int b) const {
+    return distance_[static_cast<size_t>(a) * numBlocks() + b];
+  }
+  static constexpr int64_t kNoPath = INT64_MIN / 4;
+
+private:
+  Placement placement_;
+  std::vector<std::vector<int>> preds_, succs_, onDevice_;
+  std::vector<int> topo_;
+  std::vector<int64_t> busy_, net_, distance_;
+  std::vector<std::pair<int, int>> idToIndex_;
+  int64_t lowerBound_ = 0;
+};
+
+} // namespace tessera::schedule
+
+#endif // TESSERA_SCHEDULE_PLACEMENT_H

@@ -1,0 +1,308 @@
+//===- tessera-schedule.cpp - Pipeline schedule search on JSON placements -===//
+//
+// A thin driver over the TesseraSchedule library: reads a placement (the
+// format of shared/workloads/tessel) or synthesizes a standard pipeline,
+// schedules it (search or a built-in), validates the result and prints P, W,
+// peak memory, makespan, search time and an ASCII timeline; optionally writes
+// SCHEDULE.json and a Chrome/Perfetto trace. Bad input is a message and a
+// non-zero exit, never a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Schedule/Builtins.h"
+#include "tessera/Schedule/Export.h"
+#include "tessera/Schedule/Placement.h"
+#include "tessera/Schedule/Schedule.h"
+#include "tessera/Schedule/ScheduleSearch.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+
+using namespace tessera::schedule;
+
+namespace {
+
+const char *kUsage =
+    "usage: tessera-schedule PLACEMENT.json --memory M [options]\n"
+    "       tessera-schedule --pipeline P [--chunks V] [options]\n"
+    "\n"
+    "options:\n"
+    "  --memory M           per-device memory limit (required with a "
+    "placement)\n"
+    "  --micro-batches N    micro-batches to schedule (default 128)\n"
+    "  --method NAME        search (default), gpipe, 1f1b; with --pipeline "
+    "also\n"
+    "                       interleaved, zb-h1, zb-h2, zb-v\n"
+    "  -o SCHEDULE.json     write the schedule\n"
+    "  --trace TRACE.json   write a Chrome/Perfetto trace (one track per "
+    "device)\n"
+    "  --timeline-width C   columns of the ASCII timeline (default 120, 0: "
+    "none)\n"
+    "  --node-budget K      search nodes per period (default 4000000)\n"
+    "  --no-explain         do not search for the memory a smaller period "
+    "needs\n"
+    "  --pipeline P         synthesize a P-stage pipeline placement instead\n"
+    "  --chunks V           model chunks per device (interleaved)\n"
+    "  --spans F,B[,W]      block spans of the synthesized pipeline "
+    "(default 1,2)\n"
+    "  --emit-placement F   write the (synthesized) placement as JSON\n";
+
+struct Options {
+  std::string placementPath;
+  std::optional<int64_t> memory;
+  int microBatches = 128;
+  std::string method = "search";
+  std::string output, trace, emitPlacement;
+  int64_t timelineWidth = 120;
+  uint64_t nodeBudget = SearchOptions().nodeBudget;
+  bool explain = true;
+  std::optional<int> pipeline;
+  int chunks = 1;
+  std::vector<int64_t> spans;
+};
+
+int64_t parseInt(const std::string &flag, const std::string &text) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(text, &used);
+    if (used != text.size())
+      throw std::invalid_argument(text);
+    return v;
+  } catch (const std::exception &) {
+    throw ScheduleError("option " + flag + " expects an integer, got '" + text +
+                        "'");
+  }
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        throw ScheduleError("option " + a + " expects a value");
+      return argv[++i];
+    };
+    if (a == "--memory")
+      o.memory = parseInt(a, value());
+    else if (a == "--micro-batches")
+      o.microBatches = static_cast<int>(parseInt(a, value()));
+    else if (a == "--method")
+      o.method = value();
+    else if (a == "-o" || a == "--output")
+      o.output = value();
+    else if (a == "--trace")
+      o.trace = value();
+    else if (a == "--timeline-width")
+      o.timelineWidth = parseInt(a, value());
+    else if (a == "--node-budget")
+      o.nodeBudget = static_cast<uint64_t>(parseInt(a, value()));
+    else if (a == "--no-explain")
+      o.explain = false;
+    else if (a == "--pipeline")
+      o.pipeline = static_cast<int>(parseInt(a, value()));
+    else if (a == "--chunks")
+      o.chunks = static_cast<int>(parseInt(a, value()));
+    else if (a == "--spans") {
+      std::stringstream ss(value());
+      std::string item;
+      while (std::getline(ss, item, ','))
+        o.spans.push_back(parseInt("--spans", item));
+      if (o.spans.size() < 2 || o.spans.size() > 3)
+        throw ScheduleError("--spans expects F,B or F,B,W");
+    } else if (a == "--emit-placement")
+      o.emitPlacement = value();
+    else if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (!a.empty() && a[0] == '-')
+      throw ScheduleError("unknown option '" + a + "'");
+    else if (o.placementPath.empty())
+      o.placementPath = a;
+    else
+      throw ScheduleError("more than one placement file given");
+  }
+  if (o.pipeline && !o.placementPath.empty())
+    throw ScheduleError("give either a placement file or --pipeline, not both");
+  if (!o.pipeline && o.placementPath.empty())
+    throw ScheduleError("no placement file given");
+  if (!o.pipeline && !o.memory)
+    throw ScheduleError("--memory is required with a placement file");
+  if (o.microBatches < 1)
+    throw ScheduleError("--micro-batches must be >= 1");
+  if (o.memory && *o.memory < 0)
+    throw ScheduleError("--memory must be >= 0");
+  return o;
+}
+
+void writeText(const std::string &path, const std::string &text) {
+  std::ofstream out(path);
+  if (!out)
+    throw ScheduleError("cannot write '" + path + "'");
+  out << text;
+}
+
+std::string joinInts(const std::vector<int64_t> &v) {
+  std::ostringstream os;
+  for (size_t i = 0; i < v.size(); ++i)
+    os << (i ? " " : "") << v[i];
+  return os.str();
+}
+
+void printRepetend(const PlacementGraph &g, const Repetend &r) {
+  std::cout << "repetend (micro-batch i runs each block at start + i*P; "
+               "depth K = "
+            << r.depth() << " micro-batches in flight):\n";
+  std::cout << "  block kind devices          start  phase\n";
+  for (int b = 0; b < g.numBlocks(); ++b) {
+    const Block &blk = g.block(b);
+    std::ostringstream devs;
+    for (size_t k = 0; k < blk.devices.size(); ++k)
+      devs << (k ? "," : "") << blk.devices[k];
+    char line[160];
+    std::snprintf(line, sizeof(line), "  %5d %-4s %-16s %6lld %6lld\n", blk.id,
+                  kindName(blk.kind), devs.str().c_str(),
+                  static_cast<long long>(r.starts[b]),
+                  static_cast<long long>(r.starts[b] % r.period));
+    std::cout << line;
+  }
+}
+
+int run(const Options &o) {
+  Placement placement;
+  std::optional<BuiltinMethod> builtin;
+  if (o.method != "search") {
+    builtin = parseBuiltinMethod(o.method);
+    if (!builtin)
+      throw ScheduleError("unknown method '" + o.method +
+                          "' (search, gpipe, 1f1b, interleaved, zb-h1, "
+                          "zb-h2, zb-v)");
+  }
+  PipelineSpec spec;
+  if (o.pipeline) {
+    spec.stages = *o.pipeline;
+    spec.chunks = o.chunks;
+    if (!o.spans.empty()) {
+      spec.forwardSpan = o.spans[0];
+      spec.backwardSpan = o.spans[1];
+      spec.weightSpan = o.spans.size() > 2 ? o.spans[2] : 0;
+    }
+    if (builtin)
+      spec = normalizeSpec(*builtin, spec);
+    placement = makePipelinePlacement(spec);
+    placement.name = "pipeline-" + std::to_string(spec.stages);
+  } else {
+    placement = loadPlacement(o.placementPath);
+    if (builtin && *builtin != BuiltinMethod::GPipe &&
+        *builtin != BuiltinMethod::OneFOneB)
+      throw ScheduleError("method '" + o.method +
+                          "' needs a standard pipeline: use --pipeline P");
+  }
+  if (!o.emitPlacement.empty())
+    writeText(o.emitPlacement, placementToJson(placement).dump(2) + "\n");
+  PlacementGraph g(placement);
+
+  std::cout << "placement: " << (placement.name.empty() ? "-" : placement.name)
+            << " (" << g.numDevices() << " devices, " << g.numBlocks()
+            << " blocks), memory limit "
+            << (o.memory ? std::to_string(*o.memory) : "none") << ", "
+            << o.microBatches << " micro-batches, method " << o.method << "\n";
+
+  Schedule schedule;
+  ScheduleSummary summary;
+  summary.lowerBound = g.lowerBound();
+  std::optional<Repetend> repetend;
+  double seconds = 0;
+  std::string note;
+  auto t0 = std::chrono::steady_clock::now();
+  if (!builtin) {
+    if (!o.memory)
+      throw ScheduleError("--method search needs --memory");
+    SearchOptions so;
+    so.memoryLimit = *o.memory;
+    so.numMicroBatches = o.microBatches;
+    so.nodeBudget = o.nodeBudget;
+    so.explainMemory = o.explain;
+    SearchResult r = searchSchedule(g, so);
+    seconds = r.seconds;
+    if (!r.found) {
+      std::cerr << "error: " << r.message << "\n";
+      return 1;
+    }
+    schedule = std::move(r.schedule);
+    summary.period = r.repetend.period;
+    repetend = r.repetend;
+    note = r.message;
+  } else {
+    if (o.pipeline) {
+      schedule = buildBuiltin(*builtin, spec, o.microBatches).schedule;
+    } else {
+      // On an arbitrary placement the built-in names mean their priority
+      // rules: GPipe streams forwards first; 1F1B runs backwards first and
+      // starts a forward only while memory allows.
+      GreedyPolicy policy;
+      policy.order = *builtin == BuiltinMethod::GPipe
+                         ? GreedyPolicy::Order::ForwardFirst
+                         : GreedyPolicy::Order::BackwardFirst;
+      if (*builtin == BuiltinMethod::OneFOneB)
+        policy.memoryCap.assign(g.numDevices(), *o.memory);
+      schedule = greedyListSchedule(g, o.microBatches, policy);
+    }
+    seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
+    summary.period = observedPeriod(g, schedule);
+  }
+  ValidationReport rep = validateSchedule(g, schedule, o.memory);
+  if (!rep.ok()) {
+    std::cerr << "error: the " << o.method
+              << " schedule violates the constraints: " << rep.errors.front()
+              << "\n";
+    return 1;
+  }
+  summary.makespan = rep.stats.makespan;
+  summary.peakMemory = rep.stats.peakMemory;
+
+  std::cout << "period P: " << summary.period << "\n";
+  std::cout << "lower bound W: " << summary.lowerBound << "\n";
+  std::cout << "peak memory: " << joinInts(summary.peakMemory) << "\n";
+  std::cout << "makespan (" << o.microBatches
+            << " micro-batches): " << summary.makespan << "\n";
+  char timeLine[64];
+  std::snprintf(timeLine, sizeof(timeLine), "%.4f", seconds);
+  std::cout << (builtin ? "build time: " : "search time: ") << timeLine
+            << " s\n";
+  if (!note.empty())
+    std::cout << "result: " << note << "\n";
+  if (repetend)
+    printRepetend(g, *repetend);
+  if (o.timelineWidth > 0)
+    std::cout << "timeline (digit: forward of micro-batch mod 10, a-j: "
+                 "backward, A-J: weight gradient, '.': idle):\n"
+              << asciiTimeline(g, schedule, o.timelineWidth);
+  if (!o.output.empty())
+    writeText(o.output, dumpJsonLines(scheduleToJson(g, schedule, summary)));
+  if (!o.trace.empty())
+    writeText(o.trace, dumpJsonLines(chromeTrace(g, schedule)));
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  try {
+    return run(parseArgs(argc, argv));
+  } catch (const ScheduleError &e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception &e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
