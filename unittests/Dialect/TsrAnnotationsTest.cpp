@@ -68,6 +68,8 @@ func.func @all(%f: tensor<4x8xf32>, %g: tensor<8xf32>, %h: tensor<2x4x8xf32>,
   %37:3 = tsr.layer_norm_grad %h, %h, %g, %22#1, %22#2 {axis = 2 : i64} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<8xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>) -> (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>)
   %38 = tsr.softmax_cross_entropy_grad mean %f, %i, %s : (tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x8xf32>
   %39 = tsr.embedding_grad %h, %j2 : (tensor<2x4x8xf32>, tensor<2x4xi64>) -> tensor<10x8xf32>
+  %40 = tsr.sgd_update %f, %f lr %s weight_decay %s : tensor<4x8xf32>
+  %41:3 = tsr.adamw_update %g, %g, %g, %g step %step lr %s betas(%s, %s) eps %s weight_decay %s : tensor<8xf32>
   return
 }
 )mlir";
@@ -120,14 +122,14 @@ TEST_F(TsrAnnotations, EveryRegisteredOpHasAParsableTemplate) {
     EXPECT_TRUE(bool(parsed)) << name.getStringRef().str() << ": "
                               << (parsed ? "" : parsed.message());
   }
-  EXPECT_GE(count, 40u);
+  EXPECT_GE(count, 42u);
 }
 
 TEST_F(TsrAnnotations, EveryOpInstanceBindsToItsShapes) {
   std::string source = kExamples;
   // %j2 (2x4 indices) for embedding_grad.
   source.replace(source.find("%s: tensor<f32>"), 15,
-                 "%s: tensor<f32>, %j2: tensor<2x4xi64>");
+                 "%s: tensor<f32>, %j2: tensor<2x4xi64>, %step: tensor<i64>");
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(source, &context);
   ASSERT_TRUE(module) << "the examples do not parse";
 

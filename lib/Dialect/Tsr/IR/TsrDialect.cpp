@@ -3,12 +3,26 @@
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
+#include "mlir/Transforms/InliningUtils.h"
+
 using namespace mlir;
 using namespace tessera::tsr;
 
 #include "tessera/Dialect/Tsr/IR/TsrOpsDialect.cpp.inc"
 
+namespace {
+/// tsr ops are pure value computations: always legal to inline (the
+/// training step inlines its calls of the gradient function).
+struct TsrInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+  bool isLegalToInline(Operation *, Region *, bool, IRMapping &) const final {
+    return true;
+  }
+};
+} // namespace
+
 void TsrDialect::initialize() {
+  addInterfaces<TsrInlinerInterface>();
   addOperations<
 #define GET_OP_LIST
 #include "tessera/Dialect/Tsr/IR/TsrOps.cpp.inc"

@@ -11,6 +11,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Interfaces/DimAnnotationInterface.h"
+#include "tessera/Interfaces/GradientInterface.h"
 
 #include "tessera/Dialect/Tsr/IR/TsrEnums.h.inc"
 

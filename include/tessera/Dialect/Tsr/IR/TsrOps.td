@@ -11,6 +11,7 @@
 
 include "tessera/Dialect/Tsr/IR/TsrDialect.td"
 include "tessera/Interfaces/DimAnnotationInterface.td"
+include "tessera/Interfaces/GradientInterface.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -52,6 +53,9 @@ def Tsr_NonNegativeFloat : AttrConstraint<
     CPred<"!::llvm::cast<::mlir::FloatAttr>($_self).getValue().isNegative()">,
     "whose value is non-negative">;
 
+// Ops with a gradient rule (TsrGradients.cpp) for tsr-autodiff.
+def Tsr_Differentiable : DeclareOpInterfaceMethods<GradientOpInterface>;
+
 //===----------------------------------------------------------------------===//
 // Base classes
 //===----------------------------------------------------------------------===//
@@ -81,7 +85,8 @@ class Tsr_Op<string mnemonic, string annotationText, list<Trait> traits = [],
 // Elementwise ops on one float tensor.
 class Tsr_UnaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
     : Tsr_Op<mnemonic, "* -> *",
-             !listconcat(traits, [Pure, SameOperandsAndResultType])> {
+             !listconcat(traits, [Pure, SameOperandsAndResultType,
+                                  Tsr_Differentiable])> {
   let summary = summaryText;
   let arguments = (ins Tsr_FloatTensor:$input);
   let results = (outs Tsr_FloatTensor:$result);
@@ -92,7 +97,8 @@ class Tsr_UnaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
 // Elementwise ops on two float tensors with numpy broadcasting.
 class Tsr_BinaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
     : Tsr_Op<mnemonic, "*, * -> *",
-             !listconcat(traits, [Pure, InferTypeOpAdaptor])> {
+             !listconcat(traits, [Pure, InferTypeOpAdaptor,
+                                  Tsr_Differentiable])> {
   let summary = summaryText;
   let opDescription = [{
     Shapes broadcast as in numpy (and ONNX): aligned to the right, a
@@ -118,7 +124,7 @@ def Tsr_ErfOp : Tsr_UnaryOp<"erf", "elementwise Gauss error function">;
 def Tsr_TanhOp : Tsr_UnaryOp<"tanh", "elementwise hyperbolic tangent">;
 def Tsr_ReluOp : Tsr_UnaryOp<"relu", "elementwise max(x, 0)">;
 
-def Tsr_GeluOp : Tsr_Op<"gelu", "* -> *", [Pure, SameOperandsAndResultType]> {
+def Tsr_GeluOp : Tsr_Op<"gelu", "* -> *", [Tsr_Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "Gaussian error linear unit (exact or tanh approximation)";
   let opDescription = [{
     `exact`: x * Phi(x) with the normal CDF through erf;
@@ -149,7 +155,7 @@ def Tsr_CompareOp : Tsr_Op<"compare", "*, * -> *", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Tsr_WhereOp : Tsr_Op<"where", "*, *, * -> *", [Pure, InferTypeOpAdaptor]> {
+def Tsr_WhereOp : Tsr_Op<"where", "*, *, * -> *", [Tsr_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "elementwise select: condition ? lhs : rhs";
   let opDescription = [{
     The three operands broadcast as in numpy; lhs and rhs share their
@@ -163,7 +169,7 @@ def Tsr_WhereOp : Tsr_Op<"where", "*, *, * -> *", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Tsr_CastOp : Tsr_Op<"cast", "* -> *", [Pure]> {
+def Tsr_CastOp : Tsr_Op<"cast", "* -> *", [Tsr_Differentiable, Pure]> {
   let summary = "elementwise conversion of the element type";
   let opDescription = [{
     Float to integer rounds toward zero; to i1 compares with zero.
@@ -184,7 +190,7 @@ def Tsr_ConstantOp : Tsr_Op<"constant", "-> *",
   let hasFolder = 1;
 }
 
-def Tsr_DropoutOp : Tsr_Op<"dropout", "* -> *, *", [InferTypeOpAdaptor]> {
+def Tsr_DropoutOp : Tsr_Op<"dropout", "* -> *, *", [Tsr_Differentiable, InferTypeOpAdaptor]> {
   let summary = "training-mode dropout with its keep mask";
   let opDescription = [{
     Zeroes each element with probability `ratio` and scales the kept ones
@@ -209,7 +215,7 @@ def Tsr_DropoutOp : Tsr_Op<"dropout", "* -> *, *", [InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 def Tsr_MatmulOp : Tsr_Op<"matmul", "* m k+, * k+ n -> * m n",
-    [Pure, InferTypeOpAdaptor]> {
+    [Tsr_Differentiable, Pure, InferTypeOpAdaptor]> {
   let summary = "batched matrix product with broadcasting batch dimensions";
   let opDescription = [{
     Both operands have rank >= 2: the last two dimensions multiply as
@@ -223,7 +229,7 @@ def Tsr_MatmulOp : Tsr_Op<"matmul", "* m k+, * k+ n -> * m n",
 }
 
 def Tsr_SoftmaxOp : Tsr_Op<"softmax", "* d^ -> * d^",
-    [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+    [Tsr_Differentiable, Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
   let summary = "softmax along one axis";
   let opDescription = "`d` is the `axis` dimension.";
   let arguments = (ins Tsr_FloatTensor:$input, I64Attr:$axis);
@@ -233,7 +239,7 @@ def Tsr_SoftmaxOp : Tsr_Op<"softmax", "* d^ -> * d^",
 }
 
 def Tsr_LogSoftmaxOp : Tsr_Op<"log_softmax", "* d^ -> * d^",
-    [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+    [Tsr_Differentiable, Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
   let summary = "log of the softmax along one axis";
   let opDescription = "`d` is the `axis` dimension.";
   let arguments = (ins Tsr_FloatTensor:$input, I64Attr:$axis);
@@ -243,7 +249,7 @@ def Tsr_LogSoftmaxOp : Tsr_Op<"log_softmax", "* d^ -> * d^",
 }
 
 def Tsr_LayerNormOp : Tsr_Op<"layer_norm", "* d^, d^, d^ -> * d^, * 1, * 1",
-    [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+    [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
   let summary = "layer normalisation with its mean and reciprocal std";
   let opDescription = [{
     Normalises over the dimensions from `axis` to the last (`d` above stands
@@ -269,7 +275,7 @@ def Tsr_LayerNormOp : Tsr_Op<"layer_norm", "* d^, d^, d^ -> * d^, * 1, * 1",
 //===----------------------------------------------------------------------===//
 
 class Tsr_ReduceOp<string mnemonic, string summaryText, string markText>
-    : Tsr_Op<mnemonic, "* -> *", [Pure, InferTypeOpAdaptor],
+    : Tsr_Op<mnemonic, "* -> *", [Pure, InferTypeOpAdaptor, Tsr_Differentiable],
              ["buildAnnotation"]> {
   let summary = summaryText;
   let opDescription = "The `axes` dimensions are marked `" # markText # [{`
@@ -299,7 +305,7 @@ def Tsr_ReduceMaxOp : Tsr_ReduceOp<"reduce_max", "maximum over axes", "^">;
 // Shapes and data movement
 //===----------------------------------------------------------------------===//
 
-def Tsr_ReshapeOp : Tsr_Op<"reshape", "* -> *", [Pure], ["buildAnnotation"]> {
+def Tsr_ReshapeOp : Tsr_Op<"reshape", "* -> *", [Tsr_Differentiable, Pure], ["buildAnnotation"]> {
   let summary = "reshape to a static shape with the same number of elements";
   let opDescription = [{
     The annotation groups dimensions whose products match, nnScaler-style:
@@ -315,7 +321,7 @@ def Tsr_ReshapeOp : Tsr_Op<"reshape", "* -> *", [Pure], ["buildAnnotation"]> {
 }
 
 def Tsr_TransposeOp : Tsr_Op<"transpose", "* -> *",
-    [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+    [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
   let summary = "permute dimensions: result dim i is input dim perm[i]";
   let arguments = (ins Tsr_AnyTensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Tsr_AnyTensor:$result);
@@ -323,7 +329,7 @@ def Tsr_TransposeOp : Tsr_Op<"transpose", "* -> *",
   let hasFolder = 1;
 }
 
-def Tsr_BroadcastToOp : Tsr_Op<"broadcast_to", "* -> *", [Pure],
+def Tsr_BroadcastToOp : Tsr_Op<"broadcast_to", "* -> *", [Tsr_Differentiable, Pure],
     ["buildAnnotation"]> {
   let summary = "broadcast to the result shape (numpy rules, as ONNX Expand)";
   let arguments = (ins Tsr_AnyTensor:$input);
@@ -333,7 +339,7 @@ def Tsr_BroadcastToOp : Tsr_Op<"broadcast_to", "* -> *", [Pure],
   let hasFolder = 1;
 }
 
-def Tsr_SliceOp : Tsr_Op<"slice", "* -> *", [Pure, InferTypeOpAdaptor],
+def Tsr_SliceOp : Tsr_Op<"slice", "* -> *", [Tsr_Differentiable, Pure, InferTypeOpAdaptor],
     ["buildAnnotation"]> {
   let summary = "strided slice of every dimension";
   let opDescription = [{
@@ -348,7 +354,7 @@ def Tsr_SliceOp : Tsr_Op<"slice", "* -> *", [Pure, InferTypeOpAdaptor],
   let hasFolder = 1;
 }
 
-def Tsr_SplitOp : Tsr_Op<"split", "* -> *, ...", [Pure, InferTypeOpAdaptor],
+def Tsr_SplitOp : Tsr_Op<"split", "* -> *, ...", [Tsr_Differentiable, Pure, InferTypeOpAdaptor],
     ["buildAnnotation"]> {
   let summary = "split along one axis into pieces of the given sizes";
   let opDescription = "The split axis is `^`.";
@@ -359,7 +365,7 @@ def Tsr_SplitOp : Tsr_Op<"split", "* -> *, ...", [Pure, InferTypeOpAdaptor],
       "$input attr-dict `:` type($input) `->` type($results)";
 }
 
-def Tsr_ConcatOp : Tsr_Op<"concat", "*, ... -> *", [Pure, InferTypeOpAdaptor],
+def Tsr_ConcatOp : Tsr_Op<"concat", "*, ... -> *", [Tsr_Differentiable, Pure, InferTypeOpAdaptor],
     ["buildAnnotation"]> {
   let summary = "concatenate along one axis";
   let opDescription = "The concatenation axis is `^`.";
@@ -371,7 +377,7 @@ def Tsr_ConcatOp : Tsr_Op<"concat", "*, ... -> *", [Pure, InferTypeOpAdaptor],
 }
 
 def Tsr_GatherOp : Tsr_Op<"gather", "v^ c, * -> * c",
-    [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+    [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
   let summary = "gather slices of data along an axis (embedding lookup)";
   let opDescription = [{
     As ONNX Gather: the result has data's dimensions before `axis`, then
@@ -390,7 +396,7 @@ def Tsr_GatherOp : Tsr_Op<"gather", "v^ c, * -> * c",
 //===----------------------------------------------------------------------===//
 
 def Tsr_SoftmaxCrossEntropyOp : Tsr_Op<"softmax_cross_entropy",
-    "n+ c^, n+ -> ()", [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+    "n+ c^, n+ -> ()", [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
   let summary = "cross-entropy of softmax(logits) against class labels";
   let opDescription = [{
     logits are N x C, labels N class ids. Samples whose label equals
@@ -501,6 +507,59 @@ def Tsr_EmbeddingGradOp : Tsr_Op<"embedding_grad", "*+ c, *+ -> v^ c",
     $grad `,` $indices attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer updates
+//===----------------------------------------------------------------------===//
+
+// Rank-0 hyperparameters: buildable, so the assembly omits their types.
+def Tsr_ScalarF32 : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
+def Tsr_ScalarI64 : 0DTensorOf<[I64]> {
+  let builderCall =
+      "::mlir::RankedTensorType::get({}, $_builder.getIntegerType(64))";
+}
+
+def Tsr_SgdUpdateOp : Tsr_Op<"sgd_update", "*, *, (), () -> *",
+    [Pure, AllTypesMatch<["param", "grad", "result"]>]> {
+  let summary = "one SGD step: param - lr * (grad + weight_decay * param)";
+  let opDescription = [{
+    Hyperparameters are rank-0 f32 operands, so the emitted program reads
+    them at run time (`--lr`, `--weight-decay`).
+  }];
+  let arguments = (ins Tsr_FloatTensor:$param, Tsr_FloatTensor:$grad,
+                       Tsr_ScalarF32:$lr, Tsr_ScalarF32:$weight_decay);
+  let results = (outs Tsr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $param `,` $grad `lr` $lr `weight_decay` $weight_decay attr-dict `:` type($param)
+  }];
+}
+
+def Tsr_AdamwUpdateOp : Tsr_Op<"adamw_update",
+    "*, *, *, *, (), (), (), (), (), () -> *, *, *",
+    [Pure, AllTypesMatch<["param", "grad", "m", "v", "new_param", "new_m",
+                          "new_v"]>]> {
+  let summary = "one AdamW step (decoupled weight decay, bias-corrected)";
+  let opDescription = [{
+    As torch.optim.AdamW with t = `step` (1-based):
+    p' = p (1 - lr wd); m' = b1 m + (1 - b1) g; v' = b2 v + (1 - b2) g^2;
+    p'' = p' - lr (m' / (1 - b1^t)) / (sqrt(v' / (1 - b2^t)) + eps).
+    Returns the new parameter and moments. Hyperparameters are rank-0
+    operands read at run time.
+  }];
+  let arguments = (ins Tsr_FloatTensor:$param, Tsr_FloatTensor:$grad,
+                       Tsr_FloatTensor:$m, Tsr_FloatTensor:$v,
+                       Tsr_ScalarI64:$step, Tsr_ScalarF32:$lr,
+                       Tsr_ScalarF32:$beta1, Tsr_ScalarF32:$beta2,
+                       Tsr_ScalarF32:$eps, Tsr_ScalarF32:$weight_decay);
+  let results = (outs Tsr_FloatTensor:$new_param, Tsr_FloatTensor:$new_m,
+                      Tsr_FloatTensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `step` $step `lr` $lr `betas` `(` $beta1 `,`
+    $beta2 `)` `eps` $eps `weight_decay` $weight_decay attr-dict `:` type($param)
+  }];
 }
 
 #endif // TESSERA_DIALECT_TSR_IR_TSROPS_TD

@@ -21,4 +21,67 @@ def TsrTestAnnotation : Pass<"tsr-test-annotation"> {
   }];
 }
 
+def TsrAutodiff : Pass<"tsr-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode autodiff: the loss and every parameter's gradient";
+  let description = [{
+    For the function named by `func` (default: the only function with a
+    result marked `tsr.loss`), builds `<func>_grad` with the same arguments
+    and as results the loss (`tsr.loss`) and the gradient of every argument
+    marked `tsr.param` (`tsr.grad = "<name>"`), in argument order. Other
+    results (e.g. logits) are dropped. Each op's vector-Jacobian product
+    comes from GradientOpInterface, so extension ops bring their own; an op
+    on the path from a parameter to the loss without a gradient rule is an
+    error at its location. A parameter the loss does not use gets a zero
+    gradient.
+
+    Activations are kept for the backward by default; an op marked
+    `tsr.recompute` is instead recomputed right before its first use in the
+    backward (together with marked ops it depends on), trading compute for
+    memory.
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "The function to differentiate (default: the one with a tsr.loss result)">,
+  ];
+  let dependentDialects = ["::tessera::tsr::TsrDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def TsrOptimizer : Pass<"tsr-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Build the whole training step: micro-batches, clipping, update";
+  let description = [{
+    From the gradient function built by tsr-autodiff (`func`, default: the
+    only function with `tsr.grad` results), builds `train_step_<optimizer>`:
+
+        (params, optimizer state, data inputs, hyperparameters, step)
+            -> (loss, new params, new state)
+
+    The data inputs are split along their first (batch) dimension into
+    `micro-batches` pieces; the gradient function is called on each and the
+    losses and gradients are averaged (gradient accumulation). With
+    `clip-norm` > 0 the gradients are scaled as torch's clip_grad_norm_
+    does: by min(1, clip / (global norm + 1e-6)). The update is SGD
+    (`tsr.sgd_update`) or AdamW (`tsr.adamw_update`, with moments `m` and
+    `v` per parameter). Hyperparameters are rank-0 arguments (`tsr.hyper`)
+    so the emitted program reads them from its command line.
+
+    Argument attributes: `tsr.param`, `tsr.state = "adamw.m/<param>"`,
+    `tsr.input`, `tsr.hyper = "lr" | "beta1" | "beta2" | "eps" |
+    "weight_decay"`, `tsr.step`. Result attributes: `tsr.loss`, `tsr.param`,
+    `tsr.state`.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "adamw or sgd">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Micro-batches per step (gradient accumulation)">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Clip gradients to this global norm (0: no clipping)">,
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "The gradient function (default: the one with tsr.grad results)">,
+  ];
+  let dependentDialects = ["::tessera::tsr::TsrDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // TESSERA_DIALECT_TSR_TRANSFORMS_PASSES_TD

@@ -1,0 +1,41 @@
+//===- Passes.td - conversions between Tessera's dialects ---*- tablegen -*-===//
+
+#ifndef TESSERA_CONVERSION_PASSES_TD
+#define TESSERA_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
+  let summary = "Lower tsr functions to EmitC calls into the Tessera runtime";
+  let description = [{
+    Every `func.func` of tsr ops becomes an `emitc.func` with the runtime's
+    step ABI, `void f(const std::vector<Tensor>& args, std::vector<Tensor>&
+    results)`: argument i is `args[i]`, results are pushed in order. Each tsr
+    op becomes one call of the runtime function of the same name
+    (runtime/include/tessera/runtime/Runtime.h), preceded by a comment with
+    the op's source location (the ONNX node), and each tensor is released
+    after its last use so that memory follows liveness. Multi-result ops
+    return a std::tuple read with std::get.
+
+    Functions named `train_step_<optimizer>` are registered in a
+    `tessera::rt::Program` table (argument and result roles from the
+    `tsr.param` / `tsr.state` / `tsr.input` / `tsr.hyper` / `tsr.step` /
+    `tsr.loss` attributes) and, with `emit-main`, a `main` that calls
+    `tessera::rt::runMain`. Calls between functions must be inlined first.
+  }];
+  let options = [
+    Option<"emitMain", "emit-main", "bool", /*default=*/"true",
+           "Emit the Program table and main() for train_step_* functions">,
+    Option<"modelName", "model-name", "std::string", /*default=*/"\"\"",
+           "Model name recorded in the program (default: tsr.source)">,
+    Option<"initWeights", "init-weights", "std::string",
+           /*default=*/"\"init.safetensors\"",
+           "Initial weights file, relative to the binary">,
+    Option<"maxInlineConstant", "max-inline-constant", "int64_t",
+           /*default=*/"1 << 20",
+           "Largest non-splat constant (elements) written into the source">,
+  ];
+  let dependentDialects = ["::mlir::emitc::EmitCDialect"];
+}
+
+#endif // TESSERA_CONVERSION_PASSES_TD

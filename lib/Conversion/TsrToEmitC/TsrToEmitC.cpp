@@ -1,0 +1,570 @@
+//===- TsrToEmitC.cpp - tsr functions to EmitC runtime calls --------------===//
+//
+// Lowers each tsr function to a C++ function of straight-line calls into the
+// Tessera runtime (runtime/include/tessera/runtime/Runtime.h), keeping the
+// ONNX node names as comments and releasing tensors after their last use.
+// Lowering is a direct walk rather than a dialect conversion: the program is
+// one block of value-semantic ops, each mapping to exactly one call, and the
+// release points need a view of the whole emitted function.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+
+#include "mlir/Dialect/EmitC/IR/EmitC.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <sstream>
+
+namespace tessera {
+#define GEN_PASS_DEF_CONVERTTSRTOEMITC
+#include "tessera/Conversion/Passes.h.inc"
+} // namespace tessera
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::tsr;
+
+namespace {
+
+constexpr const char *kTensor = "tessera::rt::Tensor";
+
+std::string joinInts(ArrayRef<int64_t> values) {
+  std::string s;
+  for (auto [i, v] : llvm::enumerate(values))
+    s += (i ? ", " : "") + std::to_string(v);
+  return s;
+}
+
+/// The runtime's name for an element type, or "" if it has none.
+std::string dtypeName(Type t) {
+  if (t.isF32())
+    return "f32";
+  if (t.isF64())
+    return "f64";
+  if (t.isInteger(64))
+    return "i64";
+  if (t.isInteger(32))
+    return "i32";
+  if (t.isInteger(1))
+    return "i1";
+  return "";
+}
+
+/// A readable name for a location: the ONNX node name where there is one.
+std::string locationText(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations()) {
+      std::string s = locationText(inner);
+      if (!s.empty())
+        return s;
+    }
+    return "";
+  }
+  if (auto site = dyn_cast<CallSiteLoc>(loc))
+    return locationText(site.getCallee());
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    if (file.getLine() > 0)
+      return llvm::formatv("{0}:{1}",
+                           llvm::sys::path::filename(file.getFilename()),
+                           file.getLine())
+          .str();
+  return "";
+}
+
+/// The role of a step-function argument or result, from its attributes.
+struct Role {
+  std::string role, name;
+};
+
+std::optional<Role> roleOf(DictionaryAttr attrs) {
+  if (!attrs)
+    return std::nullopt;
+  auto str = [&](StringRef key) -> std::optional<std::string> {
+    if (auto s = attrs.getAs<StringAttr>(key))
+      return s.str();
+    return std::nullopt;
+  };
+  if (auto n = str("tsr.param"))
+    return Role{"Param", *n};
+  if (auto n = str("tsr.state"))
+    return Role{"State", *n};
+  if (auto n = str("tsr.input"))
+    return Role{"Input", *n};
+  if (auto n = str("tsr.hyper"))
+    return Role{"Hyper", *n};
+  if (attrs.get("tsr.step"))
+    return Role{"Step", "step"};
+  if (attrs.get("tsr.loss"))
+    return Role{"Loss", "loss"};
+  return std::nullopt;
+}
+
+class FunctionLowering {
+public:
+  FunctionLowering(func::FuncOp fn, int64_t maxInlineConstant)
+      : fn(fn), ctx(fn.getContext()), b(fn),
+        maxInlineConstant(maxInlineConstant) {
+    tensorType = emitc::OpaqueType::get(ctx, kTensor);
+  }
+
+  LogicalResult run() {
+    auto argsType =
+        emitc::OpaqueType::get(ctx, "const std::vector<tessera::rt::Tensor>&");
+    auto resultsType =
+        emitc::OpaqueType::get(ctx, "std::vector<tessera::rt::Tensor>&");
+    b.setInsertionPoint(fn);
+    auto efn = emitc::FuncOp::create(
+        b, fn.getLoc(), fn.getSymName(),
+        FunctionType::get(ctx, {argsType, resultsType}, {}));
+    Block *entry = efn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    Value args = entry->getArgument(0), results = entry->getArgument(1);
+
+    for (BlockArgument arg : fn.getArguments()) {
+      Value index =
+          emitc::LiteralOp::create(b, fn.getLoc(), emitc::SizeTType::get(ctx),
+                                   std::to_string(arg.getArgNumber()));
+      Value lvalue = emitc::SubscriptOp::create(
+          b, fn.getLoc(), emitc::LValueType::get(tensorType), args,
+          ValueRange{index});
+      map[arg] = emitc::LoadOp::create(b, fn.getLoc(), tensorType, lvalue);
+    }
+
+    for (Operation &op : fn.getBody().front()) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (Value v : ret.getOperands())
+          verbatim(op.getLoc(), "{}.push_back({});", {results, lookup(v)});
+        continue;
+      }
+      if (isa<func::CallOp>(op))
+        return op.emitError("convert-tsr-to-emitc: inline calls before "
+                            "emission");
+      if (op.getDialect() != fn->getContext()->getLoadedDialect<TsrDialect>())
+        return op.emitError("convert-tsr-to-emitc: no lowering for '")
+               << op.getName() << "'";
+      std::string where = locationText(op.getLoc());
+      verbatim(op.getLoc(), "// " + (where.empty() ? "" : where + ": ") +
+                                op.getName().getStringRef().str());
+      if (failed(lower(&op)))
+        return failure();
+    }
+    emitc::ReturnOp::create(b, fn.getLoc(), Value());
+    insertReleases(efn);
+    return success();
+  }
+
+private:
+  func::FuncOp fn;
+  MLIRContext *ctx;
+  OpBuilder b;
+  int64_t maxInlineConstant;
+  Type tensorType;
+  DenseMap<Value, Value> map;
+
+  Value lookup(Value v) { return map.lookup(v); }
+
+  void verbatim(Location loc, StringRef text, ValueRange fmtArgs = {}) {
+    std::string escaped = text.str();
+    if (fmtArgs.empty()) {
+      // A verbatim without arguments is not a format string: no escaping.
+      emitc::VerbatimOp::create(b, loc, b.getStringAttr(escaped), ValueRange{});
+      return;
+    }
+    emitc::VerbatimOp::create(b, loc, b.getStringAttr(escaped), fmtArgs);
+  }
+
+  Attribute opaque(const Twine &text) {
+    return emitc::OpaqueAttr::get(ctx, text.str());
+  }
+  Attribute i64(int64_t v) { return b.getI64IntegerAttr(v); }
+  Attribute f64(double v) { return b.getF64FloatAttr(v); }
+  Attribute boolean(bool v) { return opaque(v ? "true" : "false"); }
+  Attribute ints(ArrayRef<int64_t> v) {
+    return opaque("std::vector<int64_t>{" + joinInts(v) + "}");
+  }
+  Attribute shape(Type t) {
+    return opaque("tessera::rt::Shape{" +
+                  joinInts(cast<RankedTensorType>(t).getShape()) + "}");
+  }
+  FailureOr<Attribute> dtype(Operation *op, Type t) {
+    Type e = cast<RankedTensorType>(t).getElementType();
+    std::string name = dtypeName(e);
+    if (name.empty())
+      return op->emitError("convert-tsr-to-emitc: the CPU runtime has no ")
+             << e << " tensors";
+    return opaque("tessera::rt::DType::" + name);
+  }
+
+  /// One runtime call: `args` lists call arguments, where an operand is
+  /// written as its index into `operands` (an IndexAttr).
+  Value call(Operation *op, StringRef callee, ValueRange operands,
+             ArrayRef<Attribute> args, Type resultType = {}) {
+    SmallVector<Value> mapped;
+    for (Value v : operands)
+      mapped.push_back(lookup(v));
+    auto c = emitc::CallOpaqueOp::create(
+        b, op->getLoc(), TypeRange{resultType ? resultType : tensorType},
+        b.getStringAttr(("tessera::rt::" + callee).str()), mapped,
+        b.getArrayAttr(args), ArrayAttr());
+    return c.getResult(0);
+  }
+
+  Attribute operand(unsigned i) { return b.getIndexAttr(i); }
+
+  /// A call returning one tensor, with the operands first then `extra`.
+  LogicalResult simple(Operation *op, StringRef callee,
+                       ArrayRef<Attribute> extra = {}) {
+    SmallVector<Attribute> args;
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      args.push_back(operand(i));
+    llvm::append_range(args, extra);
+    map[op->getResult(0)] = call(op, callee, op->getOperands(), args);
+    return success();
+  }
+
+  /// A call returning a std::tuple of tensors, unpacked with std::get.
+  LogicalResult tuple(Operation *op, StringRef callee, ValueRange operands,
+                      ArrayRef<Attribute> args) {
+    std::string tupleType = "std::tuple<";
+    for (unsigned i = 0; i < op->getNumResults(); ++i)
+      tupleType += std::string(i ? ", " : "") + kTensor;
+    tupleType += ">";
+    Value t = call(op, callee, operands, args,
+                   emitc::OpaqueType::get(ctx, tupleType));
+    for (unsigned i = 0; i < op->getNumResults(); ++i) {
+      auto get = emitc::CallOpaqueOp::create(
+          b, op->getLoc(), TypeRange{tensorType}, "std::get", ValueRange{t},
+          ArrayAttr(), b.getArrayAttr({b.getI32IntegerAttr(i)}));
+      map[op->getResult(i)] = get.getResult(0);
+    }
+    return success();
+  }
+
+  LogicalResult lowerConstant(ConstantOp op) {
+    auto type = cast<RankedTensorType>(op.getType());
+    auto dt = dtype(op, type);
+    if (failed(dt))
+      return failure();
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!dense)
+      return op.emitError("convert-tsr-to-emitc: only dense constants");
+    auto scalarText = [&](Attribute a) -> std::string {
+      if (auto f = dyn_cast<FloatAttr>(a)) {
+        double v = f.getValueAsDouble();
+        if (std::isinf(v))
+          return v > 0 ? "INFINITY" : "-INFINITY";
+        if (std::isnan(v))
+          return "NAN";
+        std::ostringstream os;
+        os.precision(17);
+        os << v;
+        return os.str();
+      }
+      if (auto i = dyn_cast<IntegerAttr>(a))
+        return type.getElementType().isInteger(1)
+                   ? std::to_string(i.getValue().getBoolValue())
+                   : std::to_string(i.getValue().getSExtValue());
+      return "0";
+    };
+    if (dense.isSplat()) {
+      map[op.getResult()] =
+          call(op, "full", {},
+               {shape(type), *dt,
+                opaque(scalarText(dense.getSplatValue<Attribute>()))});
+      return success();
+    }
+    if (dense.getNumElements() > maxInlineConstant)
+      return op.emitError("convert-tsr-to-emitc: constant of ")
+             << dense.getNumElements()
+             << " elements exceeds max-inline-constant=" << maxInlineConstant;
+    std::string values = "std::vector<double>{";
+    int64_t i = 0;
+    for (Attribute a : dense.getValues<Attribute>())
+      values += (i++ ? ", " : "") + scalarText(a);
+    values += "}";
+    map[op.getResult()] =
+        call(op, "fromValues", {}, {shape(type), *dt, opaque(values)});
+    return success();
+  }
+
+  LogicalResult lower(Operation *op) {
+    auto ln = [&](auto o) { return simple(o, o->getName().stripDialect()); };
+    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+        .Case<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ErfOp, TanhOp, ReluOp,
+              AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, MatmulOp>(ln)
+        .Case([&](GeluOp o) {
+          return simple(
+              o, "gelu",
+              {boolean(o.getApproximate() == GeluApproximation::tanh)});
+        })
+        .Case([&](CompareOp o) {
+          std::string pred = stringifyComparePredicate(o.getPredicate()).str();
+          map[o.getResult()] = call(o, "compare", o->getOperands(),
+                                    {opaque("tessera::rt::Compare::" + pred),
+                                     operand(0), operand(1)});
+          return success();
+        })
+        .Case([&](CastOp o) {
+          auto dt = dtype(o, o.getType());
+          if (failed(dt))
+            return failure();
+          return simple(o, "cast", {*dt});
+        })
+        .Case([&](ConstantOp o) { return lowerConstant(o); })
+        .Case([&](DropoutOp o) {
+          return tuple(o, "dropout", o->getOperands(),
+                       {operand(0), f64(o.getRatio().convertToDouble()),
+                        i64(o.getSeed())});
+        })
+        .Case([&](SoftmaxOp o) {
+          return simple(o, "softmax", {i64(o.getAxis())});
+        })
+        .Case([&](LogSoftmaxOp o) {
+          return simple(o, "log_softmax", {i64(o.getAxis())});
+        })
+        .Case([&](LayerNormOp o) {
+          SmallVector<Attribute> args{operand(0), operand(1)};
+          args.push_back(o.getBias() ? operand(2)
+                                     : opaque("tessera::rt::Tensor()"));
+          args.push_back(i64(o.getAxis()));
+          args.push_back(f64(o.getEpsilon().convertToDouble()));
+          return tuple(o, "layer_norm", o->getOperands(), args);
+        })
+        .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto o) {
+          return simple(o, o->getName().stripDialect(),
+                        {ints(o.getAxes()), boolean(o.getKeepdims())});
+        })
+        .Case([&](ReshapeOp o) {
+          return simple(o, "reshape", {shape(o.getType())});
+        })
+        .Case([&](TransposeOp o) {
+          return simple(o, "transpose", {ints(o.getPerm())});
+        })
+        .Case([&](BroadcastToOp o) {
+          return simple(o, "broadcast_to", {shape(o.getType())});
+        })
+        .Case([&](SliceOp o) {
+          return simple(
+              o, "slice",
+              {ints(o.getStarts()), ints(o.getLimits()), ints(o.getSteps())});
+        })
+        .Case([&](SplitOp o) {
+          auto vecType =
+              emitc::OpaqueType::get(ctx, "std::vector<tessera::rt::Tensor>");
+          Value pieces =
+              call(o, "split", o->getOperands(),
+                   {operand(0), i64(o.getAxis()), ints(o.getSizes())}, vecType);
+          for (auto [i, r] : llvm::enumerate(o.getResults())) {
+            Value index = emitc::LiteralOp::create(
+                b, o.getLoc(), emitc::SizeTType::get(ctx), std::to_string(i));
+            Value lv = emitc::SubscriptOp::create(
+                b, o.getLoc(), emitc::LValueType::get(tensorType), pieces,
+                ValueRange{index});
+            map[r] = emitc::LoadOp::create(b, o.getLoc(), tensorType, lv);
+          }
+          return success();
+        })
+        .Case([&](ConcatOp o) {
+          // tensorList(a, b, ...) builds the std::vector<Tensor> operand.
+          auto list = emitc::CallOpaqueOp::create(
+              b, o.getLoc(),
+              TypeRange{emitc::OpaqueType::get(
+                  ctx, "std::vector<tessera::rt::Tensor>")},
+              "tessera::rt::tensorList",
+              llvm::map_to_vector(o.getInputs(),
+                                  [&](Value v) { return lookup(v); }),
+              ArrayAttr(), ArrayAttr());
+          auto c = emitc::CallOpaqueOp::create(
+              b, o.getLoc(), TypeRange{tensorType}, "tessera::rt::concat",
+              ValueRange{list.getResult(0)},
+              b.getArrayAttr({operand(0), i64(o.getAxis())}), ArrayAttr());
+          map[o.getResult()] = c.getResult(0);
+          return success();
+        })
+        .Case(
+            [&](GatherOp o) { return simple(o, "gather", {i64(o.getAxis())}); })
+        .Case([&](SoftmaxCrossEntropyOp o) {
+          std::string red = stringifyLossReduction(o.getReduction()).str();
+          return simple(o, "softmax_cross_entropy",
+                        {i64(o.getIgnoreIndex()),
+                         opaque("tessera::rt::Reduction::" + red)});
+        })
+        .Case([&](SoftmaxGradOp o) {
+          return simple(o, "softmax_grad", {i64(o.getAxis())});
+        })
+        .Case([&](LogSoftmaxGradOp o) {
+          return simple(o, "log_softmax_grad", {i64(o.getAxis())});
+        })
+        .Case([&](GeluGradOp o) {
+          return simple(
+              o, "gelu_grad",
+              {boolean(o.getApproximate() == GeluApproximation::tanh)});
+        })
+        .Case([&](LayerNormGradOp o) {
+          SmallVector<Attribute> args;
+          for (unsigned i = 0; i < 5; ++i)
+            args.push_back(operand(i));
+          args.push_back(i64(o.getAxis()));
+          return tuple(o, "layer_norm_grad", o->getOperands(), args);
+        })
+        .Case([&](SoftmaxCrossEntropyGradOp o) {
+          std::string red = stringifyLossReduction(o.getReduction()).str();
+          return simple(o, "softmax_cross_entropy_grad",
+                        {i64(o.getIgnoreIndex()),
+                         opaque("tessera::rt::Reduction::" + red)});
+        })
+        .Case([&](EmbeddingGradOp o) {
+          return simple(o, "embedding_grad", {shape(o.getType())});
+        })
+        .Case([&](SgdUpdateOp o) { return simple(o, "sgd_update"); })
+        .Case([&](AdamwUpdateOp o) {
+          SmallVector<Attribute> args;
+          for (unsigned i = 0; i < o->getNumOperands(); ++i)
+            args.push_back(operand(i));
+          return tuple(o, "adamw_update", o->getOperands(), args);
+        })
+        .Default([&](Operation *o) {
+          return o->emitError("convert-tsr-to-emitc: no lowering for '")
+                 << o->getName() << "'";
+        });
+  }
+
+  /// Drops each tensor (or tuple/vector of tensors) after its last use, so
+  /// the runtime's allocator can reuse its storage.
+  void insertReleases(emitc::FuncOp efn) {
+    Block &body = efn.getBody().front();
+    SmallVector<std::pair<Operation *, Value>> releases;
+    for (Operation &op : body) {
+      for (Value v : op.getResults()) {
+        auto type = dyn_cast<emitc::OpaqueType>(v.getType());
+        if (!type)
+          continue;
+        // The last user in block order; a subscript's load counts as its use.
+        Operation *last = &op;
+        for (Operation *user : v.getUsers()) {
+          Operation *u = user;
+          if (isa<emitc::SubscriptOp>(u))
+            for (Operation *load : u->getUsers())
+              if (last->isBeforeInBlock(load))
+                last = load;
+          if (last->isBeforeInBlock(u))
+            last = u;
+        }
+        releases.push_back({last, v});
+      }
+    }
+    for (auto [after, v] : releases) {
+      if (isa<emitc::ReturnOp>(after))
+        continue;
+      OpBuilder rb(after->getContext());
+      rb.setInsertionPointAfter(after);
+      StringRef type = cast<emitc::OpaqueType>(v.getType()).getValue();
+      const char *text = type == kTensor ? "{}.release();" : "{} = {{};";
+      emitc::VerbatimOp::create(rb, v.getLoc(), rb.getStringAttr(text),
+                                ValueRange{v});
+    }
+  }
+};
+
+std::string cppString(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// The Program table and main() for the train_step_* functions.
+LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
+                          StringRef model, StringRef init) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto specs = [&](func::FuncOp f, bool results) -> LogicalResult {
+    unsigned n = results ? f.getNumResults() : f.getNumArguments();
+    os << "    {\n";
+    for (unsigned i = 0; i < n; ++i) {
+      DictionaryAttr attrs =
+          results ? f.getResultAttrDict(i) : f.getArgAttrDict(i);
+      auto role = roleOf(attrs);
+      if (!role)
+        return f.emitError("convert-tsr-to-emitc: ")
+               << (results ? "result " : "argument ") << i
+               << " of a training step has no role attribute";
+      auto type = cast<RankedTensorType>(results ? f.getResultTypes()[i]
+                                                 : f.getArgumentTypes()[i]);
+      os << "      {tessera::rt::Role::" << role->role << ", "
+         << cppString(role->name)
+         << ", tessera::rt::DType::" << dtypeName(type.getElementType())
+         << ", {" << joinInts(type.getShape()) << "}},\n";
+    }
+    os << "    },\n";
+    return success();
+  };
+  os << "// The training steps of this program, for tessera::rt::runMain.\n";
+  os << "static const tessera::rt::Program kProgram = {\n";
+  os << "  " << cppString(model) << ",\n  " << cppString(init) << ",\n  {\n";
+  for (func::FuncOp f : steps) {
+    StringRef opt = f.getSymName().drop_front(StringRef("train_step_").size());
+    os << "   {" << cppString(opt) << ",\n";
+    if (failed(specs(f, false)) || failed(specs(f, true)))
+      return failure();
+    os << "    &" << f.getSymName() << "},\n";
+  }
+  os << "  },\n};\n\n";
+  os << "int main(int argc, char **argv) {\n"
+        "  return tessera::rt::runMain(argc, argv, kProgram);\n}";
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  emitc::VerbatimOp::create(b, module.getLoc(), b.getStringAttr(os.str()),
+                            ValueRange{});
+  return success();
+}
+
+struct ConvertTsrToEmitCPass
+    : public tessera::impl::ConvertTsrToEmitCBase<ConvertTsrToEmitCPass> {
+  using ConvertTsrToEmitCBase::ConvertTsrToEmitCBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    emitc::IncludeOp::create(b, module.getLoc(), "tessera/runtime/Runtime.h",
+                             /*is_standard_include=*/false);
+    for (const char *header : {"cmath", "cstdint", "tuple", "vector"})
+      emitc::IncludeOp::create(b, module.getLoc(), header,
+                               /*is_standard_include=*/true);
+
+    SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
+    SmallVector<func::FuncOp> steps;
+    for (func::FuncOp f : funcs) {
+      if (f.isExternal())
+        continue;
+      FunctionLowering lowering(f, maxInlineConstant);
+      if (failed(lowering.run()))
+        return signalPassFailure();
+      if (f.getSymName().starts_with("train_step_"))
+        steps.push_back(f);
+    }
+    if (emitMain && !steps.empty()) {
+      std::string model = modelName;
+      if (model.empty())
+        if (auto src = module->getAttrOfType<StringAttr>("tsr.source"))
+          model = src.str();
+      if (failed(emitProgram(module, steps, model, initWeights)))
+        return signalPassFailure();
+    }
+    for (func::FuncOp f : funcs)
+      f.erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,278 @@
+//===- Autodiff.cpp - reverse-mode automatic differentiation --------------===//
+//
+// Builds `<func>_grad`: the forward ops, then the backward ops in reverse
+// order, each op's vector-Jacobian product coming from GradientOpInterface.
+// Only "active" ops (depending on a parameter and contributing to the loss)
+// are differentiated, so labels, masks and index arithmetic need no rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Dialect/Tsr/Transforms/Passes.h"
+#include "tessera/Interfaces/GradientInterface.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace tessera {
+namespace tsr {
+#define GEN_PASS_DEF_TSRAUTODIFF
+#include "tessera/Dialect/Tsr/Transforms/Passes.h.inc"
+} // namespace tsr
+} // namespace tessera
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::tsr;
+
+namespace {
+
+bool isFloatTensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && isa<FloatType>(t.getElementType());
+}
+
+/// Index of the result marked tsr.loss, or -1.
+int lossIndex(func::FuncOp f) {
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    if (f.getResultAttr(i, "tsr.loss"))
+      return i;
+  return -1;
+}
+
+Value zeros(OpBuilder &b, Location loc, Type type) {
+  auto t = cast<RankedTensorType>(type);
+  return ConstantOp::create(
+      b, loc, t,
+      DenseElementsAttr::get(
+          t, FloatAttr::get(t.getElementType(), 0.0).getValue()));
+}
+
+struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
+  using TsrAutodiffBase::TsrAutodiffBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    func::FuncOp forward = findForward(module);
+    if (!forward)
+      return signalPassFailure();
+    if (failed(differentiate(forward)))
+      return signalPassFailure();
+  }
+
+  func::FuncOp findForward(ModuleOp module) {
+    if (!funcName.empty()) {
+      auto f = module.lookupSymbol<func::FuncOp>(funcName);
+      if (!f)
+        module.emitError("tsr-autodiff: no function named '")
+            << funcName << "'";
+      return f;
+    }
+    func::FuncOp found;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (lossIndex(f) < 0)
+        continue;
+      if (found) {
+        f.emitError("tsr-autodiff: several functions have a tsr.loss result; "
+                    "choose one with func=<name>");
+        return {};
+      }
+      found = f;
+    }
+    if (!found)
+      module.emitError("tsr-autodiff: no function has a result marked "
+                       "tsr.loss");
+    return found;
+  }
+
+  LogicalResult differentiate(func::FuncOp forward) {
+    int loss = lossIndex(forward);
+    if (loss < 0)
+      return forward.emitError("has no result marked tsr.loss");
+    if (!forward.getBody().hasOneBlock())
+      return forward.emitError("must have a single block to differentiate");
+    auto lossType = dyn_cast<RankedTensorType>(forward.getResultTypes()[loss]);
+    if (!lossType || lossType.getRank() != 0 ||
+        !isa<FloatType>(lossType.getElementType()))
+      return forward.emitError("the loss must be a rank-0 float tensor, found ")
+             << forward.getResultTypes()[loss];
+
+    // The gradient function starts as a copy of the forward.
+    OpBuilder moduleBuilder(forward);
+    moduleBuilder.setInsertionPointAfter(forward);
+    auto gradFn = cast<func::FuncOp>(moduleBuilder.clone(*forward));
+    gradFn.setSymName((forward.getSymName() + "_grad").str());
+    Block &body = gradFn.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Value lossValue = ret.getOperand(loss);
+
+    // Active values: reachable from a parameter and reaching the loss.
+    SmallVector<BlockArgument> params;
+    for (BlockArgument arg : body.getArguments())
+      if (gradFn.getArgAttr(arg.getArgNumber(), "tsr.param"))
+        params.push_back(arg);
+    DenseSet<Value> fromParams;
+    for (BlockArgument p : params)
+      if (isFloatTensor(p))
+        fromParams.insert(p);
+    for (Operation &op : body.without_terminator())
+      if (llvm::any_of(op.getOperands(),
+                       [&](Value v) { return fromParams.contains(v); }))
+        for (Value r : op.getResults())
+          if (isFloatTensor(r))
+            fromParams.insert(r);
+    DenseSet<Value> toLoss;
+    toLoss.insert(lossValue);
+    for (Operation &op : llvm::reverse(body.without_terminator()))
+      if (llvm::any_of(op.getResults(),
+                       [&](Value v) { return toLoss.contains(v); }))
+        for (Value v : op.getOperands())
+          toLoss.insert(v);
+    auto active = [&](Value v) {
+      return fromParams.contains(v) && toLoss.contains(v);
+    };
+
+    // Backward: seed d(loss) = 1 and walk the ops in reverse.
+    OpBuilder b(ret);
+    Location loc = ret.getLoc();
+    auto one = ConstantOp::create(
+        b, loc, lossType,
+        DenseElementsAttr::get(
+            lossType,
+            FloatAttr::get(lossType.getElementType(), 1.0).getValue()));
+    Operation *backwardStart = one;
+    DenseMap<Value, Value> adjoint;
+    adjoint[lossValue] = one;
+    auto accumulate = [&](Value v, Value g) {
+      auto [it, inserted] = adjoint.try_emplace(v, g);
+      if (!inserted)
+        it->second = AddOp::create(b, g.getLoc(), it->second, g);
+    };
+
+    SmallVector<Operation *> forwardOps;
+    for (Operation &op : body.without_terminator())
+      if (&op != backwardStart)
+        forwardOps.push_back(&op);
+    for (Operation *op : llvm::reverse(forwardOps)) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value r : op->getResults()) {
+        Value g = active(r) ? adjoint.lookup(r) : Value();
+        resultGrads.push_back(g);
+        any |= bool(g);
+      }
+      if (!any)
+        continue;
+      auto rule = dyn_cast<GradientOpInterface>(op);
+      if (!rule)
+        return op->emitError("tsr-autodiff: '")
+               << op->getName() << "' has no gradient rule "
+               << "(it lies between a parameter and the loss)";
+      b.setInsertionPoint(ret);
+      SmallVector<Value> operandGrads;
+      if (failed(rule.buildGradient(b, resultGrads, operandGrads)))
+        return failure();
+      if (operandGrads.size() != op->getNumOperands())
+        return op->emitError("tsr-autodiff: gradient rule gave ")
+               << operandGrads.size() << " operand gradients for "
+               << op->getNumOperands() << " operands";
+      for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads)) {
+        if (!grad || !active(operand))
+          continue;
+        if (grad.getType() != operand.getType())
+          return op->emitError("tsr-autodiff: gradient rule gave ")
+                 << grad.getType() << " for an operand of type "
+                 << operand.getType();
+        accumulate(operand, grad);
+      }
+    }
+
+    // New results: the loss, then each parameter's gradient.
+    b.setInsertionPoint(ret);
+    SmallVector<Value> results{lossValue};
+    SmallVector<Type> resultTypes{lossType};
+    for (BlockArgument p : params) {
+      Value g = adjoint.lookup(p);
+      if (!g) {
+        if (!isFloatTensor(p))
+          return gradFn.emitError("parameter ")
+                 << gradFn.getArgAttr(p.getArgNumber(), "tsr.param")
+                 << " is not a float tensor";
+        g = zeros(b, loc, p.getType());
+      }
+      results.push_back(g);
+      resultTypes.push_back(p.getType());
+    }
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    gradFn.setType(FunctionType::get(&getContext(), gradFn.getArgumentTypes(),
+                                     resultTypes));
+    SmallVector<DictionaryAttr> resultAttrs;
+    MLIRContext *ctx = &getContext();
+    resultAttrs.push_back(DictionaryAttr::get(
+        ctx, {NamedAttribute(StringAttr::get(ctx, "tsr.loss"),
+                             UnitAttr::get(ctx))}));
+    for (BlockArgument p : params)
+      resultAttrs.push_back(DictionaryAttr::get(
+          ctx,
+          {NamedAttribute(StringAttr::get(ctx, "tsr.grad"),
+                          gradFn.getArgAttr(p.getArgNumber(), "tsr.param"))}));
+    gradFn.setAllResultAttrs(resultAttrs);
+
+    rematerialize(body, backwardStart);
+    return success();
+  }
+
+  /// Ops marked tsr.recompute are cloned before their first backward use
+  /// (with the marked ops they depend on), so the forward value dies early.
+  void rematerialize(Block &body, Operation *backwardStart) {
+    SmallVector<Operation *> marked;
+    for (Operation &op : body)
+      if (op.isBeforeInBlock(backwardStart) && op.hasAttr("tsr.recompute"))
+        marked.push_back(&op);
+    if (marked.empty())
+      return;
+    DenseMap<Value, Value> recomputed;
+    std::function<Value(Value, OpBuilder &)> clone = [&](Value v,
+                                                         OpBuilder &b) {
+      Operation *def = v.getDefiningOp();
+      if (!def || !def->hasAttr("tsr.recompute") ||
+          !def->isBeforeInBlock(backwardStart))
+        return v;
+      if (Value done = recomputed.lookup(v))
+        return done;
+      IRMapping map;
+      for (Value operand : def->getOperands())
+        map.map(operand, clone(operand, b));
+      Operation *copy = b.clone(*def, map);
+      copy->removeAttr("tsr.recompute");
+      for (auto [old, fresh] : llvm::zip(def->getResults(), copy->getResults()))
+        recomputed[old] = fresh;
+      return recomputed.lookup(v);
+    };
+    // Backward users, in order; the first one fixes the insertion point.
+    SmallVector<Operation *> users;
+    for (Operation &op : body)
+      if (!op.isBeforeInBlock(backwardStart))
+        users.push_back(&op);
+    for (Operation *user : users) {
+      for (OpOperand &use : user->getOpOperands()) {
+        Operation *def = use.get().getDefiningOp();
+        if (!def || !def->hasAttr("tsr.recompute") ||
+            !def->isBeforeInBlock(backwardStart))
+          continue;
+        OpBuilder b(user);
+        use.set(clone(use.get(), b));
+      }
+    }
+    for (Operation *op : marked)
+      op->removeAttr("tsr.recompute");
+  }
+};
+
+} // namespace

@@ -1,0 +1,304 @@
+//===- Optimizer.cpp - the whole training step ----------------------------===//
+//
+// Wraps the gradient function in a training step: gradient accumulation
+// over micro-batches, optional clipping by global norm, and the SGD or
+// AdamW update, with hyperparameters as run-time arguments.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Dialect/Tsr/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace tessera {
+namespace tsr {
+#define GEN_PASS_DEF_TSROPTIMIZER
+#include "tessera/Dialect/Tsr/Transforms/Passes.h.inc"
+} // namespace tsr
+} // namespace tessera
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::tsr;
+
+namespace {
+
+Value scalarF32(OpBuilder &b, Location loc, double v) {
+  auto t = RankedTensorType::get({}, b.getF32Type());
+  return ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, float(v)));
+}
+
+/// A rank-0 constant with `like`'s element type.
+Value scalarLike(OpBuilder &b, Location loc, Value like, double v) {
+  Type e = cast<RankedTensorType>(like.getType()).getElementType();
+  auto t = RankedTensorType::get({}, e);
+  return ConstantOp::create(
+      b, loc, t, DenseElementsAttr::get(t, FloatAttr::get(e, v).getValue()));
+}
+
+/// Converts a rank-0 f32 hyperparameter to `like`'s element type.
+Value hyperLike(OpBuilder &b, Location loc, Value hyper, Value like) {
+  Type e = cast<RankedTensorType>(like.getType()).getElementType();
+  if (e.isF32())
+    return hyper;
+  return CastOp::create(b, loc, RankedTensorType::get({}, e), hyper);
+}
+
+struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
+  using TsrOptimizerBase::TsrOptimizerBase;
+
+  void runOnOperation() override {
+    if (optimizer != "adamw" && optimizer != "sgd") {
+      getOperation().emitError("tsr-optimizer: unknown optimizer '")
+          << optimizer << "' (expected adamw or sgd)";
+      return signalPassFailure();
+    }
+    if (microBatches < 1) {
+      getOperation().emitError("tsr-optimizer: micro-batches must be >= 1, "
+                               "found ")
+          << microBatches.getValue();
+      return signalPassFailure();
+    }
+    func::FuncOp grad = findGradFn();
+    if (!grad || failed(build(grad)))
+      signalPassFailure();
+  }
+
+  func::FuncOp findGradFn() {
+    ModuleOp module = getOperation();
+    if (!funcName.empty()) {
+      auto f = module.lookupSymbol<func::FuncOp>(funcName);
+      if (!f)
+        module.emitError("tsr-optimizer: no function named '")
+            << funcName << "'";
+      return f;
+    }
+    func::FuncOp found;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (f.getNumResults() < 2 || !f.getResultAttr(1, "tsr.grad"))
+        continue;
+      if (found) {
+        f.emitError("tsr-optimizer: several gradient functions; choose one "
+                    "with func=<name>");
+        return {};
+      }
+      found = f;
+    }
+    if (!found)
+      module.emitError("tsr-optimizer: no function with tsr.grad results "
+                       "(run tsr-autodiff first)");
+    return found;
+  }
+
+  LogicalResult build(func::FuncOp grad) {
+    MLIRContext *ctx = &getContext();
+    Location loc = grad.getLoc();
+    bool adamw = optimizer == "adamw";
+
+    // Classify the gradient function's arguments.
+    struct Arg {
+      unsigned index;
+      Type type;
+      Attribute name;
+    };
+    SmallVector<Arg> params, inputs;
+    for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
+      Type t = grad.getArgumentTypes()[i];
+      if (auto name = grad.getArgAttr(i, "tsr.param"))
+        params.push_back({i, t, name});
+      else if (auto name = grad.getArgAttr(i, "tsr.input"))
+        inputs.push_back({i, t, name});
+      else
+        return grad.emitError("argument ")
+               << i << " is neither tsr.param nor tsr.input";
+    }
+    if (grad.getNumResults() != params.size() + 1)
+      return grad.emitError("expects the loss and one gradient per parameter "
+                            "as results");
+    // The gradient function is specialised to the model's batch; a call on
+    // a micro-batch needs it re-specialised to the smaller batch, which the
+    // partitioner does (dist-partition splits the batch dimension through
+    // the annotations). Until then only micro-batches=1 is accepted here.
+    if (microBatches > 1)
+      return grad.emitError("tsr-optimizer: micro-batches=")
+             << microBatches.getValue()
+             << " needs the gradient function specialised to the "
+                "micro-batch (not implemented yet); use micro-batches=1";
+    for (const Arg &in : inputs) {
+      auto t = cast<RankedTensorType>(in.type);
+      if (t.getRank() == 0 || t.getDimSize(0) % microBatches != 0)
+        return grad.emitError("input ")
+               << in.name << " of shape " << t << " cannot be split into "
+               << microBatches.getValue()
+               << " micro-batches along its first dimension";
+    }
+
+    // The training step's signature.
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    auto attr = [&](StringRef key, Attribute value) {
+      return DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, key), value)});
+    };
+    auto str = [&](const Twine &s) { return StringAttr::get(ctx, s); };
+    for (const Arg &p : params) {
+      argTypes.push_back(p.type);
+      argAttrs.push_back(attr("tsr.param", p.name));
+    }
+    SmallVector<std::string> stateNames;
+    if (adamw)
+      for (const char *moment : {"m", "v"})
+        for (const Arg &p : params) {
+          argTypes.push_back(p.type);
+          stateNames.push_back(std::string("adamw.") + moment + "/" +
+                               cast<StringAttr>(p.name).str());
+          argAttrs.push_back(attr("tsr.state", str(stateNames.back())));
+        }
+    for (const Arg &in : inputs) {
+      argTypes.push_back(in.type);
+      argAttrs.push_back(attr("tsr.input", in.name));
+    }
+    auto f32 = RankedTensorType::get({}, Float32Type::get(ctx));
+    SmallVector<StringRef> hyperNames =
+        adamw ? SmallVector<StringRef>{"lr", "beta1", "beta2", "eps",
+                                       "weight_decay"}
+              : SmallVector<StringRef>{"lr", "weight_decay"};
+    for (StringRef h : hyperNames) {
+      argTypes.push_back(f32);
+      argAttrs.push_back(attr("tsr.hyper", str(h)));
+    }
+    argTypes.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
+    argAttrs.push_back(attr("tsr.step", UnitAttr::get(ctx)));
+
+    Type lossType = grad.getResultTypes()[0];
+    SmallVector<Type> resultTypes{lossType};
+    SmallVector<DictionaryAttr> resultAttrs{
+        attr("tsr.loss", UnitAttr::get(ctx))};
+    for (const Arg &p : params) {
+      resultTypes.push_back(p.type);
+      resultAttrs.push_back(attr("tsr.param", p.name));
+    }
+    for (auto [i, name] : llvm::enumerate(stateNames)) {
+      resultTypes.push_back(params[i % params.size()].type);
+      resultAttrs.push_back(attr("tsr.state", str(name)));
+    }
+
+    OpBuilder mb(grad);
+    mb.setInsertionPointAfter(grad);
+    auto step =
+        func::FuncOp::create(mb, loc, "train_step_" + optimizer.getValue(),
+                             FunctionType::get(ctx, argTypes, resultTypes));
+    step.setAllArgAttrs(argAttrs);
+    step.setAllResultAttrs(resultAttrs);
+    Block *entry = step.addEntryBlock();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
+
+    unsigned next = 0;
+    SmallVector<Value> paramValues, mValues, vValues, inputValues;
+    for (size_t i = 0; i < params.size(); ++i)
+      paramValues.push_back(entry->getArgument(next++));
+    if (adamw) {
+      for (size_t i = 0; i < params.size(); ++i)
+        mValues.push_back(entry->getArgument(next++));
+      for (size_t i = 0; i < params.size(); ++i)
+        vValues.push_back(entry->getArgument(next++));
+    }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      inputValues.push_back(entry->getArgument(next++));
+    llvm::StringMap<Value> hyper;
+    for (StringRef h : hyperNames)
+      hyper[h] = entry->getArgument(next++);
+    Value stepValue = entry->getArgument(next++);
+
+    // Gradient accumulation over micro-batches.
+    Value lossSum;
+    SmallVector<Value> gradSums(params.size());
+    for (int64_t mb = 0; mb < microBatches; ++mb) {
+      SmallVector<Value> callArgs(grad.getNumArguments());
+      for (auto [i, p] : llvm::enumerate(params))
+        callArgs[p.index] = paramValues[i];
+      for (auto [i, in] : llvm::enumerate(inputs)) {
+        Value v = inputValues[i];
+        if (microBatches > 1) {
+          auto t = cast<RankedTensorType>(in.type);
+          int64_t rows = t.getDimSize(0) / microBatches;
+          SmallVector<int64_t> starts(t.getRank(), 0), limits(t.getShape()),
+              steps(t.getRank(), 1);
+          starts[0] = mb * rows;
+          limits[0] = (mb + 1) * rows;
+          v = SliceOp::create(b, loc, v, starts, limits, steps);
+        }
+        callArgs[in.index] = v;
+      }
+      auto call = func::CallOp::create(b, loc, grad, callArgs);
+      Value loss = call.getResult(0);
+      lossSum =
+          lossSum ? AddOp::create(b, loc, lossSum, loss).getResult() : loss;
+      for (size_t i = 0; i < params.size(); ++i) {
+        Value g = call.getResult(i + 1);
+        gradSums[i] =
+            gradSums[i] ? AddOp::create(b, loc, gradSums[i], g).getResult() : g;
+      }
+    }
+    Value loss = lossSum;
+    SmallVector<Value> grads = gradSums;
+    if (microBatches > 1) {
+      loss = MulOp::create(b, loc, loss,
+                           scalarLike(b, loc, loss, 1.0 / microBatches));
+      for (Value &g : grads)
+        g = MulOp::create(b, loc, g, scalarLike(b, loc, g, 1.0 / microBatches));
+    }
+
+    // Clipping by global norm, as torch.nn.utils.clip_grad_norm_.
+    if (clipNorm > 0) {
+      Value total;
+      for (Value g : grads) {
+        auto t = cast<RankedTensorType>(g.getType());
+        SmallVector<int64_t> all;
+        for (int64_t d = 0; d < t.getRank(); ++d)
+          all.push_back(d);
+        Value sq = MulOp::create(b, loc, g, g);
+        if (!all.empty())
+          sq = ReduceSumOp::create(b, loc, sq, all, /*keepdims=*/false);
+        if (!t.getElementType().isF32())
+          sq = CastOp::create(b, loc, f32, sq);
+        total = total ? AddOp::create(b, loc, total, sq).getResult() : sq;
+      }
+      Value norm = SqrtOp::create(b, loc, total);
+      Value coef =
+          DivOp::create(b, loc, scalarF32(b, loc, clipNorm),
+                        AddOp::create(b, loc, norm, scalarF32(b, loc, 1e-6)));
+      Value one = scalarF32(b, loc, 1.0);
+      Value below = CompareOp::create(b, loc, ComparePredicate::lt, coef, one);
+      Value scale = WhereOp::create(b, loc, below, coef, one);
+      for (Value &g : grads)
+        g = MulOp::create(b, loc, g, hyperLike(b, loc, scale, g));
+    }
+
+    // The update.
+    SmallVector<Value> results{loss}, newM, newV;
+    for (size_t i = 0; i < params.size(); ++i) {
+      Value p = paramValues[i], g = grads[i];
+      if (!adamw) {
+        results.push_back(SgdUpdateOp::create(b, loc, p, g, hyper["lr"],
+                                              hyper["weight_decay"]));
+        continue;
+      }
+      auto upd = AdamwUpdateOp::create(
+          b, loc, p, g, mValues[i], vValues[i], stepValue, hyper["lr"],
+          hyper["beta1"], hyper["beta2"], hyper["eps"], hyper["weight_decay"]);
+      results.push_back(upd.getNewParam());
+      newM.push_back(upd.getNewM());
+      newV.push_back(upd.getNewV());
+    }
+    llvm::append_range(results, newM);
+    llvm::append_range(results, newV);
+    func::ReturnOp::create(b, loc, results);
+    return success();
+  }
+};
+
+} // namespace

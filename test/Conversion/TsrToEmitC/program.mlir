@@ -1,0 +1,33 @@
+// A training step becomes a C++ step function plus the Program table that
+// tells the runtime's driver each argument's and result's role.
+// RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=sgd -inline -symbol-dce -canonicalize -convert-tsr-to-emitc=model-name=tiny.onnx | mlir-translate --mlir-to-cpp | FileCheck %s
+
+// CHECK: void train_step_sgd(const std::vector<tessera::rt::Tensor>& [[ARGS:v[0-9]+]], std::vector<tessera::rt::Tensor>& [[RES:v[0-9]+]])
+// CHECK: tessera::rt::sgd_update(
+// CHECK: [[RES]].push_back(
+// CHECK: static const tessera::rt::Program kProgram = {
+// CHECK-NEXT: "tiny.onnx",
+// CHECK-NEXT: "init.safetensors",
+// CHECK: {"sgd",
+// CHECK-NEXT: {
+// CHECK-NEXT: {tessera::rt::Role::Param, "w", tessera::rt::DType::f32, {8, 4}},
+// CHECK-NEXT: {tessera::rt::Role::Input, "x", tessera::rt::DType::f32, {2, 8}},
+// CHECK-NEXT: {tessera::rt::Role::Input, "t", tessera::rt::DType::i64, {2}},
+// CHECK-NEXT: {tessera::rt::Role::Hyper, "lr", tessera::rt::DType::f32, {}},
+// CHECK-NEXT: {tessera::rt::Role::Hyper, "weight_decay", tessera::rt::DType::f32, {}},
+// CHECK-NEXT: {tessera::rt::Role::Step, "step", tessera::rt::DType::i64, {}},
+// CHECK-NEXT: },
+// CHECK-NEXT: {
+// CHECK-NEXT: {tessera::rt::Role::Loss, "loss", tessera::rt::DType::f32, {}},
+// CHECK-NEXT: {tessera::rt::Role::Param, "w", tessera::rt::DType::f32, {8, 4}},
+// CHECK-NEXT: },
+// CHECK-NEXT: &train_step_sgd},
+// CHECK: int main(int argc, char **argv) {
+// CHECK-NEXT: return tessera::rt::runMain(argc, argv, kProgram);
+
+func.func private @model(%w: tensor<8x4xf32> {tsr.param = "w"}, %x: tensor<2x8xf32> {tsr.input = "x"},
+                 %t: tensor<2xi64> {tsr.input = "t"}) -> (tensor<f32> {tsr.loss}) {
+  %0 = tsr.matmul %x, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  %1 = tsr.softmax_cross_entropy mean %0, %t : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<f32>
+  return %1 : tensor<f32>
+}

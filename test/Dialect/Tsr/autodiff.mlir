@@ -1,0 +1,66 @@
+// tsr-autodiff: the gradient function's signature, accumulation of a tied
+// parameter's gradients, broadcast reduction, zero gradients, recomputation
+// and errors. Numbers are checked by the end-to-end tests against PyTorch.
+// RUN: tessera-opt %s -split-input-file -verify-diagnostics -tsr-autodiff | FileCheck %s
+
+// CHECK-LABEL: func.func @tied_grad
+// CHECK-SAME: -> (tensor<f32> {tsr.loss}, tensor<4x8xf32> {tsr.grad = "w"}, tensor<8xf32> {tsr.grad = "b"}, tensor<3xf32> {tsr.grad = "unused"})
+// CHECK: %[[ONE:.*]] = tsr.constant dense<1.000000e+00> : tensor<f32>
+// The bias broadcast over rows: its gradient is summed over them.
+// CHECK: tsr.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = true} : (tensor<4x8xf32>) -> tensor<1x8xf32>
+// CHECK: tsr.reshape %{{.*}} : tensor<1x8xf32> to tensor<8xf32>
+// w is used twice: its two contributions are added.
+// CHECK: %[[W:.*]] = tsr.add %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[Z:.*]] = tsr.constant dense<0.000000e+00> : tensor<3xf32>
+// CHECK: return %{{.*}}, %[[W]], %{{.*}}, %[[Z]]
+func.func @tied(%w: tensor<4x8xf32> {tsr.param = "w"}, %b: tensor<8xf32> {tsr.param = "b"},
+                %u: tensor<3xf32> {tsr.param = "unused"}, %x: tensor<4x8xf32> {tsr.input = "x"})
+    -> (tensor<f32> {tsr.loss}, tensor<4x8xf32> {tsr.output = "y"}) {
+  %0 = tsr.mul %w, %x : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %1 = tsr.add %0, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %2 = tsr.mul %1, %w : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  %3 = tsr.reduce_sum %2 {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
+  return %3, %2 : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
+// A marked op is recomputed before its backward use, not kept.
+// CHECK-LABEL: func.func @recompute_grad
+// CHECK: %[[E:.*]] = tsr.exp %arg0 : tensor<8xf32>
+// CHECK: tsr.reduce_sum %[[E]]
+// CHECK: %[[E2:.*]] = tsr.exp %arg0 : tensor<8xf32>
+// CHECK-NOT: tsr.recompute
+// CHECK: tsr.mul %{{.*}}, %[[E2]]
+func.func @recompute(%p: tensor<8xf32> {tsr.param = "p"}) -> (tensor<f32> {tsr.loss}) {
+  %0 = tsr.exp %p {tsr.recompute} : tensor<8xf32>
+  %1 = tsr.reduce_sum %0 {axes = array<i64: 0>} : (tensor<8xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// Ops off the path from a parameter to the loss need no rule (the labels'
+// cast here), ops on it do.
+func.func @no_rule(%p: tensor<4x8xf32> {tsr.param = "p"}, %dy: tensor<4x8xf32> {tsr.input = "dy"}) -> (tensor<f32> {tsr.loss}) {
+  // expected-error @+1 {{tsr-autodiff: 'tsr.softmax_grad' has no gradient rule (it lies between a parameter and the loss)}}
+  %0 = tsr.softmax_grad %p, %dy {axis = 1 : i64} : tensor<4x8xf32>
+  %1 = tsr.reduce_sum %0 {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{tsr-autodiff: no function has a result marked tsr.loss}}
+module {
+  func.func @no_loss(%p: tensor<4xf32> {tsr.param = "p"}) -> tensor<4xf32> {
+    return %p : tensor<4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{the loss must be a rank-0 float tensor, found 'tensor<4xf32>'}}
+func.func @vector_loss(%p: tensor<4xf32> {tsr.param = "p"}) -> (tensor<4xf32> {tsr.loss}) {
+  return %p : tensor<4xf32>
+}

@@ -1,0 +1,40 @@
+// tsr-optimizer builds the whole training step around the gradient function.
+// RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw | FileCheck %s --check-prefix=ADAMW
+// RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer="optimizer=sgd clip-norm=1.0" | FileCheck %s --check-prefix=SGD
+// RUN: not tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=lion 2>&1 | FileCheck %s --check-prefix=BADOPT
+// RUN: not tessera-opt %s -tsr-autodiff -tsr-optimizer=micro-batches=2 2>&1 | FileCheck %s --check-prefix=MICRO
+// RUN: not tessera-opt %s -tsr-optimizer 2>&1 | FileCheck %s --check-prefix=NOGRAD
+
+func.func @model(%w: tensor<8x4xf32> {tsr.param = "w"}, %x: tensor<2x8xf32> {tsr.input = "x"},
+                 %t: tensor<2xi64> {tsr.input = "t"}) -> (tensor<f32> {tsr.loss}) {
+  %0 = tsr.matmul %x, %w : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  %1 = tsr.softmax_cross_entropy mean %0, %t : (tensor<2x4xf32>, tensor<2xi64>) -> tensor<f32>
+  return %1 : tensor<f32>
+}
+
+// ADAMW-LABEL: func.func @train_step_adamw
+// ADAMW-SAME: (%[[W:[a-z0-9]+]]: tensor<8x4xf32> {tsr.param = "w"}, %[[M:[a-z0-9]+]]: tensor<8x4xf32> {tsr.state = "adamw.m/w"}, %[[V:[a-z0-9]+]]: tensor<8x4xf32> {tsr.state = "adamw.v/w"},
+// ADAMW-SAME: %[[X:[a-z0-9]+]]: tensor<2x8xf32> {tsr.input = "x"}, %[[T:[a-z0-9]+]]: tensor<2xi64> {tsr.input = "t"},
+// ADAMW-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "lr"}, %[[B1:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "beta1"}, %[[B2:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "beta2"}, %[[EPS:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "eps"}, %[[WD:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "weight_decay"}, %[[STEP:[a-z0-9]+]]: tensor<i64> {tsr.step})
+// ADAMW-SAME: -> (tensor<f32> {tsr.loss}, tensor<8x4xf32> {tsr.param = "w"}, tensor<8x4xf32> {tsr.state = "adamw.m/w"}, tensor<8x4xf32> {tsr.state = "adamw.v/w"})
+// ADAMW: %[[G:[0-9]+]]:2 = call @model_grad(%[[W]], %[[X]], %[[T]])
+// ADAMW: %[[P:[a-z_]+]], %[[NM:[a-z_]+]], %[[NV:[a-z_]+]] = tsr.adamw_update %[[W]], %[[G]]#1, %[[M]], %[[V]] step %[[STEP]] lr %[[LR]] betas(%[[B1]], %[[B2]]) eps %[[EPS]] weight_decay %[[WD]] : tensor<8x4xf32>
+// ADAMW: return %[[G]]#0, %[[P]], %[[NM]], %[[NV]]
+
+// SGD-LABEL: func.func @train_step_sgd
+// SGD-SAME: tsr.hyper = "lr"
+// SGD-SAME: tsr.hyper = "weight_decay"
+// SGD-NOT: tsr.state
+// SGD: %[[G:[0-9]+]]:2 = call @model_grad
+// Global norm clipping: sqrt of the summed squares, then min(1, clip / (norm + 1e-6)).
+// SGD: tsr.mul %[[G]]#1, %[[G]]#1
+// SGD: tsr.reduce_sum
+// SGD: %[[N:[a-z0-9]+]] = tsr.sqrt
+// SGD: tsr.compare lt
+// SGD: %[[S:[a-z0-9]+]] = tsr.where
+// SGD: %[[C:[a-z0-9]+]] = tsr.mul %[[G]]#1, %[[S]]
+// SGD: tsr.sgd_update %arg0, %[[C]] lr %{{.*}} weight_decay %{{.*}} : tensor<8x4xf32>
+
+// BADOPT: error: tsr-optimizer: unknown optimizer 'lion' (expected adamw or sgd)
+// MICRO: error: tsr-optimizer: micro-batches=2 needs the gradient function specialised to the micro-batch
+// NOGRAD: error: tsr-optimizer: no function with tsr.grad results (run tsr-autodiff first)
