@@ -1,0 +1,66 @@
+//===- DeviceSpec.h - Hardware description for the cost model ---*- C++ -*-===//
+//
+// A device spec is the small set of numbers the analytical cost model needs:
+// peak arithmetic rate per element type, memory bandwidth and size, and the
+// two link classes (inside a node, across nodes) with bandwidth and latency.
+// Specs are JSON so that a user can describe a machine without rebuilding;
+// a few are bundled into the library so tools work without any file.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_COST_DEVICESPEC_H
+#define TESSERA_COST_DEVICESPEC_H
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessera::cost {
+
+/// Every malformed spec, profile or query is reported with this exception so
+/// that callers (tools, passes) can turn it into a diagnostic.
+class CostModelError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One class of link: alpha (latency, seconds) and beta's inverse (bytes/s).
+struct LinkSpec {
+  double bandwidth = 0; ///< bytes per second, one direction
+  double latency = 0;   ///< seconds per message
+};
+
+struct DeviceSpec {
+  std::string name;
+  std::string description;
+  /// Peak FLOP/s per element type name ("fp32", "bf16", ...).
+  std::map<std::string, double> peakFlops;
+  double memoryBandwidth = 0; ///< bytes per second
+  double memoryBytes = 0;     ///< usable device memory
+  int devicesPerNode = 1;
+  LinkSpec intraNode;
+  LinkSpec interNode;
+
+  /// Peak rate for \p dtype; throws CostModelError when the spec lacks it
+  /// (silently falling back to another type would hide a wrong spec).
+  double peakFlopsFor(const std::string &dtype) const;
+};
+
+/// Parses a spec from JSON text; \p origin names it in error messages.
+DeviceSpec parseDeviceSpec(const std::string &jsonText,
+                           const std::string &origin = "<spec>");
+
+/// Loads a spec: a bundled name ("h100-sxm", "a100-sxm", "cpu") or a path to
+/// a JSON file.
+DeviceSpec loadDeviceSpec(const std::string &nameOrPath);
+
+/// Names of the specs compiled into the library.
+std::vector<std::string> bundledDeviceSpecNames();
+
+/// The JSON text of a bundled spec, or an empty string.
+std::string bundledDeviceSpecText(const std::string &name);
+
+} // namespace tessera::cost
+
+#endif // TESSERA_COST_DEVICESPEC_H

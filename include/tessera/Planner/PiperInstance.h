@@ -1,0 +1,77 @@
+//===- PiperInstance.h - Piper's layer-graph input format -------*- C++ -*-===//
+//
+// The JSON input of Piper (NeurIPS'21): a DAG of layers, each with measured
+// configurations per tensor-parallel degree (TMPCs), plus the machine limits.
+// The planner reads it so that its plans can be compared with Piper's on the
+// same profiles; see docs/planner.md for the field-by-field semantics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_PLANNER_PIPERINSTANCE_H
+#define TESSERA_PLANNER_PIPERINSTANCE_H
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessera::planner {
+
+/// Bad input, no feasible plan, limits exceeded: everything the planner
+/// refuses is reported through this exception with a readable message.
+class PlanError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// One tensor-parallel configuration of a node ("TMPC").
+struct PiperConfig {
+  std::string id;               ///< "vanilla" or "activation recomp"
+  double timePerSample = 0;     ///< p: forward+backward seconds per sample
+  double parameterSize = 0;     ///< w: bytes of parameters per device
+  double memoryA = 0;           ///< bytes per in-flight micro-batch
+  double memoryB = 0;           ///< bytes independent of in-flight count
+  std::map<int, double> syncFw; ///< extra bytes on incoming edge from id
+  std::map<int, double> syncBw; ///< extra bytes on outgoing edge to id
+
+  /// Whether this configuration recomputes activations in the backward
+  /// pass (Piper's "activation recomp"); any id other than "vanilla" that
+  /// mentions "recomp" counts.
+  bool recomputes() const;
+};
+
+struct PiperNode {
+  int id = 0;
+  std::string name;
+  /// Configurations per tensor-parallel degree t.
+  std::map<int, std::vector<PiperConfig>> configs;
+};
+
+struct PiperEdge {
+  int source = 0;
+  int dest = 0;
+  double bytes = 0; ///< c(u,v): activation bytes (its gradient is as large)
+};
+
+struct PiperInstance {
+  double maxMemoryPerDevice = 0; ///< M, bytes
+  int maxDevices = 0;            ///< K
+  double bandwidth = 0;          ///< B, bytes per second
+  int mbsInBatch = 0;            ///< N, micro-batches per batch
+  std::vector<PiperNode> nodes;
+  std::vector<PiperEdge> edges;
+
+  /// Checks everything the planner relies on (ids, edges, acyclicity,
+  /// non-negative sizes, sync entries for exactly the node's edges, at most
+  /// two configurations per degree); throws PlanError naming the culprit.
+  void validate() const;
+};
+
+/// Parses Piper's JSON. \p origin names the input in error messages.
+PiperInstance parsePiperInstance(const std::string &jsonText,
+                                 const std::string &origin = "<input>");
+PiperInstance loadPiperInstance(const std::string &path);
+
+} // namespace tessera::planner
+
+#endif // TESSERA_PLANNER_PIPERINSTANCE_H

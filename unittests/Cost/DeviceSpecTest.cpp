@@ -1,0 +1,82 @@
+//===- DeviceSpecTest.cpp - Device specs and the roofline -----------------===//
+
+#include "tessera/Cost/DeviceSpec.h"
+#include "tessera/Cost/Roofline.h"
+
+#include <gtest/gtest.h>
+
+using namespace tessera::cost;
+
+namespace {
+
+const char *kTinySpec = R"({
+  "name": "tiny",
+  "peak_flops": {"fp32": 1e12, "bf16": 4e12},
+  "memory_bandwidth": 1e11,
+  "memory_bytes": 1e9,
+  "devices_per_node": 4,
+  "intra_node": {"bandwidth": 1e10, "latency": 1e-6},
+  "inter_node": {"bandwidth": 1e9, "latency": 1e-5}
+})";
+
+TEST(DeviceSpec, BundledSpecsLoadByName) {
+  std::vector<std::string> names = bundledDeviceSpecNames();
+  ASSERT_EQ(names.size(), 3u);
+  DeviceSpec h100 = loadDeviceSpec("h100-sxm");
+  EXPECT_EQ(h100.name, "h100-sxm");
+  EXPECT_DOUBLE_EQ(h100.peakFlopsFor("bf16"), 9.894e14);
+  EXPECT_DOUBLE_EQ(h100.memoryBandwidth, 3.35e12);
+  EXPECT_EQ(h100.devicesPerNode, 8);
+  EXPECT_GT(h100.intraNode.bandwidth, h100.interNode.bandwidth);
+  DeviceSpec a100 = loadDeviceSpec("a100-sxm");
+  EXPECT_DOUBLE_EQ(a100.peakFlopsFor("fp16"), 3.12e14);
+  DeviceSpec cpu = loadDeviceSpec("cpu");
+  EXPECT_EQ(cpu.devicesPerNode, 1);
+  EXPECT_GT(cpu.peakFlopsFor("fp32"), 0);
+}
+
+TEST(DeviceSpec, ParsesAllFields) {
+  DeviceSpec s = parseDeviceSpec(kTinySpec);
+  EXPECT_EQ(s.name, "tiny");
+  EXPECT_DOUBLE_EQ(s.memoryBytes, 1e9);
+  EXPECT_DOUBLE_EQ(s.intraNode.latency, 1e-6);
+  EXPECT_DOUBLE_EQ(s.interNode.bandwidth, 1e9);
+}
+
+TEST(DeviceSpec, ErrorsNameTheProblem) {
+  auto expectError = [](const std::string &text, const std::string &what) {
+    try {
+      parseDeviceSpec(text, "spec.json");
+      FAIL() << "accepted: " << text;
+    } catch (const CostModelError &e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos)
+          << e.what();
+    }
+  };
+  expectError("{", "malformed JSON");
+  expectError("[]", "JSON object");
+  expectError(R"({"name": "x"})", "peak_flops");
+  std::string noBw = kTinySpec;
+  noBw.replace(noBw.find("\"memory_bandwidth\""), 18, "\"memory_bandwidthX\"");
+  expectError(noBw, "memory_bandwidth");
+  std::string negative = kTinySpec;
+  negative.replace(negative.find("1e9,"), 3, "-5");
+  expectError(negative, "memory_bytes");
+  EXPECT_THROW(loadDeviceSpec("/nonexistent/spec.json"), CostModelError);
+  EXPECT_THROW(parseDeviceSpec(kTinySpec).peakFlopsFor("fp8"), CostModelError);
+}
+
+TEST(Roofline, ComputeAndMemoryBound) {
+  DeviceSpec s = parseDeviceSpec(kTinySpec);
+  // Ridge at 1e12 / 1e11 = 10 FLOP/byte for fp32.
+  EXPECT_DOUBLE_EQ(ridgePoint(s, "fp32"), 10.0);
+  // Intensity 100: compute bound, 2e12 flops at 1e12 FLOP/s.
+  EXPECT_DOUBLE_EQ(rooflineTime(s, 2e12, 2e10, "fp32"), 2.0);
+  // Intensity 1: memory bound, 5e10 bytes at 1e11 B/s.
+  EXPECT_DOUBLE_EQ(rooflineTime(s, 5e10, 5e10, "fp32"), 0.5);
+  // bf16 is four times faster on the same flops.
+  EXPECT_DOUBLE_EQ(rooflineTime(s, 4e12, 0, "bf16"), 1.0);
+  EXPECT_THROW(rooflineTime(s, -1, 0, "fp32"), CostModelError);
+}
+
+} // namespace
