@@ -15,6 +15,7 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
 
@@ -27,9 +28,9 @@ int main(int argc, char **argv) {
   tessera::registerTesseraConversionPasses();
 
   mlir::DialectRegistry registry;
-  registry.insert<tessera::tsr::TsrDialect, mlir::func::FuncDialect,
-                  mlir::arith::ArithDialect, mlir::tensor::TensorDialect,
-                  mlir::emitc::EmitCDialect>();
+  registry.insert<tessera::tsr::TsrDialect, tessera::dist::DistDialect,
+                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
+                  mlir::tensor::TensorDialect, mlir::emitc::EmitCDialect>();
   mlir::func::registerInlinerExtension(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));

@@ -10,7 +10,8 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
   let description = [{
     Every `func.func` of tsr ops becomes an `emitc.func` with the runtime's
     step ABI, `void f(const std::vector<Tensor>& args, std::vector<Tensor>&
-    results)`: argument i is `args[i]`, results are pushed in order. Each tsr
+    results)`: argument i is `args[i]` and result i is stored to
+    `results[i]` (the caller sizes `results`). Each tsr
     op becomes one call of the runtime function of the same name
     (runtime/include/tessera/runtime/Runtime.h), preceded by a comment with
     the op's source location (the ONNX node), and each tensor is released

@@ -141,8 +141,15 @@ public:
 
     for (Operation &op : fn.getBody().front()) {
       if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        for (Value v : ret.getOperands())
-          verbatim(op.getLoc(), "{}.push_back({});", {results, lookup(v)});
+        // The caller sizes `results` (one slot per result).
+        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+          Value index = emitc::LiteralOp::create(
+              b, op.getLoc(), emitc::SizeTType::get(ctx), std::to_string(i));
+          Value slot = emitc::SubscriptOp::create(
+              b, op.getLoc(), emitc::LValueType::get(tensorType), results,
+              ValueRange{index});
+          emitc::AssignOp::create(b, op.getLoc(), slot, lookup(v));
+        }
         continue;
       }
       if (isa<func::CallOp>(op))

@@ -4,7 +4,7 @@
 
 // CHECK: void train_step_sgd(const std::vector<tessera::rt::Tensor>& [[ARGS:v[0-9]+]], std::vector<tessera::rt::Tensor>& [[RES:v[0-9]+]])
 // CHECK: tessera::rt::sgd_update(
-// CHECK: [[RES]].push_back(
+// CHECK: [[RES]][0] = 
 // CHECK: static const tessera::rt::Program kProgram = {
 // CHECK-NEXT: "tiny.onnx",
 // CHECK-NEXT: "init.safetensors",

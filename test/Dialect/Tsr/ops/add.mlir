@@ -49,7 +49,7 @@ func.func @wrong_result(%a: tensor<4x8xf32>) -> tensor<4x9xf32> {
 // -----
 
 func.func @int_operands(%a: tensor<4xi64>) -> tensor<4xi64> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values}}
   %0 = tsr.add %a, %a : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi64>
   return %0 : tensor<4xi64>
 }

@@ -24,8 +24,8 @@ func.func @shape_change(%f: tensor<2x3xf32>) -> tensor<6xf32> {
 
 // -----
 
-func.func @unsupported_element(%f: tensor<2xf64>) -> tensor<2xf32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values}}
-  %0 = tsr.cast %f : tensor<2xf64> to tensor<2xf32>
+func.func @unsupported_element(%f: tensor<2xui8>) -> tensor<2xf32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values}}
+  %0 = tsr.cast %f : tensor<2xui8> to tensor<2xf32>
   return %0 : tensor<2xf32>
 }

@@ -26,7 +26,7 @@ func.func @bad_approximation(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @int_operand(%x: tensor<4xi64>) -> tensor<4xi64> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float values}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values}}
   %0 = tsr.gelu exact %x : tensor<4xi64>
   return %0 : tensor<4xi64>
 }

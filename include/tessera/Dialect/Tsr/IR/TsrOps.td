@@ -21,11 +21,12 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Types and enums
 //===----------------------------------------------------------------------===//
 
-def Tsr_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
+// f64 is for reference runs (gradient checks against finite differences).
+def Tsr_FloatTensor : StaticShapeTensorOf<[F32, F64, BF16, F16]>;
 def Tsr_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
 def Tsr_BoolTensor : StaticShapeTensorOf<[I1]>;
-def Tsr_AnyTensor : StaticShapeTensorOf<[F32, BF16, F16, I32, I64, I1]>;
-def Tsr_NumericTensor : StaticShapeTensorOf<[F32, BF16, F16, I32, I64]>;
+def Tsr_AnyTensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I32, I64, I1]>;
+def Tsr_NumericTensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I32, I64]>;
 
 def Tsr_GeluApproximation : I32EnumAttr<"GeluApproximation",
     "how gelu evaluates the normal CDF", [

@@ -1,0 +1,103 @@
+//===- DistAttrs.td - dist attributes -----------------------*- tablegen -*-===//
+//
+// The device mesh and the RVD layout of a tensor over it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_DIALECT_DIST_IR_DISTATTRS_TD
+#define TESSERA_DIALECT_DIST_IR_DISTATTRS_TD
+
+include "tessera/Dialect/Dist/IR/DistDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+
+class Dist_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Dist_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Dist_MeshAttr : Dist_Attr<"Mesh", "mesh"> {
+  let summary = "a mesh of ranks with ordered, named axes";
+  let description = [{
+    `#dist.mesh<[dp = 2, tp = 2, pp = 2]>` is 8 ranks on three axes. Axis
+    names are unique identifiers and sizes are at least 1. Ranks are
+    numbered row-major, the LAST axis fastest: on this mesh rank 5 has
+    coordinates (dp 1, tp 0, pp 1), and ranks 4 and 5 differ only in `pp`.
+
+    The sub-group of a rank along some axes is the set of ranks that share
+    its coordinates on every other axis: above, the `tp` group of rank 5 is
+    `[5, 7]`, its `dp` and `tp` group is `[1, 3, 5, 7]`.
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"::mlir::StringAttr", "axis names">:$names,
+    ArrayRefParameter<"int64_t", "axis sizes">:$sizes);
+  let builders = [
+    AttrBuilder<(ins "::llvm::ArrayRef<::llvm::StringRef>":$names,
+                     "::llvm::ArrayRef<int64_t>":$sizes), [{
+      ::llvm::SmallVector<::mlir::StringAttr> attrs;
+      for (::llvm::StringRef name : names)
+        attrs.push_back(::mlir::StringAttr::get($_ctxt, name));
+      return $_get($_ctxt, attrs, sizes);
+    }]>
+  ];
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    unsigned getNumAxes() const { return getSizes().size(); }
+    /// The number of ranks: the product of the axis sizes.
+    int64_t numRanks() const;
+    /// The position of the axis called `name`, if there is one.
+    std::optional<unsigned> axisIndex(::llvm::StringRef name) const;
+    /// The coordinates of `rank`, one per axis (0 <= rank < numRanks()).
+    ::llvm::SmallVector<int64_t> coords(int64_t rank) const;
+    /// The rank at `coords` (one in-range coordinate per axis).
+    int64_t rank(::llvm::ArrayRef<int64_t> coords) const;
+    /// The ranks that share `rank`'s coordinates on every axis not in
+    /// `axes`, sorted; `rank` is one of them. Every name in `axes` must be
+    /// an axis of the mesh.
+    ::llvm::SmallVector<int64_t>
+    groupOf(int64_t rank, ::llvm::ArrayRef<::llvm::StringRef> axes) const;
+    /// "dp, tp, pp": the axis names, for messages.
+    std::string axisList() const;
+  }];
+}
+
+def Dist_LayoutAttr : Dist_Attr<"Layout", "layout"> {
+  let summary = "how a tensor is held over a mesh: RVD per mesh axis";
+  let description = [{
+    `#dist.layout<[D0, V, R]>` has one entry per mesh axis, in mesh order,
+    nnScaler's RVD:
+
+    - `R`: every rank along the axis holds the same tensor (replicas);
+    - `V`: each holds a partial value, and the sum over the axis is the
+      tensor (as after splitting a reduced dimension);
+    - `D<k>` (`D0`, `D1`, ...): dimension k is split in equal, contiguous
+      pieces along the axis.
+
+    Several axes may split the same dimension: the outer (earlier) axis
+    takes the coarser split, so the piece a rank holds is numbered by its
+    coordinates on those axes read row-major. The sizes of the axes that
+    split a dimension must multiply to a divisor of it. A layout is checked
+    against a mesh and a global shape with `LayoutAttr::verify(emitError,
+    mesh, shape)`; `localShape` gives the shape each rank holds.
+  }];
+  let parameters = (ins
+    ArrayRefParameter<"::tessera::dist::LayoutEntry",
+                      "one entry per mesh axis">:$entries);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Checks that the layout fits `mesh` and a tensor of `shape`: one
+    /// entry per mesh axis, split dimensions in range and divisible.
+    ::mlir::LogicalResult
+    verify(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
+           MeshAttr mesh, ::llvm::ArrayRef<int64_t> shape) const;
+    /// The shape each rank holds of a tensor of `globalShape` (the layout
+    /// must verify against both).
+    ::llvm::SmallVector<int64_t>
+    localShape(MeshAttr mesh, ::llvm::ArrayRef<int64_t> globalShape) const;
+    /// True if every entry is R.
+    bool isReplicated() const;
+  }];
+}
+
+#endif // TESSERA_DIALECT_DIST_IR_DISTATTRS_TD

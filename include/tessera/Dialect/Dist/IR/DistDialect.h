@@ -1,0 +1,10 @@
+//===- DistDialect.h - the dist dialect -------------------------*- C++ -*-===//
+
+#ifndef TESSERA_DIALECT_DIST_IR_DISTDIALECT_H
+#define TESSERA_DIALECT_DIST_IR_DISTDIALECT_H
+
+#include "mlir/IR/Dialect.h"
+
+#include "tessera/Dialect/Dist/IR/DistOpsDialect.h.inc"
+
+#endif // TESSERA_DIALECT_DIST_IR_DISTDIALECT_H

@@ -1,0 +1,299 @@
+//===- DistAttrs.cpp - dist attributes ------------------------------------===//
+//
+// Assembly, verifiers and rank arithmetic of #dist.mesh and #dist.layout.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/Dist/IR/DistAttrs.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::dist;
+
+#define GET_ATTRDEF_CLASSES
+#include "tessera/Dialect/Dist/IR/DistAttrs.cpp.inc"
+
+// Here rather than in DistDialect.cpp: registration needs the storage
+// classes, which only this file sees.
+void DistDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "tessera/Dialect/Dist/IR/DistAttrs.cpp.inc"
+      >();
+}
+
+std::string LayoutEntry::str() const {
+  switch (kind) {
+  case Kind::Replicated:
+    return "R";
+  case Kind::Partial:
+    return "V";
+  case Kind::Split:
+    return "D" + std::to_string(dim);
+  }
+  llvm_unreachable("unknown layout entry kind");
+}
+
+MeshAttr tessera::dist::getEnclosingMesh(Operation *op) {
+  for (; op; op = op->getParentOp())
+    if (auto mesh = op->getAttrOfType<MeshAttr>(DistDialect::getMeshAttrName()))
+      return mesh;
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// MeshAttr
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Axis names are printed bare, so they must lex back as one keyword.
+bool isIdentifier(StringRef name) {
+  if (name.empty() || !(llvm::isAlpha(name.front()) || name.front() == '_'))
+    return false;
+  return llvm::all_of(name.drop_front(),
+                      [](char c) { return llvm::isAlnum(c) || c == '_'; });
+}
+} // namespace
+
+Attribute MeshAttr::parse(AsmParser &parser, Type) {
+  SmallVector<StringAttr> names;
+  SmallVector<int64_t> sizes;
+  auto parseAxis = [&]() -> ParseResult {
+    StringRef name;
+    int64_t size = 0;
+    if (parser.parseKeyword(&name) || parser.parseEqual() ||
+        parser.parseInteger(size))
+      return failure();
+    names.push_back(StringAttr::get(parser.getContext(), name));
+    sizes.push_back(size);
+    return success();
+  };
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseAxis,
+                                     " in a mesh") ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<MeshAttr>(parser.getContext(), names, sizes);
+}
+
+void MeshAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(
+      llvm::zip(getNames(), getSizes()), printer, [&](auto axis) {
+        printer << std::get<0>(axis).getValue() << " = " << std::get<1>(axis);
+      });
+  printer << "]>";
+}
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<StringAttr> names,
+                               ArrayRef<int64_t> sizes) {
+  if (names.size() != sizes.size())
+    return emitError() << "mesh has " << names.size() << " axis names but "
+                       << sizes.size() << " sizes";
+  if (names.empty())
+    return emitError() << "mesh needs at least one axis (one device is "
+                          "[d = 1])";
+  llvm::SmallSet<StringRef, 8> seen;
+  // Ranks are int64_t everywhere, but communicators count in int: keep the
+  // product well inside both.
+  constexpr int64_t kMaxRanks = std::numeric_limits<int32_t>::max();
+  int64_t ranks = 1;
+  for (auto [name, size] : llvm::zip(names, sizes)) {
+    if (!isIdentifier(name.getValue()))
+      return emitError() << "mesh axis name '" << name.getValue()
+                         << "' is not an identifier";
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "mesh axis '" << name.getValue()
+                         << "' appears twice";
+    if (size < 1)
+      return emitError() << "mesh axis '" << name.getValue() << "' has size "
+                         << size;
+    if (size > kMaxRanks / ranks)
+      return emitError() << "mesh has more than " << kMaxRanks << " ranks";
+    ranks *= size;
+  }
+  return success();
+}
+
+int64_t MeshAttr::numRanks() const {
+  int64_t n = 1;
+  for (int64_t size : getSizes())
+    n *= size;
+  return n;
+}
+
+std::optional<unsigned> MeshAttr::axisIndex(StringRef name) const {
+  for (auto [i, axis] : llvm::enumerate(getNames()))
+    if (axis.getValue() == name)
+      return i;
+  return std::nullopt;
+}
+
+SmallVector<int64_t> MeshAttr::coords(int64_t rank) const {
+  assert(rank >= 0 && rank < numRanks() && "rank outside the mesh");
+  ArrayRef<int64_t> sizes = getSizes();
+  SmallVector<int64_t> result(sizes.size());
+  for (size_t i = sizes.size(); i-- > 0;) {
+    result[i] = rank % sizes[i];
+    rank /= sizes[i];
+  }
+  return result;
+}
+
+int64_t MeshAttr::rank(ArrayRef<int64_t> coords) const {
+  ArrayRef<int64_t> sizes = getSizes();
+  assert(coords.size() == sizes.size() && "one coordinate per axis");
+  int64_t result = 0;
+  for (auto [c, size] : llvm::zip(coords, sizes)) {
+    assert(c >= 0 && c < size && "coordinate outside its axis");
+    result = result * size + c;
+  }
+  return result;
+}
+
+SmallVector<int64_t> MeshAttr::groupOf(int64_t rank,
+                                       ArrayRef<StringRef> axes) const {
+  SmallVector<unsigned> free;
+  for (StringRef name : axes) {
+    std::optional<unsigned> i = axisIndex(name);
+    assert(i && "groupOf: not an axis of the mesh");
+    if (!llvm::is_contained(free, *i))
+      free.push_back(*i);
+  }
+  // Walk the free axes' coordinates like an odometer; the other axes keep
+  // `rank`'s coordinates.
+  SmallVector<int64_t> c = coords(rank);
+  for (unsigned i : free)
+    c[i] = 0;
+  ArrayRef<int64_t> sizes = getSizes();
+  SmallVector<int64_t> group;
+  while (true) {
+    group.push_back(this->rank(c));
+    size_t k = 0;
+    for (; k < free.size(); ++k) {
+      if (++c[free[k]] < sizes[free[k]])
+        break;
+      c[free[k]] = 0;
+    }
+    if (k == free.size())
+      break;
+  }
+  llvm::sort(group);
+  return group;
+}
+
+std::string MeshAttr::axisList() const {
+  std::string s;
+  for (auto [i, name] : llvm::enumerate(getNames()))
+    s += (i ? ", " : "") + name.getValue().str();
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// LayoutAttr
+//===----------------------------------------------------------------------===//
+
+Attribute LayoutAttr::parse(AsmParser &parser, Type) {
+  SmallVector<LayoutEntry> entries;
+  auto parseEntry = [&]() -> ParseResult {
+    SMLoc loc = parser.getCurrentLocation();
+    StringRef word;
+    if (parser.parseKeyword(&word))
+      return failure();
+    int64_t dim;
+    if (word == "R")
+      entries.push_back(LayoutEntry::replicated());
+    else if (word == "V")
+      entries.push_back(LayoutEntry::partial());
+    else if (word.consume_front("D") && !word.empty() &&
+             !word.getAsInteger(10, dim))
+      entries.push_back(LayoutEntry::split(dim));
+    else
+      return parser.emitError(loc, "expected R, V or D<dim> (D0, D1, ...) in "
+                                   "a layout");
+    return success();
+  };
+  if (parser.parseLess() ||
+      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseEntry,
+                                     " in a layout") ||
+      parser.parseGreater())
+    return {};
+  return parser.getChecked<LayoutAttr>(parser.getContext(), entries);
+}
+
+void LayoutAttr::print(AsmPrinter &printer) const {
+  printer << "<[";
+  llvm::interleaveComma(getEntries(), printer,
+                        [&](const LayoutEntry &e) { printer << e.str(); });
+  printer << "]>";
+}
+
+LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 ArrayRef<LayoutEntry> entries) {
+  for (const LayoutEntry &e : entries)
+    if (e.isSplit() && e.dim < 0)
+      return emitError() << "layout splits negative dimension " << e.dim;
+  return success();
+}
+
+LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 MeshAttr mesh, ArrayRef<int64_t> shape) const {
+  ArrayRef<LayoutEntry> entries = getEntries();
+  if (entries.size() != mesh.getNumAxes())
+    return emitError() << "layout has " << entries.size()
+                       << " entries but the mesh has " << mesh.getNumAxes()
+                       << " axes (" << mesh.axisList() << ")";
+  for (auto [entry, name] : llvm::zip(entries, mesh.getNames()))
+    if (entry.isSplit() && entry.dim >= static_cast<int64_t>(shape.size()))
+      return emitError() << "layout splits dimension " << entry.dim
+                         << " over axis " << name.getValue()
+                         << ", but the tensor has rank " << shape.size();
+  for (auto [k, size] : llvm::enumerate(shape)) {
+    // The axes splitting dimension k, in mesh order (outer first).
+    SmallVector<unsigned> axes;
+    int64_t pieces = 1;
+    for (auto [i, entry] : llvm::enumerate(entries))
+      if (entry.isSplit() && entry.dim == static_cast<int64_t>(k)) {
+        axes.push_back(i);
+        pieces *= mesh.getSizes()[i];
+      }
+    if (axes.empty() || size % pieces == 0)
+      continue;
+    InFlightDiagnostic diag = emitError();
+    diag << "layout splits dimension " << k << " of size " << size << " over "
+         << (axes.size() == 1 ? "axis " : "axes ");
+    for (auto [j, i] : llvm::enumerate(axes)) {
+      if (j)
+        diag << (j + 1 == axes.size() ? " and " : ", ");
+      diag << mesh.getNames()[i].getValue() << " (" << mesh.getSizes()[i]
+           << ")";
+    }
+    diag << ": " << size << " is not a multiple of " << pieces;
+    return diag;
+  }
+  return success();
+}
+
+SmallVector<int64_t>
+LayoutAttr::localShape(MeshAttr mesh, ArrayRef<int64_t> globalShape) const {
+  SmallVector<int64_t> shape(globalShape);
+  for (auto [entry, size] : llvm::zip(getEntries(), mesh.getSizes()))
+    if (entry.isSplit())
+      shape[entry.dim] /= size;
+  return shape;
+}
+
+bool LayoutAttr::isReplicated() const {
+  return llvm::all_of(getEntries(),
+                      [](const LayoutEntry &e) { return e.isReplicated(); });
+}

@@ -1,0 +1,171 @@
+//===- DistDialect.cpp - the dist dialect ---------------------------------===//
+//
+// Registration, and the verifier of the discardable plan attributes
+// (dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd)
+// wherever they appear.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/Dist/IR/DistDialect.h"
+#include "tessera/Dialect/Dist/IR/DistOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace tessera::dist;
+
+#include "tessera/Dialect/Dist/IR/DistOpsDialect.cpp.inc"
+
+void DistDialect::initialize() {
+  registerAttributes();
+  addOperations<
+#define GET_OP_LIST
+#include "tessera/Dialect/Dist/IR/DistOps.cpp.inc"
+      >();
+}
+
+namespace {
+
+/// The value of an i64 attribute, or an error naming the attribute.
+FailureOr<int64_t> getI64(Operation *op, NamedAttribute attr) {
+  auto value = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!value || !value.getType().isSignlessInteger(64)) {
+    op->emitError() << "'" << attr.getName().getValue()
+                    << "' must be an i64, found " << attr.getValue();
+    return failure();
+  }
+  if (value.getInt() < 0) {
+    op->emitError() << "'" << attr.getName().getValue()
+                    << "' must be non-negative, found " << value.getInt();
+    return failure();
+  }
+  return value.getInt();
+}
+
+LogicalResult verifyMesh(Operation *op, NamedAttribute attr) {
+  if (!isa<MeshAttr>(attr.getValue()))
+    return op->emitError() << "'dist.mesh' must be a #dist.mesh, found "
+                           << attr.getValue();
+  if (!isa<ModuleOp>(op))
+    return op->emitError() << "'dist.mesh' belongs on a builtin.module, not "
+                              "on '"
+                           << op->getName() << "'";
+  return success();
+}
+
+LogicalResult verifySplit(Operation *op, NamedAttribute attr) {
+  auto split = dyn_cast<DictionaryAttr>(attr.getValue());
+  if (!split)
+    return op->emitError() << "'dist.split' must be a dictionary from "
+                              "dimension names to mesh axis names, found "
+                           << attr.getValue();
+  MeshAttr mesh = getEnclosingMesh(op);
+  if (!mesh)
+    return op->emitError()
+           << "'dist.split' needs a 'dist.mesh' on the enclosing module";
+  // Axis name -> the dimension already split along it.
+  llvm::StringMap<StringRef> used;
+  for (NamedAttribute entry : split) {
+    StringRef dim = entry.getName().getValue();
+    auto axis = dyn_cast<StringAttr>(entry.getValue());
+    if (!axis)
+      return op->emitError()
+             << "'dist.split' maps dimension '" << dim << "' to "
+             << entry.getValue() << ", not to a mesh axis name string";
+    if (!mesh.axisIndex(axis.getValue()))
+      return op->emitError()
+             << "'dist.split' names mesh axis '" << axis.getValue()
+             << "', but the mesh has " << mesh.axisList();
+    auto [it, inserted] = used.try_emplace(axis.getValue(), dim);
+    if (!inserted)
+      return op->emitError()
+             << "'dist.split' splits both '" << it->second << "' and '" << dim
+             << "' along mesh axis '" << axis.getValue() << "'";
+  }
+  return success();
+}
+
+LogicalResult verifyStage(Operation *op, NamedAttribute attr) {
+  FailureOr<int64_t> stage = getI64(op, attr);
+  if (failed(stage))
+    return failure();
+  MeshAttr mesh = getEnclosingMesh(op);
+  if (!mesh)
+    return success();
+  StringRef pp = DistDialect::getPipelineAxisName();
+  std::optional<unsigned> axis = mesh.axisIndex(pp);
+  if (!axis) {
+    // Without a pipeline axis the whole mesh is the one stage, stage 0.
+    if (*stage != 0)
+      return op->emitError()
+             << "'dist.stage' is " << *stage << ", but the mesh has no '" << pp
+             << "' axis (only stage 0 exists)";
+    return success();
+  }
+  int64_t stages = mesh.getSizes()[*axis];
+  if (*stage >= stages)
+    return op->emitError() << "'dist.stage' is " << *stage
+                           << ", but mesh axis '" << pp << "' has size "
+                           << stages;
+  return success();
+}
+
+LogicalResult verifyOrderAfter(Operation *op, NamedAttribute attr) {
+  auto names = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!names)
+    return op->emitError() << "'dist.order_after' must be an array of op "
+                              "names, found "
+                           << attr.getValue();
+  for (auto [i, name] : llvm::enumerate(names)) {
+    auto str = dyn_cast<StringAttr>(name);
+    if (!str || str.getValue().empty())
+      return op->emitError()
+             << "'dist.order_after' entry " << i
+             << " must be a non-empty op name string, found " << name;
+  }
+  return success();
+}
+
+LogicalResult verifyRank(Operation *op, NamedAttribute attr) {
+  if (!isa<FunctionOpInterface>(op))
+    return op->emitError() << "'dist.rank' belongs on a function, not on '"
+                           << op->getName() << "'";
+  FailureOr<int64_t> rank = getI64(op, attr);
+  if (failed(rank))
+    return failure();
+  MeshAttr mesh = getEnclosingMesh(op);
+  if (mesh && *rank >= mesh.numRanks())
+    return op->emitError() << "'dist.rank' is " << *rank
+                           << ", but the mesh has " << mesh.numRanks()
+                           << " ranks";
+  return success();
+}
+
+} // namespace
+
+LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == getMeshAttrName())
+    return verifyMesh(op, attr);
+  if (name == getSplitAttrName())
+    return verifySplit(op, attr);
+  if (name == getStageAttrName())
+    return verifyStage(op, attr);
+  if (name == getOrderAfterAttrName())
+    return verifyOrderAfter(op, attr);
+  if (name == getRankAttrName())
+    return verifyRank(op, attr);
+  if (name == getRvdAttrName()) {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError()
+             << "'dist.rvd' must be a string, found " << attr.getValue();
+    return success();
+  }
+  return op->emitError() << "unknown attribute '" << name
+                         << "': dist defines dist.mesh, dist.split, "
+                            "dist.stage, dist.order_after, dist.rank and "
+                            "dist.rvd";
+}

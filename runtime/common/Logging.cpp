@@ -1,0 +1,74 @@
+//===- Logging.cpp - per-step metrics lines -------------------------------===//
+
+#include "Logging.h"
+
+#include "tessera/runtime/Tensor.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+namespace tessera {
+namespace rt {
+
+namespace {
+std::string number(double v, const char *format) {
+  if (!std::isfinite(v))
+    return "null"; // JSON has no NaN/inf
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  return buf;
+}
+} // namespace
+
+std::string stepJson(const StepMetrics &m) {
+  std::string s = "{\"step\": " + std::to_string(m.step) + ", \"loss\": ";
+  s += m.loss ? number(*m.loss, "%.17g") : "null";
+  s += ", \"tokens_per_s\": " + number(m.tokensPerSecond, "%.6g");
+  s += ", \"elapsed_s\": " + number(m.elapsedSeconds, "%.6g");
+  s += ", \"peak_bytes\": " + std::to_string(m.peakBytes) + "}";
+  return s;
+}
+
+std::string progressLine(const StepMetrics &m) {
+  char buf[256];
+  int width = static_cast<int>(std::to_string(m.totalSteps).size());
+  std::string loss = m.loss ? number(*m.loss, "%.6f") : "-";
+  int n = std::snprintf(
+      buf, sizeof(buf), "step %*lld/%lld | loss %s | %.0f tok/s", width,
+      static_cast<long long>(m.step + 1), static_cast<long long>(m.totalSteps),
+      loss.c_str(), m.tokensPerSecond);
+  std::string s(buf, n);
+  if (m.flopsPerSecond > 0) {
+    std::snprintf(buf, sizeof(buf), " | %.2f GFLOP/s", m.flopsPerSecond / 1e9);
+    s += buf;
+  }
+  std::snprintf(buf, sizeof(buf), " | peak %.1f MiB | %.2f s",
+                m.peakBytes / (1024.0 * 1024.0), m.elapsedSeconds);
+  return s + buf;
+}
+
+StepLogger::StepLogger(const std::string &logPath) {
+  if (logPath.empty())
+    return;
+  file_.open(logPath, std::ios::out | std::ios::trunc);
+  if (!file_)
+    throw Error(logPath +
+                ": cannot open the log file: " + std::strerror(errno));
+}
+
+void StepLogger::log(const StepMetrics &m) {
+  std::string json = stepJson(m);
+  std::cout << json << '\n' << std::flush;
+  std::cerr << progressLine(m) << '\n' << std::flush;
+  if (file_.is_open()) {
+    file_ << json << '\n' << std::flush;
+    if (!file_)
+      throw Error("writing the log file failed");
+  }
+}
+
+} // namespace rt
+} // namespace tessera

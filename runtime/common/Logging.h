@@ -1,0 +1,45 @@
+//===- Logging.h - per-step metrics lines (private) -------------*- C++ -*-===//
+
+#ifndef TESSERA_RUNTIME_COMMON_LOGGING_H
+#define TESSERA_RUNTIME_COMMON_LOGGING_H
+
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <string>
+
+namespace tessera {
+namespace rt {
+
+struct StepMetrics {
+  int64_t step = 0; ///< 0-based
+  int64_t totalSteps = 0;
+  std::optional<double> loss; ///< absent: the step function has no Loss
+  double tokensPerSecond = 0; ///< this step's tokens over its wall time
+  double elapsedSeconds = 0;  ///< since the first step started
+  int64_t peakBytes = 0;
+  double flopsPerSecond = 0; ///< 0: unknown (no Program::flopsPerStep)
+};
+
+/// {"step":0,"loss":4.3,"tokens_per_s":...,"elapsed_s":...,"peak_bytes":...}
+/// (loss printed with 17 significant digits so it round-trips).
+std::string stepJson(const StepMetrics &m);
+/// "step    1/10 | loss 4.325484 | 12345 tok/s | 1.2 GFLOP/s | 0.52 s"
+std::string progressLine(const StepMetrics &m);
+
+/// Writes each step's JSON line to stdout (and the --log file) and its
+/// progress line to stderr.
+class StepLogger {
+public:
+  /// Opens `logPath` (if not empty) for writing; throws on failure.
+  explicit StepLogger(const std::string &logPath);
+  void log(const StepMetrics &m);
+
+private:
+  std::ofstream file_;
+};
+
+} // namespace rt
+} // namespace tessera
+
+#endif // TESSERA_RUNTIME_COMMON_LOGGING_H

@@ -1,0 +1,59 @@
+//===- TokenData.cpp - nanoGPT token files and the batching rule ----------===//
+
+#include "tessera/runtime/Files.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace tessera {
+namespace rt {
+
+TokenData::TokenData(const std::string &path) : path_(path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw Error(path + ": cannot open token data: " + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  int64_t bytes = static_cast<int64_t>(in.tellg());
+  in.seekg(0);
+  if (bytes % 2)
+    throw Error(path + ": " + std::to_string(bytes) +
+                " bytes is not a whole number of uint16 tokens");
+  std::vector<unsigned char> raw(bytes);
+  in.read(reinterpret_cast<char *>(raw.data()), bytes);
+  if (!in)
+    throw Error(path + ": short read of token data");
+  tokens_.resize(bytes / 2);
+  for (size_t i = 0; i < tokens_.size(); ++i)
+    tokens_[i] = static_cast<uint16_t>(raw[2 * i] | raw[2 * i + 1] << 8);
+}
+
+int64_t TokenData::size() const { return static_cast<int64_t>(tokens_.size()); }
+
+std::pair<Tensor, Tensor> TokenData::batch(int64_t step, int64_t B,
+                                           int64_t T) const {
+  if (step < 0 || B < 1 || T < 1)
+    throw Error(path_ + ": bad batch request (step " + std::to_string(step) +
+                ", B " + std::to_string(B) + ", T " + std::to_string(T) + ")");
+  int64_t modulus = size() - T - 1;
+  if (modulus < 1)
+    throw Error(path_ + ": " + std::to_string(size()) +
+                " tokens are too few for sequences of " + std::to_string(T) +
+                " (need at least " + std::to_string(T + 2) + ")");
+  Tensor idx({B, T}, DType::i64), targets({B, T}, DType::i64);
+  int64_t *pi = idx.data<int64_t>(), *pt = targets.data<int64_t>();
+  for (int64_t j = 0; j < B; ++j) {
+    // ((step*B + j) * T) mod modulus, reduced first so it cannot overflow.
+    int64_t row = ((step % modulus) * (B % modulus) + j) % modulus;
+    int64_t o = static_cast<int64_t>((static_cast<unsigned __int128>(row) * T) %
+                                     modulus);
+    for (int64_t t = 0; t < T; ++t) {
+      pi[j * T + t] = tokens_[o + t];
+      pt[j * T + t] = tokens_[o + t + 1];
+    }
+  }
+  return {idx, targets};
+}
+
+} // namespace rt
+} // namespace tessera

@@ -1,0 +1,351 @@
+//===- Layout.cpp - reshape, transpose, broadcast, slice, split, concat,
+//                  gather and its gradient
+//                  --------------------------------===//
+
+#include "tessera/runtime/Ops.h"
+
+#include "Kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace tessera {
+namespace rt {
+using namespace detail;
+
+namespace {
+
+/// Copies the elements of `in`, read with `inStrides` (elements) from
+/// `inBase`, into the contiguous `out`. dtype-generic: elements are moved as
+/// their C++ type so that the inner loops stay simple copies.
+void stridedCopy(const Tensor &in, int64_t inBase,
+                 const std::vector<int64_t> &inStrides, Tensor &out) {
+  dispatchAll(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = in.data<T>() + inBase;
+    T *dst = out.data<T>();
+    forEachRun<2>(out.shape(), {contiguousStrides(out.shape()), inStrides},
+                  [&](const std::array<int64_t, 2> &off, int64_t len,
+                      const std::array<int64_t, 2> &s) {
+                    T *o = dst + off[0];
+                    const T *x = src + off[1];
+                    if (s[1] == 1) {
+                      std::memcpy(o, x, len * sizeof(T));
+                    } else if (s[1] == 0) {
+                      for (int64_t i = 0; i < len; ++i)
+                        o[i] = *x;
+                    } else {
+                      for (int64_t i = 0; i < len; ++i)
+                        o[i] = x[i * s[1]];
+                    }
+                  });
+  });
+}
+
+/// Transposes that move the input's contiguous dimension away from the
+/// innermost position read it with a large stride; a plain strided copy
+/// then misses cache on every element. This copies in square tiles instead,
+/// so each tile's source lines stay in L1. Returns false when the pattern
+/// does not apply (the caller falls back to stridedCopy).
+bool tiledTranspose(const Tensor &in, const Shape &outShape,
+                    const std::vector<int64_t> &inStrides, Tensor &out) {
+  // Coalesce output dims that are also adjacent in the input; drop 1s.
+  std::vector<int64_t> sizes, strides;
+  for (size_t d = 0; d < outShape.size(); ++d) {
+    if (outShape[d] == 1)
+      continue;
+    if (!sizes.empty() && strides.back() == inStrides[d] * outShape[d]) {
+      sizes.back() *= outShape[d];
+      strides.back() = inStrides[d];
+    } else {
+      sizes.push_back(outShape[d]);
+      strides.push_back(inStrides[d]);
+    }
+  }
+  int64_t n = static_cast<int64_t>(sizes.size());
+  if (n < 2 || strides[n - 1] == 1)
+    return false;
+  int64_t k = -1;
+  for (int64_t d = 0; d < n - 1; ++d)
+    if (strides[d] == 1)
+      k = d;
+  if (k < 0 || sizes[n - 1] < 8 || sizes[k] < 8)
+    return false;
+  std::vector<int64_t> outStrides = contiguousStrides(sizes);
+  std::vector<int64_t> others;
+  for (int64_t d = 0; d < n - 1; ++d)
+    if (d != k)
+      others.push_back(d);
+  constexpr int64_t kTile = 32;
+  dispatchAll(in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *src = in.data<T>();
+    T *dst = out.data<T>();
+    int64_t rows = sizes[k], cols = sizes[n - 1];
+    int64_t outRow = outStrides[k], inCol = strides[n - 1];
+    std::vector<int64_t> index(others.size(), 0);
+    int64_t batches = 1;
+    for (int64_t d : others)
+      batches *= sizes[d];
+    for (int64_t b = 0; b < batches; ++b) {
+      int64_t inBase = 0, outBase = 0;
+      for (size_t o = 0; o < others.size(); ++o) {
+        inBase += index[o] * strides[others[o]];
+        outBase += index[o] * outStrides[others[o]];
+      }
+      for (int64_t i0 = 0; i0 < rows; i0 += kTile)
+        for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+          int64_t i1 = std::min(rows, i0 + kTile),
+                  j1 = std::min(cols, j0 + kTile);
+          for (int64_t i = i0; i < i1; ++i) {
+            T *o = dst + outBase + i * outRow;
+            const T *x = src + inBase + i;
+            for (int64_t j = j0; j < j1; ++j)
+              o[j] = x[j * inCol];
+          }
+        }
+      for (size_t o = others.size(); o-- > 0;) {
+        if (++index[o] < sizes[others[o]])
+          break;
+        index[o] = 0;
+      }
+    }
+  });
+  return true;
+}
+
+} // namespace
+
+Tensor reshape(const Tensor &x, const Shape &shape) {
+  requireDefined(x, "reshape", "input");
+  if (shapeNumel(shape) != x.numel())
+    fail("reshape", "cannot reshape " + shapeToString(x.shape()) + " (" +
+                        std::to_string(x.numel()) + " elements) to " +
+                        shapeToString(shape));
+  return x.view(shape);
+}
+
+Tensor transpose(const Tensor &x, const std::vector<int64_t> &perm) {
+  const char *name = "transpose";
+  requireDefined(x, name, "input");
+  if (static_cast<int64_t>(perm.size()) != x.rank())
+    fail(name, "perm has " + std::to_string(perm.size()) +
+                   " entries for rank " + std::to_string(x.rank()));
+  std::vector<bool> seen(x.rank(), false);
+  std::vector<int64_t> inStrides = contiguousStrides(x.shape());
+  Shape outShape(x.rank());
+  std::vector<int64_t> strides(x.rank());
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    int64_t p = perm[i];
+    if (p < 0 || p >= x.rank() || seen[p])
+      fail(name,
+           "perm is not a permutation of 0.." + std::to_string(x.rank() - 1));
+    seen[p] = true;
+    outShape[i] = x.shape()[p];
+    strides[i] = inStrides[p];
+  }
+  Tensor out(outShape, x.dtype());
+  if (!out.numel() || !tiledTranspose(x, outShape, strides, out))
+    stridedCopy(x, 0, strides, out);
+  return out;
+}
+
+Tensor broadcast_to(const Tensor &x, const Shape &shape) {
+  const char *name = "broadcast_to";
+  requireDefined(x, name, "input");
+  if (x.rank() > static_cast<int64_t>(shape.size()) ||
+      broadcastShapesFor(x.shape(), shape, name) != shape)
+    fail(name, "cannot broadcast " + shapeToString(x.shape()) + " to " +
+                   shapeToString(shape));
+  if (x.shape() == shape)
+    return x;
+  Tensor out(shape, x.dtype());
+  stridedCopy(x, 0, broadcastStrides(x.shape(), shape), out);
+  return out;
+}
+
+Tensor slice(const Tensor &x, const std::vector<int64_t> &starts,
+             const std::vector<int64_t> &limits,
+             const std::vector<int64_t> &steps) {
+  const char *name = "slice";
+  requireDefined(x, name, "input");
+  size_t rank = x.shape().size();
+  if (starts.size() != rank || limits.size() != rank || steps.size() != rank)
+    fail(name, "starts, limits and steps need " + std::to_string(rank) +
+                   " entries each");
+  std::vector<int64_t> inStrides = contiguousStrides(x.shape());
+  Shape outShape(rank);
+  std::vector<int64_t> strides(rank);
+  int64_t base = 0;
+  for (size_t i = 0; i < rank; ++i) {
+    if (steps[i] < 1 || starts[i] < 0 || starts[i] > limits[i] ||
+        limits[i] > x.shape()[i])
+      fail(name, "dimension " + std::to_string(i) + " of size " +
+                     std::to_string(x.shape()[i]) + ": bad start " +
+                     std::to_string(starts[i]) + ", limit " +
+                     std::to_string(limits[i]) + ", step " +
+                     std::to_string(steps[i]));
+    outShape[i] = (limits[i] - starts[i] + steps[i] - 1) / steps[i];
+    strides[i] = inStrides[i] * steps[i];
+    base += starts[i] * inStrides[i];
+  }
+  Tensor out(outShape, x.dtype());
+  if (out.numel())
+    stridedCopy(x, base, strides, out);
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor &x, int64_t axis,
+                          const std::vector<int64_t> &sizes) {
+  const char *name = "split";
+  requireDefined(x, name, "input");
+  int64_t a = normalizeAxis(axis, x.rank(), name);
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      fail(name, "negative size " + std::to_string(s));
+    total += s;
+  }
+  if (total != x.shape()[a])
+    fail(name, "sizes add up to " + std::to_string(total) + ", dimension " +
+                   std::to_string(a) + " of " + shapeToString(x.shape()) +
+                   " is " + std::to_string(x.shape()[a]));
+  AxisSplit s = splitAt(x.shape(), a);
+  int64_t elt = dtypeSize(x.dtype());
+  const char *src = static_cast<const char *>(x.rawData());
+  std::vector<Tensor> pieces;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    Shape shape = x.shape();
+    shape[a] = size;
+    Tensor piece(shape, x.dtype());
+    int64_t chunk = size * s.inner * elt;
+    char *dst = piece.numel() ? static_cast<char *>(piece.rawData()) : nullptr;
+    for (int64_t o = 0; o < s.outer && chunk; ++o)
+      std::memcpy(dst + o * chunk, src + (o * s.size + start) * s.inner * elt,
+                  chunk);
+    pieces.push_back(std::move(piece));
+    start += size;
+  }
+  return pieces;
+}
+
+Tensor concat(const std::vector<Tensor> &inputs, int64_t axis) {
+  const char *name = "concat";
+  if (inputs.empty())
+    fail(name, "needs at least one input");
+  for (const Tensor &t : inputs)
+    requireDefined(t, name, "input");
+  const Tensor &first = inputs.front();
+  int64_t a = normalizeAxis(axis, first.rank(), name);
+  Shape outShape = first.shape();
+  outShape[a] = 0;
+  for (const Tensor &t : inputs) {
+    requireSameDType(first, t, name);
+    bool ok = t.rank() == first.rank();
+    for (int64_t d = 0; ok && d < t.rank(); ++d)
+      ok = d == a || t.shape()[d] == first.shape()[d];
+    if (!ok)
+      fail(name, "shapes " + shapeToString(first.shape()) + " and " +
+                     shapeToString(t.shape()) +
+                     " differ outside the concatenation axis " +
+                     std::to_string(a));
+    outShape[a] += t.shape()[a];
+  }
+  Tensor out(outShape, first.dtype());
+  if (!out.numel())
+    return out;
+  AxisSplit s = splitAt(outShape, a);
+  int64_t elt = dtypeSize(first.dtype());
+  char *dst = static_cast<char *>(out.rawData());
+  int64_t start = 0;
+  for (const Tensor &t : inputs) {
+    int64_t chunk = t.shape()[a] * s.inner * elt;
+    if (chunk) {
+      const char *src = static_cast<const char *>(t.rawData());
+      for (int64_t o = 0; o < s.outer; ++o)
+        std::memcpy(dst + (o * s.size + start) * s.inner * elt, src + o * chunk,
+                    chunk);
+    }
+    start += t.shape()[a];
+  }
+  return out;
+}
+
+Tensor gather(const Tensor &data, const Tensor &indices, int64_t axis) {
+  const char *name = "gather";
+  requireDefined(data, name, "data");
+  requireDefined(indices, name, "indices");
+  int64_t a = normalizeAxis(axis, data.rank(), name);
+  Shape outShape(data.shape().begin(), data.shape().begin() + a);
+  outShape.insert(outShape.end(), indices.shape().begin(),
+                  indices.shape().end());
+  outShape.insert(outShape.end(), data.shape().begin() + a + 1,
+                  data.shape().end());
+  Tensor out(outShape, data.dtype());
+  AxisSplit s = splitAt(data.shape(), a);
+  int64_t elt = dtypeSize(data.dtype());
+  int64_t rowBytes = s.inner * elt;
+  int64_t count = indices.numel();
+  dispatchIndex(indices.dtype(), name, [&](auto tag) {
+    using I = decltype(tag);
+    const I *idx = indices.data<I>();
+    for (int64_t i = 0; i < count; ++i)
+      if (idx[i] < 0 || idx[i] >= s.size)
+        fail(name, "index " + std::to_string(idx[i]) + " at position " +
+                       std::to_string(i) + " is outside [0, " +
+                       std::to_string(s.size) + ") of axis " +
+                       std::to_string(a) + " of data " +
+                       shapeToString(data.shape()));
+    if (!out.numel())
+      return;
+    const char *src = static_cast<const char *>(data.rawData());
+    char *dst = static_cast<char *>(out.rawData());
+    for (int64_t o = 0; o < s.outer; ++o)
+      for (int64_t i = 0; i < count; ++i)
+        std::memcpy(dst + (o * count + i) * rowBytes,
+                    src + (o * s.size + idx[i]) * rowBytes, rowBytes);
+  });
+  return out;
+}
+
+Tensor embedding_grad(const Tensor &grad, const Tensor &indices,
+                      const Shape &tableShape) {
+  const char *name = "embedding_grad";
+  requireFloat(grad, name, "grad");
+  requireDefined(indices, name, "indices");
+  if (tableShape.size() != 2)
+    fail(name, "table shape must be V x C, got " + shapeToString(tableShape));
+  Shape expected = indices.shape();
+  expected.push_back(tableShape[1]);
+  if (grad.shape() != expected)
+    fail(name, "grad of shape " + shapeToString(grad.shape()) +
+                   " does not match indices " + shapeToString(indices.shape()) +
+                   " and table " + shapeToString(tableShape) + " (expected " +
+                   shapeToString(expected) + ")");
+  Tensor out = zeros(tableShape, grad.dtype());
+  int64_t rows = tableShape[0], cols = tableShape[1];
+  dispatchFloat(grad.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    const T *g = grad.data<T>();
+    T *table = out.data<T>();
+    dispatchIndex(indices.dtype(), name, [&](auto itag) {
+      using I = decltype(itag);
+      const I *idx = indices.data<I>();
+      for (int64_t i = 0, n = indices.numel(); i < n; ++i) {
+        if (idx[i] < 0 || idx[i] >= rows)
+          fail(name, "index " + std::to_string(idx[i]) + " at position " +
+                         std::to_string(i) + " is outside [0, " +
+                         std::to_string(rows) + ")");
+        T *dst = table + idx[i] * cols;
+        const T *src = g + i * cols;
+        for (int64_t c = 0; c < cols; ++c)
+          dst[c] += src[c];
+      }
+    });
+  });
+  return out;
+}
+
+} // namespace rt
+} // namespace tessera

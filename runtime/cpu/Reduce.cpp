@@ -1,0 +1,135 @@
+//===- Reduce.cpp - reduce_sum, reduce_mean, reduce_max -------------------===//
+//
+// One strided pass over the input: the output is read as an operand with
+// zero strides on the reduced axes, so every pattern (leading axes as in a
+// bias gradient, trailing axes as in a row sum, axes in the middle) runs
+// the same loop, whose inner run is contiguous in the input. f32 sums
+// accumulate in double so that long reductions (bias gradients over B*T
+// rows) stay accurate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/runtime/Ops.h"
+
+#include "Kernels.h"
+
+#include <cmath>
+#include <limits>
+
+namespace tessera {
+namespace rt {
+using namespace detail;
+
+namespace {
+
+enum class Kind { sum, mean, max };
+
+struct ReducePlan {
+  Shape keptShape;   // the input shape with reduced axes set to 1
+  Shape resultShape; // keptShape or with the axes removed
+  int64_t count = 1; // elements reduced into each output
+};
+
+ReducePlan planReduce(const Tensor &x, const std::vector<int64_t> &axes,
+                      bool keepdims, const char *name) {
+  if (axes.empty())
+    fail(name, "axes must not be empty");
+  std::vector<bool> reduced(x.rank(), false);
+  ReducePlan plan;
+  for (int64_t axis : axes) {
+    int64_t a = normalizeAxis(axis, x.rank(), name);
+    if (reduced[a])
+      fail(name, "axis " + std::to_string(axis) + " is repeated");
+    reduced[a] = true;
+  }
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (reduced[d]) {
+      plan.count *= x.shape()[d];
+      plan.keptShape.push_back(1);
+      if (keepdims)
+        plan.resultShape.push_back(1);
+    } else {
+      plan.keptShape.push_back(x.shape()[d]);
+      plan.resultShape.push_back(x.shape()[d]);
+    }
+  }
+  return plan;
+}
+
+Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdims,
+              Kind kind, const char *name) {
+  requireFloat(x, name, "input");
+  ReducePlan plan = planReduce(x, axes, keepdims, name);
+  Tensor out(plan.resultShape, x.dtype());
+  dispatchFloat(x.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    const T *in = x.data<T>();
+    T *po = out.data<T>();
+    int64_t outN = out.numel();
+    std::array<std::vector<int64_t>, 2> strides = {
+        contiguousStrides(x.shape()),
+        broadcastStrides(plan.keptShape, x.shape())};
+    if (kind == Kind::max) {
+      if (plan.count == 0)
+        fail(name,
+             "maximum over an empty axis of shape " + shapeToString(x.shape()));
+      for (int64_t i = 0; i < outN; ++i)
+        po[i] = -std::numeric_limits<T>::infinity();
+      forEachRun<2>(x.shape(), strides,
+                    [&](const std::array<int64_t, 2> &off, int64_t len,
+                        const std::array<int64_t, 2> &s) {
+                      const T *src = in + off[0];
+                      T *acc = po + off[1];
+                      for (int64_t i = 0; i < len; ++i) {
+                        T v = src[i];
+                        T &a = acc[i * s[1]];
+                        // NaN propagates, as torch.amax.
+                        if (v > a || std::isnan(v))
+                          a = std::isnan(a) ? a : v;
+                      }
+                    });
+      return;
+    }
+    std::vector<double> acc(outN, 0.0);
+    forEachRun<2>(x.shape(), strides,
+                  [&](const std::array<int64_t, 2> &off, int64_t len,
+                      const std::array<int64_t, 2> &s) {
+                    const T *src = in + off[0];
+                    double *dst = acc.data() + off[1];
+                    if (s[1] == 0) {
+                      double sum = 0;
+                      for (int64_t i = 0; i < len; ++i)
+                        sum += src[i];
+                      *dst += sum;
+                    } else {
+                      for (int64_t i = 0; i < len; ++i)
+                        dst[i] += src[i];
+                    }
+                  });
+    double scale =
+        kind == Kind::mean ? 1.0 / static_cast<double>(plan.count) : 1.0;
+    for (int64_t i = 0; i < outN; ++i)
+      po[i] = static_cast<T>(acc[i] * scale);
+  });
+  return out;
+}
+
+} // namespace
+
+Tensor reduce_sum(const Tensor &x, const std::vector<int64_t> &axes,
+                  bool keepdims) {
+  return reduce(x, axes, keepdims, Kind::sum, "reduce_sum");
+}
+
+Tensor reduce_mean(const Tensor &x, const std::vector<int64_t> &axes,
+                   bool keepdims) {
+  return reduce(x, axes, keepdims, Kind::mean, "reduce_mean");
+}
+
+Tensor reduce_max(const Tensor &x, const std::vector<int64_t> &axes,
+                  bool keepdims) {
+  return reduce(x, axes, keepdims, Kind::max, "reduce_max");
+}
+
+} // namespace rt
+} // namespace tessera

@@ -1,0 +1,97 @@
+//===- Driver.h - the main() of emitted programs ----------------*- C++ -*-===//
+//
+// Part of the runtime API (see Runtime.h, the umbrella header). An emitted
+// program describes its step function(s) as a Program and hands it to
+// runMain, which owns flags, weights, data, the step loop and logging.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_DRIVER_H
+#define TESSERA_RUNTIME_DRIVER_H
+
+#include "tessera/runtime/Tensor.h"
+
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace rt {
+
+/// What an argument or result of an emitted step function is.
+enum class Role {
+  Param, ///< a model parameter, `name` as in the model (state_dict)
+  State, ///< optimizer state, e.g. "adamw.m/<param name>"
+  Input, ///< data: "idx" (tokens) or "targets"
+  Hyper, ///< "lr", "beta1", "beta2", "eps", "weight_decay" (rank-0 f32)
+  Step,  ///< the 1-based step counter (rank-0 i64)
+  Loss,  ///< result: the mean loss of the step (rank-0)
+};
+
+struct ValueSpec {
+  Role role;
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
+/// One emitted step function: all arguments in, all results out, in the
+/// order of `args` and `results`.
+using StepFn = void (*)(const std::vector<Tensor> &args,
+                        std::vector<Tensor> &results);
+
+struct StepProgram {
+  std::string optimizer; ///< "adamw" or "sgd"
+  std::vector<ValueSpec> args;
+  std::vector<ValueSpec> results;
+  StepFn fn;
+};
+
+struct Program {
+  std::string model;              ///< e.g. the ONNX file name
+  std::string initWeights;        ///< safetensors beside the binary
+  std::vector<StepProgram> steps; ///< one per optimizer
+  /// Model FLOPs per step (forward + backward), for throughput logging.
+  double flopsPerStep = 0;
+};
+
+/// The whole `OUT/run` interface:
+///   --data FILE.bin --steps K [--init FILE.safetensors] [--save FILE]
+///   [--optimizer adamw|sgd] [--lr X] [--beta1 X] [--beta2 X] [--eps X]
+///   [--weight-decay X] [--seed S] [--log FILE.jsonl]
+/// Defaults: adamw, lr 1e-3 (adamw) / 0.1 (sgd), betas 0.9/0.999, eps 1e-8,
+/// weight decay 0.01 (adamw) / 0 (sgd). Each step prints one JSON line to
+/// stdout {"step", "loss", "tokens_per_s", "elapsed_s", "peak_bytes"} and a
+/// progress line to stderr. Errors (bad flag, missing file, shape mismatch
+/// in --init) print "error: ..." and return 1.
+///
+/// Details: "step" is 0-based (losses[i] of the PyTorch reference); "loss"
+/// is null when the step function has no Loss result (e.g. a pipeline stage
+/// without the head). Flags also take the form --flag=value. Without
+/// --optimizer, a program with a single StepProgram uses that one. A
+/// relative Program::initWeights resolves against the executable's
+/// directory, a relative --init against the working directory. Params whose
+/// dtype differs from the file's (both float) are converted.
+int runMain(int argc, char **argv, const Program &program);
+
+/// The parsed flags (exposed for tests; runMain is the normal entry).
+struct RunOptions {
+  std::string data, init, save, log;
+  int64_t steps = -1;
+  std::string optimizer; ///< empty: not given
+  double lr = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = -1;
+  bool lrSet = false, weightDecaySet = false;
+  int64_t seed = 0;
+  bool help = false;
+};
+/// Throws Error("unknown flag ...", "missing value for ...", ...).
+RunOptions parseRunOptions(int argc, char **argv);
+/// The usage text --help prints.
+std::string usage(const std::string &argv0);
+/// Directory of the running executable (/proc/self/exe), without the
+/// trailing slash.
+std::string executableDir();
+
+} // namespace rt
+} // namespace tessera
+
+#endif // TESSERA_RUNTIME_DRIVER_H

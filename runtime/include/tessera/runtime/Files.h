@@ -1,0 +1,58 @@
+//===- Files.h - checkpoints and token data ---------------------*- C++ -*-===//
+//
+// Part of the runtime API (see Runtime.h, the umbrella header).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_FILES_H
+#define TESSERA_RUNTIME_FILES_H
+
+#include "tessera/runtime/Tensor.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+namespace rt {
+
+/// safetensors (https://huggingface.co/docs/safetensors): 8-byte LE header
+/// length, JSON header, raw LE data. Names are kept exactly, in the order of
+/// the header. dtypes F32, F64, I32, I64, BOOL; a truncated or inconsistent
+/// file throws an Error naming the file and what is wrong.
+std::vector<std::pair<std::string, Tensor>>
+readSafetensors(const std::string &path);
+void writeSafetensors(const std::string &path,
+                      const std::vector<std::pair<std::string, Tensor>> &named);
+
+/// The same, with the header's "__metadata__" (string to string).
+struct SafetensorsContents {
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  std::map<std::string, std::string> metadata;
+};
+SafetensorsContents readSafetensorsWithMetadata(const std::string &path);
+void writeSafetensors(const std::string &path,
+                      const std::vector<std::pair<std::string, Tensor>> &named,
+                      const std::map<std::string, std::string> &metadata);
+
+/// Token data as nanoGPT writes it: raw little-endian uint16 ids.
+class TokenData {
+public:
+  explicit TokenData(const std::string &path); ///< throws with the path
+  int64_t size() const;
+  /// The batch of step `step` (inputs, targets), each B x T i64:
+  /// row j starts at ((step*B + j) * T) mod (size - T - 1).
+  std::pair<Tensor, Tensor> batch(int64_t step, int64_t B, int64_t T) const;
+  /// Token i (for tests).
+  int64_t token(int64_t i) const { return tokens_.at(i); }
+
+private:
+  std::string path_;
+  std::vector<uint16_t> tokens_;
+};
+
+} // namespace rt
+} // namespace tessera
+
+#endif // TESSERA_RUNTIME_FILES_H

@@ -1,0 +1,135 @@
+//===- Tensor.h - dense tensors and their memory accounting -----*- C++ -*-===//
+//
+// Part of the runtime API (see Runtime.h, the umbrella header). A Tensor is a
+// row-major array with shared, reference-counted storage drawn from a caching
+// allocator, so that the per-step allocations of an emitted program hit the
+// cache after the first step and liveBytes()/peakBytes() track the tensor
+// memory the program holds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_TENSOR_H
+#define TESSERA_RUNTIME_TENSOR_H
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace rt {
+
+/// Every runtime failure (bad shapes, out-of-range indices, corrupt files)
+/// is reported as this exception with a message naming the op or file.
+class Error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+/// i1 is stored one byte per element (uint8_t, 0 or 1).
+enum class DType { f32, f64, i32, i64, i1 };
+
+using Shape = std::vector<int64_t>;
+
+/// "f32", "f64", "i32", "i64", "i1".
+const char *dtypeName(DType dtype);
+/// Bytes per element (i1: 1).
+int64_t dtypeSize(DType dtype);
+bool isFloat(DType dtype);
+/// "4x8" ("" for rank 0): the form shape errors use.
+std::string shapeToString(const Shape &shape);
+/// Product of the dimensions; throws on a negative dimension or overflow.
+int64_t shapeNumel(const Shape &shape);
+
+namespace detail {
+/// One allocation from the caching allocator; returned to it on destruction.
+struct Storage {
+  void *ptr = nullptr;
+  int64_t bytes = 0;
+  explicit Storage(int64_t bytes);
+  ~Storage();
+  Storage(const Storage &) = delete;
+  Storage &operator=(const Storage &) = delete;
+};
+} // namespace detail
+
+/// A dense row-major tensor with shared, reference-counted storage. Copies
+/// are cheap (they share storage); ops never modify their inputs.
+class Tensor {
+public:
+  Tensor() = default;
+  Tensor(Shape shape, DType dtype); ///< uninitialised storage
+
+  const Shape &shape() const;
+  DType dtype() const;
+  int64_t rank() const;
+  int64_t numel() const;
+  /// Negative `i` counts from the end, as axes do.
+  int64_t dim(int64_t i) const;
+  /// False for a default-constructed Tensor and after release().
+  bool defined() const;
+  /// T must match dtype(): float (f32), double (f64), int32_t (i32),
+  /// int64_t (i64), uint8_t (i1); anything else throws.
+  template <typename T> T *data();
+  template <typename T> const T *data() const;
+  /// Untyped access for dtype-generic kernels (copies, gathers).
+  void *rawData();
+  const void *rawData() const;
+  int64_t nbytes() const;
+  /// Drops this handle's reference to the storage now (the emitted code
+  /// calls it after a value's last use, so memory follows the liveness of
+  /// the program). The storage returns to the allocator once no copy refers
+  /// to it; the handle keeps its shape and dtype but is no longer defined().
+  void release();
+  /// The same storage viewed with another shape of equal element count.
+  Tensor view(Shape shape) const;
+
+private:
+  std::shared_ptr<detail::Storage> storage_;
+  Shape shape_;
+  DType dtype_ = DType::f32;
+  int64_t numel_ = 0;
+};
+
+/// Bytes of tensor storage alive now and at most since start (or the last
+/// reset); what `--log` reports as each rank's peak tensor memory. Counted
+/// as the tensors' own sizes (not the allocator's rounded blocks).
+int64_t liveBytes();
+int64_t peakBytes();
+void resetPeak();
+
+/// Allocator internals, for tests and diagnostics.
+struct AllocatorStats {
+  int64_t liveBytes = 0;
+  int64_t peakBytes = 0;
+  int64_t cachedBytes = 0;  ///< freed blocks kept for reuse
+  int64_t systemAllocs = 0; ///< blocks obtained from the system
+  int64_t cacheHits = 0;    ///< allocations served from the cache
+};
+AllocatorStats allocatorStats();
+/// Returns every cached block to the system.
+void emptyCache();
+
+Tensor full(const Shape &shape, DType dtype, double value);
+Tensor zeros(const Shape &shape, DType dtype);
+/// A rank-0 tensor.
+Tensor scalar(double value, DType dtype);
+/// A constant from row-major values (converted to dtype).
+Tensor fromValues(const Shape &shape, DType dtype,
+                  const std::vector<double> &values);
+/// All elements converted to double, row-major (tests, logging).
+std::vector<double> toDoubles(const Tensor &x);
+/// The value of a one-element tensor (any rank) as double.
+double item(const Tensor &x);
+/// A copy with its own storage.
+Tensor clone(const Tensor &x);
+
+} // namespace rt
+} // namespace tessera
+
+#endif // TESSERA_RUNTIME_TENSOR_H

@@ -1,0 +1,370 @@
+//===- DriverTest.cpp - runMain end to end with a hand-written step -------===//
+//
+// The step functions here are what the emitter produces, written by hand:
+// a bigram model (logits = W[idx], W: V x V) trained with softmax
+// cross-entropy on the example's token data, with an SGD and an AdamW
+// variant. runMain is called directly with argv arrays.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <unistd.h>
+
+using namespace tessera::rt;
+using namespace tessera::rt::test;
+
+namespace {
+
+constexpr int64_t V = 84, B = 2, T = 8;
+const std::string kData =
+    std::string(TESSERA_RT_EXAMPLES_DIR) + "/data/train.bin";
+
+std::string tempPath(const std::string &name) {
+  return ::testing::TempDir() + "tessera_rt_driver_" +
+         std::to_string(::getpid()) + "_" + name;
+}
+
+/// (loss, dW) of the bigram model on one batch.
+std::pair<Tensor, Tensor> bigramLossAndGrad(const Tensor &w, const Tensor &idx,
+                                            const Tensor &targets) {
+  Tensor logits = reshape(gather(w, idx, 0), {B * T, V});
+  Tensor labels = reshape(targets, {B * T});
+  Tensor loss = softmax_cross_entropy(logits, labels, -1, Reduction::mean);
+  Tensor dlogits = softmax_cross_entropy_grad(
+      logits, labels, scalar(1, w.dtype()), -1, Reduction::mean);
+  Tensor dw = embedding_grad(reshape(dlogits, {B, T, V}), idx, {V, V});
+  return {loss, dw};
+}
+
+// args: w, idx, targets, lr, weight_decay -> results: loss, w
+void sgdStep(const std::vector<Tensor> &args, std::vector<Tensor> &results) {
+  auto [loss, dw] = bigramLossAndGrad(args[0], args[1], args[2]);
+  results[0] = loss;
+  results[1] = sgd_update(args[0], dw, args[3], args[4]);
+}
+
+std::vector<std::vector<double>> gHypers; // per step: lr b1 b2 eps wd step
+// args: w, m, v, idx, targets, step, lr, beta1, beta2, eps, weight_decay
+// results: loss, w, m, v
+void adamwStep(const std::vector<Tensor> &args, std::vector<Tensor> &results) {
+  std::vector<double> seen;
+  for (int i : {6, 7, 8, 9, 10, 5})
+    seen.push_back(item(args[i]));
+  gHypers.push_back(seen);
+  auto [loss, dw] = bigramLossAndGrad(args[0], args[3], args[4]);
+  auto [p, m, v] = adamw_update(args[0], dw, args[1], args[2], args[5], args[6],
+                                args[7], args[8], args[9], args[10]);
+  results = {loss, p, m, v};
+}
+
+void throwingStep(const std::vector<Tensor> &, std::vector<Tensor> &) {
+  throw Error("the step exploded");
+}
+
+ValueSpec spec(Role role, const std::string &name, DType dtype, Shape shape) {
+  return ValueSpec{role, name, dtype, std::move(shape)};
+}
+
+StepProgram sgdProgram() {
+  return {"sgd",
+          {spec(Role::Param, "w", DType::f32, {V, V}),
+           spec(Role::Input, "idx", DType::i64, {B, T}),
+           spec(Role::Input, "targets", DType::i64, {B, T}),
+           spec(Role::Hyper, "lr", DType::f32, {}),
+           spec(Role::Hyper, "weight_decay", DType::f32, {})},
+          {spec(Role::Loss, "loss", DType::f32, {}),
+           spec(Role::Param, "w", DType::f32, {V, V})},
+          sgdStep};
+}
+
+StepProgram adamwProgram() {
+  return {"adamw",
+          {spec(Role::Param, "w", DType::f32, {V, V}),
+           spec(Role::State, "adamw.m/w", DType::f32, {V, V}),
+           spec(Role::State, "adamw.v/w", DType::f32, {V, V}),
+           spec(Role::Input, "idx", DType::i64, {B, T}),
+           spec(Role::Input, "targets", DType::i64, {B, T}),
+           spec(Role::Step, "step", DType::i64, {}),
+           spec(Role::Hyper, "lr", DType::f32, {}),
+           spec(Role::Hyper, "beta1", DType::f32, {}),
+           spec(Role::Hyper, "beta2", DType::f32, {}),
+           spec(Role::Hyper, "eps", DType::f32, {}),
+           spec(Role::Hyper, "weight_decay", DType::f32, {})},
+          {spec(Role::Loss, "loss", DType::f32, {}),
+           spec(Role::Param, "w", DType::f32, {V, V}),
+           spec(Role::State, "adamw.m/w", DType::f32, {V, V}),
+           spec(Role::State, "adamw.v/w", DType::f32, {V, V})},
+          adamwStep};
+}
+
+struct RunResult {
+  int status;
+  std::string out, err;
+};
+
+RunResult runWith(const std::vector<std::string> &flags,
+                  const Program &program) {
+  std::vector<std::string> storage = {"run"};
+  storage.insert(storage.end(), flags.begin(), flags.end());
+  std::vector<char *> argv;
+  for (std::string &s : storage)
+    argv.push_back(s.data());
+  argv.push_back(nullptr);
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  int status = runMain(static_cast<int>(storage.size()), argv.data(), program);
+  RunResult r{status, ::testing::internal::GetCapturedStdout(),
+              ::testing::internal::GetCapturedStderr()};
+  return r;
+}
+
+std::vector<std::string> lines(const std::string &text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+/// Initial weights written to a temporary file; returns its path.
+std::string writeInit(const std::string &name, Shape shape = {V, V}) {
+  std::string path = tempPath(name);
+  writeSafetensors(path, {{"other", zeros({3}, DType::f32)},
+                          {"w", randn(shape, DType::f32, 77, 0.1)}});
+  return path;
+}
+
+} // namespace
+
+TEST(Driver, SgdRunMatchesAManualLoopAndSaves) {
+  std::string init = writeInit("init.safetensors");
+  std::string save = tempPath("final.safetensors");
+  std::string log = tempPath("log.jsonl");
+  Program program{"bigram", "", {sgdProgram()}, 1e6};
+  RunResult r =
+      runWith({"--data", kData, "--steps", "4", "--init", init, "--optimizer",
+               "sgd", "--lr", "0.5", "--save", save, "--log", log},
+              program);
+  ASSERT_EQ(r.status, 0) << r.err;
+
+  // The same loop by hand.
+  Tensor w = readSafetensors(init)[1].second;
+  TokenData data(kData);
+  std::vector<double> losses;
+  for (int64_t step = 0; step < 4; ++step) {
+    auto [idx, targets] = data.batch(step, B, T);
+    auto [loss, dw] = bigramLossAndGrad(w, idx, targets);
+    losses.push_back(item(loss));
+    w = sgd_update(w, dw, scalar(0.5, DType::f32), scalar(0, DType::f32));
+  }
+  // Step 0's loss from first principles: mean of logsumexp - target logit.
+  {
+    Tensor w0 = readSafetensors(init)[1].second;
+    auto [idx, targets] = data.batch(0, B, T);
+    std::vector<double> wv = toDoubles(w0), iv = toDoubles(idx),
+                        tv = toDoubles(targets);
+    double total = 0;
+    for (int64_t i = 0; i < B * T; ++i) {
+      const double *row = wv.data() + static_cast<int64_t>(iv[i]) * V;
+      double s = 0;
+      for (int64_t c = 0; c < V; ++c)
+        s += std::exp(row[c]);
+      total += std::log(s) - row[static_cast<int64_t>(tv[i])];
+    }
+    EXPECT_NEAR(losses[0], total / (B * T), 1e-6);
+  }
+
+  std::vector<std::string> out = lines(r.out);
+  ASSERT_EQ(out.size(), 4u) << r.out;
+  for (int64_t step = 0; step < 4; ++step) {
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(out[step]);
+    std::vector<std::string> keys;
+    for (auto it = j.begin(); it != j.end(); ++it)
+      keys.push_back(it.key());
+    EXPECT_EQ(keys, (std::vector<std::string>{"step", "loss", "tokens_per_s",
+                                              "elapsed_s", "peak_bytes"}));
+    EXPECT_EQ(j["step"].get<int64_t>(), step);
+    EXPECT_EQ(j["loss"].get<double>(), losses[step]); // bit-exact
+    EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
+    EXPECT_GE(j["elapsed_s"].get<double>(), 0);
+    EXPECT_GE(j["peak_bytes"].get<int64_t>(), V * V * 4);
+  }
+  EXPECT_LT(losses[3], losses[0]); // it learns
+
+  std::ifstream logIn(log);
+  std::stringstream logText;
+  logText << logIn.rdbuf();
+  EXPECT_EQ(logText.str(), r.out);
+  std::vector<std::string> progress = lines(r.err);
+  ASSERT_EQ(progress.size(), 4u) << r.err;
+  EXPECT_EQ(progress[0].rfind("step 1/4 | loss ", 0), 0u) << progress[0];
+  EXPECT_NE(progress[0].find("tok/s"), std::string::npos);
+  EXPECT_NE(progress[0].find("GFLOP/s"), std::string::npos);
+
+  SafetensorsContents saved = readSafetensorsWithMetadata(save);
+  ASSERT_EQ(saved.tensors.size(), 1u);
+  EXPECT_EQ(saved.tensors[0].first, "w");
+  EXPECT_EQ(toDoubles(saved.tensors[0].second), toDoubles(w));
+  EXPECT_EQ(saved.metadata.at("model"), "bigram");
+  for (const std::string &p : {init, save, log})
+    std::remove(p.c_str());
+}
+
+TEST(Driver, AdamWByDefaultWithDocumentedHyperparameters) {
+  std::string init = writeInit("init_adamw.safetensors");
+  Program program{"bigram", "", {sgdProgram(), adamwProgram()}, 0};
+  gHypers.clear();
+  RunResult r =
+      runWith({"--data", kData, "--steps", "3", "--init", init}, program);
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_EQ(gHypers.size(), 3u);
+  for (size_t s = 0; s < 3; ++s) {
+    EXPECT_EQ(gHypers[s][0], double(float(1e-3)));  // lr
+    EXPECT_EQ(gHypers[s][1], double(float(0.9)));   // beta1
+    EXPECT_EQ(gHypers[s][2], double(float(0.999))); // beta2
+    EXPECT_EQ(gHypers[s][3], double(float(1e-8)));  // eps
+    EXPECT_EQ(gHypers[s][4], double(float(0.01)));  // weight decay
+    EXPECT_EQ(gHypers[s][5], double(s + 1));        // 1-based step
+  }
+  // The optimizer state flows from step to step: the same losses as a
+  // manual AdamW loop.
+  Tensor w = readSafetensors(init)[1].second;
+  Tensor m = zeros({V, V}, DType::f32), v = zeros({V, V}, DType::f32);
+  TokenData data(kData);
+  std::vector<std::string> out = lines(r.out);
+  ASSERT_EQ(out.size(), 3u);
+  for (int64_t step = 0; step < 3; ++step) {
+    auto [idx, targets] = data.batch(step, B, T);
+    auto [loss, dw] = bigramLossAndGrad(w, idx, targets);
+    EXPECT_EQ(nlohmann::json::parse(out[step])["loss"].get<double>(),
+              item(loss));
+    auto f = [](double x) { return scalar(x, DType::f32); };
+    std::tie(w, m, v) =
+        adamw_update(w, dw, m, v, scalar(step + 1, DType::i64), f(1e-3), f(0.9),
+                     f(0.999), f(1e-8), f(0.01));
+  }
+  std::remove(init.c_str());
+}
+
+TEST(Driver, SingleProgramAndSgdDefaults) {
+  std::string init = writeInit("init_single.safetensors");
+  std::string save = tempPath("single_final.safetensors");
+  Program program{"bigram", "", {sgdProgram()}, 0};
+  RunResult r = runWith(
+      {"--data=" + kData, "--steps=1", "--init=" + init, "--save=" + save},
+      program);
+  ASSERT_EQ(r.status, 0) << r.err;
+  // One SGD step with the defaults lr 0.1, weight decay 0.
+  Tensor w = readSafetensors(init)[1].second;
+  auto [idx, targets] = TokenData(kData).batch(0, B, T);
+  Tensor dw = bigramLossAndGrad(w, idx, targets).second;
+  Tensor expected =
+      sgd_update(w, dw, scalar(0.1, DType::f32), scalar(0, DType::f32));
+  EXPECT_EQ(toDoubles(readSafetensors(save)[0].second), toDoubles(expected));
+  std::remove(init.c_str());
+  std::remove(save.c_str());
+}
+
+TEST(Driver, InitWeightsBesideTheExecutable) {
+  std::string name =
+      "tessera_rt_test_init_" + std::to_string(::getpid()) + ".safetensors";
+  std::string path = executableDir() + "/" + name;
+  writeSafetensors(path, {{"w", zeros({V, V}, DType::f32)}});
+  Program program{"bigram", name, {sgdProgram()}, 0};
+  RunResult r = runWith({"--data", kData, "--steps", "1"}, program);
+  std::remove(path.c_str());
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Zero weights: uniform logits, loss ln(V).
+  EXPECT_NEAR(nlohmann::json::parse(r.out)["loss"].get<double>(),
+              std::log(84.0), 1e-6);
+}
+
+TEST(Driver, ErrorsExitWithOne) {
+  std::string init = writeInit("init_err.safetensors");
+  std::string wrongShape = writeInit("init_shape.safetensors", {V, 3});
+  std::string noW = tempPath("init_now.safetensors");
+  writeSafetensors(noW, {{"x", zeros({1}, DType::f32)}});
+  Program sgdOnly{"bigram", "", {sgdProgram()}, 0};
+  Program throwing{"bigram", "", {sgdProgram()}, 0};
+  throwing.steps[0].fn = throwingStep;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--data", kData, "--steps", "1", "--bogus", "3"},
+       "error: unknown flag '--bogus'"},
+      {{"--data", kData, "--steps"}, "error: missing value for --steps"},
+      {{"--data", "--steps", "1"}, "error: missing value for --data"},
+      {{"--data", kData, "--steps", "x"}, "error: invalid integer 'x'"},
+      {{"--data", kData, "--steps", "1", "--lr", "1e-3x"},
+       "error: invalid number '1e-3x' for --lr"},
+      {{"--data", kData, "--init", init}, "error: missing --steps"},
+      {{"--steps", "1", "--init", init}, "error: missing --data"},
+      {{"--data", "/nonexistent/train.bin", "--steps", "1", "--init", init},
+       "error: /nonexistent/train.bin: cannot open"},
+      {{"--data", kData, "--steps", "1", "--init",
+        "/nonexistent/i.safetensors"},
+       "error: /nonexistent/i.safetensors: cannot open"},
+      {{"--data", kData, "--steps", "1", "--init", noW},
+       "parameter 'w' is missing"},
+      {{"--data", kData, "--steps", "1", "--init", wrongShape},
+       "parameter 'w' has shape 84x3, the program expects 84x84"},
+      {{"--data", kData, "--steps", "1", "--init", init, "--optimizer",
+        "adamw"},
+       "no step function for optimizer 'adamw' (available: sgd)"},
+      {{"--data", kData, "--steps", "1", "--init", init, "--optimizer", "lion"},
+       "--optimizer must be adamw or sgd"},
+      {{"--data", kData, "--steps", "1"}, "error: no initial weights"},
+      {{"--data", kData, "--steps", "1", "--init", init, "--log",
+        "/nonexistent/log.jsonl"},
+       "cannot open the log file"},
+      {{"stray"}, "error: unexpected argument 'stray'"},
+  };
+  for (const auto &c : cases) {
+    RunResult r = runWith(c.first, sgdOnly);
+    EXPECT_EQ(r.status, 1) << c.second;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(c.second), std::string::npos)
+        << "expected '" << c.second << "' in: " << r.err;
+    EXPECT_EQ(r.out, "") << c.second;
+  }
+  RunResult r =
+      runWith({"--data", kData, "--steps", "1", "--init", init}, throwing);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("error: the step exploded"), std::string::npos) << r.err;
+  for (const std::string &p : {init, wrongShape, noW})
+    std::remove(p.c_str());
+}
+
+TEST(Driver, HelpPrintsUsage) {
+  Program program{"bigram", "", {sgdProgram()}, 0};
+  RunResult r = runWith({"--bogus", "--help"}, program);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.rfind("usage: run --data FILE.bin --steps K", 0), 0u)
+      << r.out;
+  for (const char *flag :
+       {"--init", "--save", "--optimizer", "--lr", "--beta1", "--beta2",
+        "--eps", "--weight-decay", "--seed", "--log"})
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+}
+
+TEST(Driver, ParseRunOptions) {
+  std::vector<std::string> args = {
+      "run",    "--data", "d.bin",        "--steps=12",     "--lr", "2e-4",
+      "--seed", "-3",     "--beta2=0.95", "--weight-decay", "0"};
+  std::vector<char *> argv;
+  for (std::string &s : args)
+    argv.push_back(s.data());
+  RunOptions o = parseRunOptions(static_cast<int>(argv.size()), argv.data());
+  EXPECT_EQ(o.data, "d.bin");
+  EXPECT_EQ(o.steps, 12);
+  EXPECT_EQ(o.lr, 2e-4);
+  EXPECT_TRUE(o.lrSet);
+  EXPECT_EQ(o.seed, -3);
+  EXPECT_EQ(o.beta2, 0.95);
+  EXPECT_TRUE(o.weightDecaySet);
+  EXPECT_EQ(o.weightDecay, 0);
+  EXPECT_EQ(o.optimizer, "");
+}

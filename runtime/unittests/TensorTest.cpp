@@ -1,0 +1,118 @@
+//===- TensorTest.cpp - tensors, constants, the caching allocator ---------===//
+
+#include "TestUtil.h"
+
+using namespace tessera::rt;
+using namespace tessera::rt::test;
+
+TEST(Tensor, ShapeAndAccessors) {
+  Tensor t({2, 3, 4}, DType::f32);
+  EXPECT_TRUE(t.defined());
+  EXPECT_EQ(t.rank(), 3);
+  EXPECT_EQ(t.numel(), 24);
+  EXPECT_EQ(t.nbytes(), 96);
+  EXPECT_EQ(t.dim(1), 3);
+  EXPECT_EQ(t.dim(-1), 4);
+  EXPECT_THROW(t.dim(3), Error);
+  EXPECT_THROW(t.data<double>(), Error); // dtype mismatch is caught
+  Tensor s = scalar(2.5, DType::f64);
+  EXPECT_EQ(s.rank(), 0);
+  EXPECT_EQ(s.numel(), 1);
+  EXPECT_EQ(item(s), 2.5);
+  EXPECT_FALSE(Tensor().defined());
+  EXPECT_THROW(Tensor({2, -1}, DType::f32), Error);
+}
+
+TEST(Tensor, CopiesShareStorageAndReleaseDropsOneReference) {
+  Tensor a = fromValues({3}, DType::f32, {1, 2, 3});
+  Tensor b = a;
+  EXPECT_EQ(a.data<float>(), b.data<float>());
+  a.release();
+  EXPECT_FALSE(a.defined());
+  EXPECT_EQ(a.shape(), (Shape{3})); // keeps its type
+  EXPECT_THROW(a.data<float>(), Error);
+  EXPECT_EQ(toDoubles(b), (std::vector<double>{1, 2, 3}));
+  Tensor c = clone(b);
+  EXPECT_NE(c.data<float>(), b.data<float>());
+  EXPECT_EQ(toDoubles(c), toDoubles(b));
+}
+
+TEST(Tensor, ConstantsAndConversions) {
+  EXPECT_EQ(toDoubles(full({2, 2}, DType::i64, 7)),
+            (std::vector<double>{7, 7, 7, 7}));
+  EXPECT_EQ(toDoubles(zeros({3}, DType::f64)), (std::vector<double>{0, 0, 0}));
+  // Integers truncate toward zero, i1 is "nonzero".
+  EXPECT_EQ(toDoubles(fromValues({4}, DType::i32, {1.9, -1.9, 0, 3})),
+            (std::vector<double>{1, -1, 0, 3}));
+  EXPECT_EQ(toDoubles(fromValues({3}, DType::i1, {0.5, 0, -2})),
+            (std::vector<double>{1, 0, 1}));
+  EXPECT_THROW(fromValues({2}, DType::f32, {1, 2, 3}), Error);
+  EXPECT_THROW(item(zeros({2}, DType::f32)), Error);
+  EXPECT_EQ(shapeToString({4, 8}), "4x8");
+  EXPECT_EQ(shapeToString({}), "");
+  EXPECT_EQ(dtypeSize(DType::i1), 1);
+  EXPECT_STREQ(dtypeName(DType::i64), "i64");
+}
+
+TEST(Tensor, ZeroSizedTensors) {
+  Tensor t({0, 5}, DType::f32);
+  EXPECT_TRUE(t.defined());
+  EXPECT_EQ(t.numel(), 0);
+  EXPECT_EQ(toDoubles(add(t, t)).size(), 0u);
+  EXPECT_EQ(
+      matmul(Tensor({2, 0}, DType::f32), Tensor({0, 3}, DType::f32)).shape(),
+      (Shape{2, 3}));
+  EXPECT_EQ(
+      toDoubles(matmul(zeros({2, 0}, DType::f64), zeros({0, 3}, DType::f64))),
+      std::vector<double>(6, 0.0));
+}
+
+TEST(Allocator, LiveAndPeakFollowTensors) {
+  int64_t base = liveBytes();
+  resetPeak();
+  EXPECT_EQ(peakBytes(), base);
+  {
+    Tensor a({1000}, DType::f32); // 4000 bytes
+    EXPECT_EQ(liveBytes(), base + 4000);
+    Tensor b({10}, DType::f64); // 80 bytes
+    EXPECT_EQ(liveBytes(), base + 4080);
+    Tensor alias = a; // shares storage: no new bytes
+    EXPECT_EQ(liveBytes(), base + 4080);
+    a.release();
+    EXPECT_EQ(liveBytes(), base + 4080); // alias still holds it
+    alias.release();
+    EXPECT_EQ(liveBytes(), base + 80);
+    EXPECT_EQ(peakBytes(), base + 4080);
+  }
+  EXPECT_EQ(liveBytes(), base);
+  EXPECT_EQ(peakBytes(), base + 4080);
+  resetPeak();
+  EXPECT_EQ(peakBytes(), base);
+}
+
+TEST(Allocator, FreedBlocksAreReused) {
+  // A steady-state step loop allocates the same sizes again: after the first
+  // round every allocation must come from the cache.
+  for (int i = 0; i < 2; ++i) {
+    Tensor a({12345}, DType::f32), b({777}, DType::f64);
+  }
+  AllocatorStats before = allocatorStats();
+  for (int i = 0; i < 5; ++i) {
+    Tensor a({12345}, DType::f32), b({777}, DType::f64);
+    Tensor c({12000}, DType::f32); // same size class as a, after a's block
+    (void)c;
+  }
+  AllocatorStats after = allocatorStats();
+  EXPECT_LE(after.systemAllocs - before.systemAllocs, 1);
+  EXPECT_GE(after.cacheHits - before.cacheHits, 14);
+  EXPECT_GT(after.cachedBytes, 0);
+  emptyCache();
+  EXPECT_EQ(allocatorStats().cachedBytes, 0);
+}
+
+TEST(Allocator, StorageIsAligned) {
+  for (int64_t n : {1, 3, 17, 1000, 65537}) {
+    Tensor t({n}, DType::f32);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.rawData()) % 64, 0u) << n;
+  }
+}

@@ -1,0 +1,177 @@
+// The plan attributes (dist.mesh, dist.split, dist.stage, dist.order_after,
+// dist.rank, dist.rvd) round trip, and every error of their verifier.
+// RUN: tessera-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: tessera-opt %s -split-input-file -verify-diagnostics -mlir-print-op-generic | tessera-opt -split-input-file | FileCheck %s
+
+// CHECK: module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 2, pp = 2]>}
+module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 2, pp = 2]>} {
+  // CHECK-LABEL: func.func @plan
+  func.func @plan(%x: tensor<4x8xf32>, %w: tensor<8x16xf32>) -> tensor<4x16xf32> {
+    // CHECK: tsr.matmul
+    // CHECK-SAME: dist.split = {b = "dp", n = "tp"}, dist.stage = 0 : i64
+    %0 = tsr.matmul %x, %w {dist.split = {b = "dp", n = "tp"}, dist.stage = 0 : i64} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("mm0")
+    // CHECK: tsr.relu
+    // CHECK-SAME: dist.order_after = ["mm0"], dist.split = {}, dist.stage = 1 : i64
+    %1 = tsr.relu %0 {dist.split = {}, dist.stage = 1 : i64, dist.order_after = ["mm0"]} : tensor<4x16xf32>
+    return %1 : tensor<4x16xf32>
+  }
+  // CHECK-LABEL: func.func @rank7
+  // CHECK-SAME: attributes {dist.rank = 7 : i64}
+  func.func @rank7() attributes {dist.rank = 7 : i64} {
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 2, pp = 2]>} {
+  func.func @unknown_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'dist.split' names mesh axis 'xx', but the mesh has dp, tp, pp}}
+    %0 = tsr.relu %x {dist.split = {d0 = "xx"}} : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 2]>} {
+  func.func @axis_twice(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+    // expected-error @+1 {{'dist.split' splits both 'a' and 'b' along mesh axis 'tp'}}
+    %0 = tsr.relu %x {dist.split = {a = "tp", b = "tp"}} : tensor<4x8xf32>
+    return %0 : tensor<4x8xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
+  func.func @not_a_string(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'dist.split' maps dimension 'b' to 0 : i64, not to a mesh axis name string}}
+    %0 = tsr.relu %x {dist.split = {b = 0}} : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
+  func.func @not_a_dictionary(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'dist.split' must be a dictionary from dimension names to mesh axis names, found "dp"}}
+    %0 = tsr.relu %x {dist.split = "dp"} : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+
+func.func @split_without_mesh(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.split' needs a 'dist.mesh' on the enclosing module}}
+  %0 = tsr.relu %x {dist.split = {b = "dp"}} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2, pp = 2]>} {
+  func.func @stage_range(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'dist.stage' is 2, but mesh axis 'pp' has size 2}}
+    %0 = tsr.relu %x {dist.stage = 2 : i64} : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
+  func.func @stage_without_pp(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'dist.stage' is 1, but the mesh has no 'pp' axis (only stage 0 exists)}}
+    %0 = tsr.relu %x {dist.stage = 1 : i64} : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+
+func.func @negative_stage(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.stage' must be non-negative, found -1}}
+  %0 = tsr.relu %x {dist.stage = -1 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @stage_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.stage' must be an i64, found 1 : i32}}
+  %0 = tsr.relu %x {dist.stage = 1 : i32} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @order_not_array(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.order_after' must be an array of op names, found "mm0"}}
+  %0 = tsr.relu %x {dist.order_after = "mm0"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @order_entry(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.order_after' entry 1 must be a non-empty op name string, found 3 : i64}}
+  %0 = tsr.relu %x {dist.order_after = ["mm0", 3]} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @order_empty_name(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.order_after' entry 0 must be a non-empty op name string, found ""}}
+  %0 = tsr.relu %x {dist.order_after = [""]} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dist.mesh' must be a #dist.mesh, found "dp"}}
+module attributes {dist.mesh = "dp"} {}
+
+// -----
+
+// expected-error @+1 {{'dist.mesh' belongs on a builtin.module, not on 'func.func'}}
+func.func private @mesh_on_func() attributes {dist.mesh = #dist.mesh<[dp = 2]>}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 4]>} {
+  // expected-error @+1 {{'dist.rank' is 8, but the mesh has 8 ranks}}
+  func.func private @rank_range() attributes {dist.rank = 8 : i64}
+}
+
+// -----
+
+// expected-error @+1 {{'dist.rank' must be non-negative, found -1}}
+func.func private @negative_rank() attributes {dist.rank = -1 : i64}
+
+// -----
+
+func.func @rank_on_op(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.rank' belongs on a function, not on 'tsr.relu'}}
+  %0 = tsr.relu %x {dist.rank = 0 : i64} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @rvd_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.rvd' must be a string, found 1 : i64}}
+  %0 = dist.all_reduce %x {ranks = array<i64: 0, 1>, dist.rvd = 1} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank and dist.rvd}}
+  %0 = tsr.relu %x {dist.splt = {b = "dp"}} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
