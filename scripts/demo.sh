@@ -1,16 +1,38 @@
 #!/usr/bin/env bash
-# The main job, end to end on CPU. Today: build Tessera, show a transformer
-# block in the tsr dialect, check it, and print every op's dimension
-# annotation with the local shapes of a tensor-parallel split.
+# The main job, end to end on CPU: build Tessera, compile the bundled GPT
+# (examples/gpt/tiny/model.onnx, exported from PyTorch) into a training
+# program, and train it on the bundled text for a few dozen steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/build.sh
-OPT=build/bin/tessera-opt
-MODEL=examples/tsr/mlp_block.mlir
+OUT=${TESSERA_DEMO_OUT:-demo-out}
+MODEL=examples/gpt/tiny/model.onnx
+DATA=examples/gpt/data/train.bin
+STEPS=${TESSERA_DEMO_STEPS:-200}
 
-echo "== $MODEL (verified and canonicalized by tessera-opt)"
-"$OPT" "$MODEL" -canonicalize
+echo "== compiling $MODEL into a training program in $OUT/"
+rm -rf "$OUT"
+build/bin/tessera-compile "$MODEL" -o "$OUT"
 echo
-echo "== dimension annotations ('+' reduced, '^' never split) and splits"
-"$OPT" "$MODEL" -tsr-test-annotation -o /dev/null
+echo "== the model's dimension annotations (first ops of $OUT/model.mlir)"
+build/bin/tessera-opt "$OUT/model.mlir" -tsr-test-annotation -o /dev/null \
+  > "$OUT/annotations.txt"
+sed -n 1,10p "$OUT/annotations.txt"
+echo
+echo "== training $STEPS AdamW steps on $DATA (loss per step on stdout)"
+"$OUT/run" --data "$DATA" --steps "$STEPS" --optimizer adamw --lr 3e-3 \
+  --log "$OUT/train.jsonl" > /dev/null
+first=$(head -n 1 "$OUT/train.jsonl")
+last=$(tail -n 1 "$OUT/train.jsonl")
+echo "first step: $first"
+echo "last step:  $last"
+/usr/bin/python3 - "$OUT/train.jsonl" <<'PY'
+import json, sys
+losses = [json.loads(l)["loss"] for l in open(sys.argv[1]) if l.strip()]
+head = sum(losses[:5]) / 5
+tail = sum(losses[-5:]) / 5
+print(f"mean loss of the first 5 steps {head:.4f}, of the last 5 {tail:.4f}")
+if not tail < head:
+    sys.exit("the loss did not fall")
+PY

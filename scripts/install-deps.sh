@@ -16,6 +16,8 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin libopenblas-dev
   # reference models and exporter (Debian's python3, not the one on PATH)
   python3-torch python3-onnx
+  # ONNX node tests the importer is checked against
+  libonnx-testdata
 )
 
 missing=()

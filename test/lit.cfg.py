@@ -22,6 +22,8 @@ tools = ["tessera-opt", "tessera-translate", "tessera-compile",
 bin_dir = os.path.join(config.tessera_obj_root, "bin")
 llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(bin_dir, t))], [bin_dir])
+if os.path.exists(os.path.join(bin_dir, "tessera-interp")):
+    config.available_features.add("tessera-interp")
 
 config.substitutions.append(("%tessera_src", config.tessera_src_root))
 # lit runs under Debian's python3, which has numpy, torch and onnx.

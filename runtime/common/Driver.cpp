@@ -20,8 +20,9 @@ namespace rt {
 namespace {
 
 const char *const kValueFlags[] = {
-    "--data",  "--steps", "--init", "--save",         "--optimizer", "--lr",
-    "--beta1", "--beta2", "--eps",  "--weight-decay", "--seed",      "--log"};
+    "--data", "--steps", "--init",      "--save", "--optimizer",
+    "--lr",   "--beta1", "--beta2",     "--eps",  "--weight-decay",
+    "--seed", "--log",   "--dump-grads"};
 
 double parseDouble(const std::string &flag, const std::string &value) {
   char *end = nullptr;
@@ -99,6 +100,50 @@ std::map<std::string, Tensor> loadParams(const StepProgram &step,
   return params;
 }
 
+/// Runs the program's gradient step on the first batch and writes every
+/// parameter's gradient (and the loss, as metadata) to `path`.
+void dumpGradients(const Program &program,
+                   const std::map<std::string, Tensor> &params,
+                   const TokenData *data, int64_t B, int64_t T,
+                   const std::string &path) {
+  const StepProgram &g = program.gradient;
+  if (!g.fn)
+    throw Error("--dump-grads: this program has no gradient step");
+  std::pair<Tensor, Tensor> batch;
+  if (data)
+    batch = data->batch(0, B, T);
+  std::vector<Tensor> args, results;
+  for (const ValueSpec &spec : g.args) {
+    if (spec.role == Role::Param) {
+      auto it = params.find(spec.name);
+      if (it == params.end())
+        throw Error("--dump-grads: no parameter '" + spec.name + "'");
+      args.push_back(it->second);
+    } else if (spec.role == Role::Input) {
+      args.push_back(
+          cast(spec.name == "idx" ? batch.first : batch.second, spec.dtype));
+    } else {
+      throw Error("--dump-grads: unexpected argument '" + spec.name +
+                  "' of the gradient step");
+    }
+  }
+  results.assign(g.results.size(), Tensor());
+  g.fn(args, results);
+  std::vector<std::pair<std::string, Tensor>> named;
+  std::string loss;
+  for (size_t r = 0; r < results.size(); ++r) {
+    if (g.results[r].role == Role::Grad)
+      named.push_back({g.results[r].name, results[r]});
+    else if (g.results[r].role == Role::Loss)
+      loss = std::to_string(item(results[r]));
+  }
+  writeSafetensors(path, named,
+                   {{"format", "pt"},
+                    {"model", program.model},
+                    {"what", "gradients on the first batch"},
+                    {"loss", loss}});
+}
+
 double hyperValue(const std::string &name, const RunOptions &o) {
   if (name == "lr")
     return o.lr;
@@ -173,6 +218,8 @@ int run(int argc, char **argv, const Program &program) {
     else if (spec.role == Role::Loss)
       throw Error("a Loss cannot be an argument of the step function");
   }
+  if (!o.dumpGrads.empty())
+    dumpGradients(program, params, data.get(), B, T, o.dumpGrads);
   StepLogger logger(o.log);
 
   using Clock = std::chrono::steady_clock;
@@ -204,6 +251,7 @@ int run(int argc, char **argv, const Program &program) {
             full(spec.shape, spec.dtype, static_cast<double>(i + 1)));
         break;
       case Role::Loss:
+      case Role::Grad:
         break;
       }
     }
@@ -281,6 +329,8 @@ std::string usage(const std::string &argv0) {
          "  --weight-decay X       weight decay (0.01 adamw, 0 sgd)\n"
          "  --seed S               base seed of dropout masks (0)\n"
          "  --log FILE.jsonl       also write the per-step JSON lines there\n"
+         "  --dump-grads FILE      first write the loss's gradients on the\n"
+         "                         first batch (safetensors), then train\n"
          "  --help                 this text\n"
          "\n"
          "Each step prints a JSON line to stdout (step, loss, tokens_per_s,\n"
@@ -330,6 +380,8 @@ RunOptions parseRunOptions(int argc, char **argv) {
       o.save = value;
     else if (flag == "--log")
       o.log = value;
+    else if (flag == "--dump-grads")
+      o.dumpGrads = value;
     else if (flag == "--optimizer") {
       if (value != "adamw" && value != "sgd")
         throw Error("--optimizer must be adamw or sgd, got '" + value + "'");

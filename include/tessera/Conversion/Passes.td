@@ -21,7 +21,9 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
     Functions named `train_step_<optimizer>` are registered in a
     `tessera::rt::Program` table (argument and result roles from the
     `tsr.param` / `tsr.state` / `tsr.input` / `tsr.hyper` / `tsr.step` /
-    `tsr.loss` attributes) and, with `emit-main`, a `main` that calls
+    `tsr.loss` attributes), a function named `grad_step` (results `tsr.loss`
+    and `tsr.grad`) as the program's gradient step for `--dump-grads`, and,
+    with `emit-main`, a `main` that calls
     `tessera::rt::runMain`. Calls between functions must be inlined first.
   }];
   let options = [

@@ -105,6 +105,8 @@ std::optional<Role> roleOf(DictionaryAttr attrs) {
     return Role{"Step", "step"};
   if (attrs.get("tsr.loss"))
     return Role{"Loss", "loss"};
+  if (auto n = str("tsr.grad"))
+    return Role{"Grad", *n};
   return std::nullopt;
 }
 
@@ -494,7 +496,8 @@ std::string cppString(StringRef s) {
 
 /// The Program table and main() for the train_step_* functions.
 LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
-                          StringRef model, StringRef init) {
+                          func::FuncOp gradStep, StringRef model,
+                          StringRef init) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto specs = [&](func::FuncOp f, bool results) -> LogicalResult {
@@ -528,7 +531,14 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
       return failure();
     os << "    &" << f.getSymName() << "},\n";
   }
-  os << "  },\n};\n\n";
+  os << "  },\n";
+  if (gradStep) {
+    os << "  0.0,\n  {\"grad\",\n";
+    if (failed(specs(gradStep, false)) || failed(specs(gradStep, true)))
+      return failure();
+    os << "   &" << gradStep.getSymName() << "},\n";
+  }
+  os << "};\n\n";
   os << "int main(int argc, char **argv) {\n"
         "  return tessera::rt::runMain(argc, argv, kProgram);\n}";
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
@@ -552,6 +562,7 @@ struct ConvertTsrToEmitCPass
 
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     SmallVector<func::FuncOp> steps;
+    func::FuncOp gradStep;
     for (func::FuncOp f : funcs) {
       if (f.isExternal())
         continue;
@@ -560,13 +571,15 @@ struct ConvertTsrToEmitCPass
         return signalPassFailure();
       if (f.getSymName().starts_with("train_step_"))
         steps.push_back(f);
+      else if (f.getSymName() == "grad_step")
+        gradStep = f;
     }
     if (emitMain && !steps.empty()) {
       std::string model = modelName;
       if (model.empty())
         if (auto src = module->getAttrOfType<StringAttr>("tsr.source"))
           model = src.str();
-      if (failed(emitProgram(module, steps, model, initWeights)))
+      if (failed(emitProgram(module, steps, gradStep, model, initWeights)))
         return signalPassFailure();
     }
     for (func::FuncOp f : funcs)

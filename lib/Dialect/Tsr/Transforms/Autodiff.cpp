@@ -112,9 +112,12 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
     Value lossValue = ret.getOperand(loss);
 
     // Active values: reachable from a parameter and reaching the loss.
+    // Integer parameters (e.g. constant tables the importer kept as
+    // initializers) are not differentiable: they get no gradient result.
     SmallVector<BlockArgument> params;
     for (BlockArgument arg : body.getArguments())
-      if (gradFn.getArgAttr(arg.getArgNumber(), "tsr.param"))
+      if (gradFn.getArgAttr(arg.getArgNumber(), "tsr.param") &&
+          isFloatTensor(arg))
         params.push_back(arg);
     DenseSet<Value> fromParams;
     for (BlockArgument p : params)
@@ -198,13 +201,8 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
     SmallVector<Type> resultTypes{lossType};
     for (BlockArgument p : params) {
       Value g = adjoint.lookup(p);
-      if (!g) {
-        if (!isFloatTensor(p))
-          return gradFn.emitError("parameter ")
-                 << gradFn.getArgAttr(p.getArgNumber(), "tsr.param")
-                 << " is not a float tensor";
+      if (!g)
         g = zeros(b, loc, p.getType());
-      }
       results.push_back(g);
       resultTypes.push_back(p.getType());
     }

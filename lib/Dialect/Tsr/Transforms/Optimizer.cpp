@@ -104,11 +104,16 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
       Type type;
       Attribute name;
     };
-    SmallVector<Arg> params, inputs;
+    // `params` are the trained (float) parameters, in the order of the
+    // gradient results; `frozen` are integer parameters, passed through.
+    SmallVector<Arg> params, frozen, inputs;
     for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
       Type t = grad.getArgumentTypes()[i];
-      if (auto name = grad.getArgAttr(i, "tsr.param"))
+      auto name = grad.getArgAttr(i, "tsr.param");
+      if (name && isa<FloatType>(cast<RankedTensorType>(t).getElementType()))
         params.push_back({i, t, name});
+      else if (name)
+        frozen.push_back({i, t, name});
       else if (auto name = grad.getArgAttr(i, "tsr.input"))
         inputs.push_back({i, t, name});
       else
@@ -145,6 +150,10 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     };
     auto str = [&](const Twine &s) { return StringAttr::get(ctx, s); };
     for (const Arg &p : params) {
+      argTypes.push_back(p.type);
+      argAttrs.push_back(attr("tsr.param", p.name));
+    }
+    for (const Arg &p : frozen) {
       argTypes.push_back(p.type);
       argAttrs.push_back(attr("tsr.param", p.name));
     }
@@ -197,9 +206,11 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     OpBuilder b = OpBuilder::atBlockBegin(entry);
 
     unsigned next = 0;
-    SmallVector<Value> paramValues, mValues, vValues, inputValues;
+    SmallVector<Value> paramValues, frozenValues, mValues, vValues, inputValues;
     for (size_t i = 0; i < params.size(); ++i)
       paramValues.push_back(entry->getArgument(next++));
+    for (size_t i = 0; i < frozen.size(); ++i)
+      frozenValues.push_back(entry->getArgument(next++));
     if (adamw) {
       for (size_t i = 0; i < params.size(); ++i)
         mValues.push_back(entry->getArgument(next++));
@@ -220,6 +231,8 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
       SmallVector<Value> callArgs(grad.getNumArguments());
       for (auto [i, p] : llvm::enumerate(params))
         callArgs[p.index] = paramValues[i];
+      for (auto [i, p] : llvm::enumerate(frozen))
+        callArgs[p.index] = frozenValues[i];
       for (auto [i, in] : llvm::enumerate(inputs)) {
         Value v = inputValues[i];
         if (microBatches > 1) {

@@ -25,6 +25,7 @@ enum class Role {
   Hyper, ///< "lr", "beta1", "beta2", "eps", "weight_decay" (rank-0 f32)
   Step,  ///< the 1-based step counter (rank-0 i64)
   Loss,  ///< result: the mean loss of the step (rank-0)
+  Grad,  ///< result of the gradient step: d(loss)/d(param `name`)
 };
 
 struct ValueSpec {
@@ -52,6 +53,9 @@ struct Program {
   std::vector<StepProgram> steps; ///< one per optimizer
   /// Model FLOPs per step (forward + backward), for throughput logging.
   double flopsPerStep = 0;
+  /// Optional: loss and gradients without an update (Param and Input
+  /// arguments; Loss and Grad results), for --dump-grads.
+  StepProgram gradient = {};
 };
 
 /// The whole `OUT/run` interface:
@@ -75,7 +79,7 @@ int runMain(int argc, char **argv, const Program &program);
 
 /// The parsed flags (exposed for tests; runMain is the normal entry).
 struct RunOptions {
-  std::string data, init, save, log;
+  std::string data, init, save, log, dumpGrads;
   int64_t steps = -1;
   std::string optimizer; ///< empty: not given
   double lr = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = -1;

@@ -90,6 +90,10 @@ Tensor slice(const Tensor &x, const std::vector<int64_t> &starts,
 std::vector<Tensor> split(const Tensor &x, int64_t axis,
                           const std::vector<int64_t> &sizes);
 Tensor concat(const std::vector<Tensor> &inputs, int64_t axis);
+/// The operand list of concat, as emitted code builds it: tensorList(a, b).
+template <typename... Ts> std::vector<Tensor> tensorList(const Ts &...ts) {
+  return std::vector<Tensor>{ts...};
+}
 /// As ONNX Gather; an index outside [0, size) is a runtime error naming it.
 Tensor gather(const Tensor &data, const Tensor &indices, int64_t axis);
 
