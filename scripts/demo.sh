@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, end to end on CPU: build Tessera, compile the bundled GPT
-# (examples/gpt/tiny/model.onnx, exported from PyTorch) into a training
-# program, and train it on the bundled text for a few dozen steps.
+# (examples/gpt/tiny/model.onnx, exported from PyTorch) into the training
+# programs of 4 ranks (data parallel x pipeline, 2 micro-batches), and train
+# it on the bundled text under mpirun; the loss falls.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,16 +12,19 @@ MODEL=examples/gpt/tiny/model.onnx
 DATA=examples/gpt/data/train.bin
 STEPS=${TESSERA_DEMO_STEPS:-200}
 
-echo "== compiling $MODEL into a training program in $OUT/"
+PLAN=${TESSERA_DEMO_PLAN:-dp2xpp2}
+DEVICES=${TESSERA_DEMO_DEVICES:-4}
+echo "== compiling $MODEL for $DEVICES ranks (plan $PLAN) in $OUT/"
 rm -rf "$OUT"
-build/bin/tessera-compile "$MODEL" -o "$OUT"
+build/bin/tessera-compile "$MODEL" -o "$OUT" --devices "$DEVICES" \
+  --plan "$PLAN" --micro-batches 2
 echo
 echo "== the model's dimension annotations (first ops of $OUT/model.mlir)"
 build/bin/tessera-opt "$OUT/model.mlir" -tsr-test-annotation -o /dev/null \
   > "$OUT/annotations.txt"
 sed -n 1,10p "$OUT/annotations.txt"
 echo
-echo "== training $STEPS AdamW steps on $DATA (loss per step on stdout)"
+echo "== training $STEPS AdamW steps on $DATA with $OUT/run (mpirun, $DEVICES ranks)"
 "$OUT/run" --data "$DATA" --steps "$STEPS" --optimizer adamw --lr 3e-3 \
   --log "$OUT/train.jsonl" > /dev/null
 first=$(head -n 1 "$OUT/train.jsonl")

@@ -29,6 +29,14 @@ config.substitutions.append(("%tessera_src", config.tessera_src_root))
 # lit runs under Debian's python3, which has numpy, torch and onnx.
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%tessera_obj", config.tessera_obj_root))
+# mpirun as the MPI tests use it: as root, oversubscribed, unbound ranks
+# that yield when idle (lit runs several jobs at once on few cores), no
+# single-copy transport (containers often forbid it), unaggregated help.
+config.substitutions.append(
+    ("%mpirun", "mpirun --allow-run-as-root --oversubscribe --bind-to none "
+     "--mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none "
+     "--mca orte_base_help_aggregate 0"))
+
 # The shared workloads (Piper's and Tessel's inputs) sit beside the checkout.
 config.substitutions.append(
     ("%workloads", os.path.normpath(

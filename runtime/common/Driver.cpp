@@ -2,16 +2,22 @@
 
 #include "tessera/runtime/Driver.h"
 
+#include "tessera/runtime/Comm.h"
 #include "tessera/runtime/Files.h"
 #include "tessera/runtime/Ops.h"
 
 #include "Logging.h"
+#include "Mpi.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <unistd.h>
 
 namespace tessera {
@@ -100,6 +106,196 @@ std::map<std::string, Tensor> loadParams(const StepProgram &step,
   return params;
 }
 
+//===----------------------------------------------------------------------===//
+// Gathering to rank 0 (several ranks)
+//===----------------------------------------------------------------------===//
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+/// Tags of the driver's own messages; they travel on MPI_COMM_WORLD, which
+/// the program's send/recv (on a duplicate) never use.
+constexpr int kGatherTag = 7001;
+
+bool multiRank(const Program &program) { return program.worldSize > 1; }
+
+void appendInt(std::string &buf, int64_t v) {
+  buf.append(reinterpret_cast<const char *>(&v), sizeof(v));
+}
+int64_t readInt(const char *&p, const char *end) {
+  if (end - p < static_cast<ptrdiff_t>(sizeof(int64_t)))
+    throw Error("gathering to rank 0: truncated metadata");
+  int64_t v;
+  std::memcpy(&v, p, sizeof(v));
+  p += sizeof(v);
+  return v;
+}
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
+/// Each rank's `mine` (name, tensor) gathered to rank 0, which returns each
+/// name once: the first holder by rank, then in the order of `mine`. Other
+/// ranks return nothing. Names, dtypes and shapes travel first, so that
+/// only the first holder of each name sends its data. `what` names the
+/// operation in errors ("--save").
+NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
+  int me = static_cast<int>(worldRank()), n = static_cast<int>(worldSize());
+  std::string meta;
+  for (const auto &entry : mine) {
+    appendInt(meta, static_cast<int64_t>(entry.first.size()));
+    meta += entry.first;
+    appendInt(meta, static_cast<int64_t>(entry.second.dtype()));
+    appendInt(meta, entry.second.rank());
+    for (int64_t d : entry.second.shape())
+      appendInt(meta, d);
+  }
+  if (meta.size() > static_cast<size_t>(INT32_MAX))
+    throw Error(what + ": too many tensors to gather");
+  int metaSize = static_cast<int>(meta.size());
+  std::vector<int> metaSizes(n), metaDispls(n);
+  mpi::check(MPI_Gather(&metaSize, 1, MPI_INT, metaSizes.data(), 1, MPI_INT, 0,
+                        MPI_COMM_WORLD),
+             what + ": MPI_Gather");
+  int64_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    metaDispls[r] = static_cast<int>(total);
+    total += metaSizes[r];
+    if (me == 0 && total > INT32_MAX)
+      throw Error(what + ": too many tensors to gather");
+  }
+  std::string all(me == 0 ? total : 0, '\0');
+  mpi::check(MPI_Gatherv(meta.data(), metaSize, MPI_CHAR, all.data(),
+                         metaSizes.data(), metaDispls.data(), MPI_CHAR, 0,
+                         MPI_COMM_WORLD),
+             what + ": MPI_Gatherv");
+
+  // Rank 0 picks the holder of each name and tells every rank which of its
+  // tensors to send (one byte per tensor).
+  std::vector<std::vector<Entry>> entries(n);
+  std::string wanted;
+  std::vector<int> wantCounts(n), wantDispls(n);
+  std::vector<std::pair<int, size_t>> order; // (rank, index) of each name
+  if (me == 0) {
+    std::map<std::string, std::pair<int, size_t>> first;
+    for (int r = 0; r < n; ++r) {
+      const char *p = all.data() + metaDispls[r];
+      const char *end = p + metaSizes[r];
+      while (p < end) {
+        Entry e;
+        int64_t length = readInt(p, end);
+        if (length < 0 || length > end - p)
+          throw Error(what + ": corrupt metadata from rank " +
+                      std::to_string(r));
+        e.name.assign(p, length);
+        p += length;
+        e.dtype = static_cast<DType>(readInt(p, end));
+        e.shape.resize(readInt(p, end));
+        for (int64_t &d : e.shape)
+          d = readInt(p, end);
+        auto it = first.find(e.name);
+        if (it == first.end()) {
+          first[e.name] = {r, entries[r].size()};
+          order.push_back({r, entries[r].size()});
+        } else {
+          const Entry &held = entries[it->second.first][it->second.second];
+          if (held.dtype != e.dtype || held.shape != e.shape)
+            throw Error(
+                what + ": rank " + std::to_string(r) + " holds '" + e.name +
+                "' as " + dtypeName(e.dtype) + " " + shapeToString(e.shape) +
+                ", rank " + std::to_string(it->second.first) + " as " +
+                dtypeName(held.dtype) + " " + shapeToString(held.shape));
+        }
+        entries[r].push_back(std::move(e));
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      wantDispls[r] = static_cast<int>(wanted.size());
+      wantCounts[r] = static_cast<int>(entries[r].size());
+      wanted.append(entries[r].size(), '\0');
+    }
+    for (const auto &[r, i] : order)
+      wanted[wantDispls[r] + i] = 1;
+  }
+  std::string myWants(mine.size(), '\0');
+  mpi::check(MPI_Scatterv(wanted.data(), wantCounts.data(), wantDispls.data(),
+                          MPI_CHAR, myWants.data(),
+                          static_cast<int>(myWants.size()), MPI_CHAR, 0,
+                          MPI_COMM_WORLD),
+             what + ": MPI_Scatterv");
+
+  if (me != 0) {
+    // Blocking sends are fine: rank 0 receives rank by rank, in this order.
+    for (size_t i = 0; i < mine.size(); ++i) {
+      if (!myWants[i])
+        continue;
+      const Tensor &t = mine[i].second;
+      if (t.numel() > INT32_MAX)
+        throw Error(what + ": '" + mine[i].first + "' is too large to send");
+      mpi::check(MPI_Send(t.rawData(), static_cast<int>(t.numel()),
+                          mpi::datatype(t.dtype()), 0, kGatherTag,
+                          MPI_COMM_WORLD),
+                 what + ": MPI_Send of '" + mine[i].first + "'");
+    }
+    return {};
+  }
+  std::vector<std::vector<Tensor>> received(n);
+  for (int r = 1; r < n; ++r) {
+    received[r].resize(entries[r].size());
+    for (size_t i = 0; i < entries[r].size(); ++i) {
+      if (!wanted[wantDispls[r] + i])
+        continue;
+      const Entry &e = entries[r][i];
+      Tensor t(e.shape, e.dtype);
+      mpi::check(MPI_Recv(t.rawData(), static_cast<int>(t.numel()),
+                          mpi::datatype(e.dtype), r, kGatherTag, MPI_COMM_WORLD,
+                          MPI_STATUS_IGNORE),
+                 what + ": MPI_Recv of '" + e.name + "' from rank " +
+                     std::to_string(r));
+      received[r][i] = t;
+    }
+  }
+  NamedTensors merged;
+  for (const auto &[r, i] : order)
+    merged.push_back(
+        {entries[r][i].name, r == 0 ? mine[i].second : received[r][i]});
+  return merged;
+}
+
+/// What rank 0 logs of every rank's step: the maximum peak, the loss of the
+/// lowest rank that has one, and the batch's tokens (the largest: a rank
+/// without data inputs, e.g. a middle pipeline stage, has none). One
+/// MPI_Gather per step.
+struct RankReport {
+  int64_t peakBytes = 0;
+  std::optional<double> loss;
+  int64_t tokens = 0;
+};
+RankReport gatherReport(const RankReport &mine, const std::string &what) {
+  constexpr int kFields = 4;
+  // Doubles hold these byte and token counts exactly (below 2^53).
+  double local[kFields] = {static_cast<double>(mine.peakBytes),
+                           mine.loss ? 1.0 : 0.0, mine.loss ? *mine.loss : 0.0,
+                           static_cast<double>(mine.tokens)};
+  int n = static_cast<int>(worldSize());
+  std::vector<double> all(worldRank() == 0 ? kFields * n : 0);
+  mpi::check(MPI_Gather(local, kFields, MPI_DOUBLE, all.data(), kFields,
+                        MPI_DOUBLE, 0, MPI_COMM_WORLD),
+             what + ": MPI_Gather");
+  RankReport report = mine;
+  for (size_t r = 0; r < all.size() / kFields; ++r) {
+    const double *field = &all[kFields * r];
+    report.peakBytes =
+        std::max(report.peakBytes, static_cast<int64_t>(field[0]));
+    if (!report.loss && field[1] != 0)
+      report.loss = field[2];
+    report.tokens = std::max(report.tokens, static_cast<int64_t>(field[3]));
+  }
+  return report;
+}
+
 /// Runs the program's gradient step on the first batch and writes every
 /// parameter's gradient (and the loss, as metadata) to `path`.
 void dumpGradients(const Program &program,
@@ -129,14 +325,23 @@ void dumpGradients(const Program &program,
   }
   results.assign(g.results.size(), Tensor());
   g.fn(args, results);
-  std::vector<std::pair<std::string, Tensor>> named;
-  std::string loss;
+  if (multiRank(program))
+    waitSends();
+  NamedTensors named;
+  RankReport report;
   for (size_t r = 0; r < results.size(); ++r) {
     if (g.results[r].role == Role::Grad)
       named.push_back({g.results[r].name, results[r]});
     else if (g.results[r].role == Role::Loss)
-      loss = std::to_string(item(results[r]));
+      report.loss = item(results[r]);
   }
+  if (multiRank(program)) {
+    named = gatherNamed(named, "--dump-grads");
+    report = gatherReport(report, "--dump-grads");
+    if (worldRank() != 0)
+      return;
+  }
+  std::string loss = report.loss ? std::to_string(*report.loss) : "";
   writeSafetensors(path, named,
                    {{"format", "pt"},
                     {"model", program.model},
@@ -159,9 +364,13 @@ double hyperValue(const std::string &name, const RunOptions &o) {
 }
 
 int run(int argc, char **argv, const Program &program) {
+  bool multi = multiRank(program);
+  // Rank 0 speaks for the job: usage, metrics, files written.
+  bool lead = worldRank() == 0;
   RunOptions o = parseRunOptions(argc, argv);
   if (o.help) {
-    std::cout << usage(argc > 0 ? argv[0] : "run");
+    if (lead)
+      std::cout << usage(argc > 0 ? argv[0] : "run");
     return 0;
   }
   if (o.steps < 0)
@@ -220,7 +429,7 @@ int run(int argc, char **argv, const Program &program) {
   }
   if (!o.dumpGrads.empty())
     dumpGradients(program, params, data.get(), B, T, o.dumpGrads);
-  StepLogger logger(o.log);
+  StepLogger logger(lead ? o.log : "");
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
@@ -284,27 +493,41 @@ int run(int argc, char **argv, const Program &program) {
       }
     }
     results.clear();
+    int64_t tokens = B * T;
+    if (multi) {
+      waitSends();
+      RankReport report = gatherReport({peakBytes(), m.loss, tokens},
+                                       "step " + std::to_string(i));
+      m.loss = report.loss;
+      m.peakBytes = report.peakBytes;
+      tokens = report.tokens;
+    } else {
+      m.peakBytes = peakBytes();
+    }
     Clock::time_point now = Clock::now();
     double seconds = std::chrono::duration<double>(now - stepStart).count();
     m.step = i;
     m.totalSteps = o.steps;
-    m.tokensPerSecond = seconds > 0 ? static_cast<double>(B * T) / seconds : 0;
+    m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
     m.flopsPerSecond = seconds > 0 ? program.flopsPerStep / seconds : 0;
     m.elapsedSeconds = std::chrono::duration<double>(now - start).count();
-    m.peakBytes = peakBytes();
-    logger.log(m);
+    if (lead)
+      logger.log(m);
   }
 
   if (!o.save.empty()) {
-    std::vector<std::pair<std::string, Tensor>> named;
+    NamedTensors named;
     for (const ValueSpec &spec : step.args)
       if (spec.role == Role::Param)
         named.push_back({spec.name, params.at(spec.name)});
-    writeSafetensors(o.save, named,
-                     {{"format", "pt"},
-                      {"model", program.model},
-                      {"what", "parameters after " + std::to_string(o.steps) +
-                                   " " + step.optimizer + " steps"}});
+    if (multi)
+      named = gatherNamed(named, "--save");
+    if (lead)
+      writeSafetensors(o.save, named,
+                       {{"format", "pt"},
+                        {"model", program.model},
+                        {"what", "parameters after " + std::to_string(o.steps) +
+                                     " " + step.optimizer + " steps"}});
   }
   return 0;
 }
@@ -334,7 +557,9 @@ std::string usage(const std::string &argv0) {
          "  --help                 this text\n"
          "\n"
          "Each step prints a JSON line to stdout (step, loss, tokens_per_s,\n"
-         "elapsed_s, peak_bytes) and a progress line to stderr.\n";
+         "elapsed_s, peak_bytes) and a progress line to stderr. A program of\n"
+         "several ranks runs under mpirun, one program per rank; rank 0\n"
+         "prints and writes the files for all of them.\n";
 }
 
 RunOptions parseRunOptions(int argc, char **argv) {
@@ -416,7 +641,55 @@ std::string executableDir() {
   return slash == 0 ? "/" : buf.substr(0, slash);
 }
 
+namespace {
+
+/// One rank of several: MPI around run(). Any failure aborts the whole job,
+/// since the other ranks may be waiting for this one in a collective.
+/// One write, so that mpirun does not interleave the lines of several ranks.
+void printError(const std::string &message) {
+  std::string line = "error: " + message + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+  std::fflush(stderr);
+}
+
+int runRank(int argc, char **argv, const Program &program) {
+  try {
+    mpi::init(&argc, &argv);
+  } catch (const std::exception &e) {
+    printError(e.what());
+    return 1;
+  }
+  if (worldSize() != program.worldSize || worldRank() != program.rank) {
+    printError(
+        "this is the program of rank " + std::to_string(program.rank) + " of " +
+        std::to_string(program.worldSize) + ", but mpirun started it as rank " +
+        std::to_string(worldRank()) + " of " + std::to_string(worldSize()));
+    // mpirun also ends a job when a rank exits without MPI_Finalize, but
+    // only after about a second; MPI_Abort is immediate.
+    if (worldSize() > 1)
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    std::exit(1);
+  }
+  std::string message;
+  try {
+    int rc = run(argc, argv, program);
+    mpi::finalize();
+    return rc;
+  } catch (const std::exception &e) {
+    message = e.what();
+  } catch (...) {
+    message = "unknown exception";
+  }
+  printError("rank " + std::to_string(program.rank) + ": " + message);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  return 1;
+}
+
+} // namespace
+
 int runMain(int argc, char **argv, const Program &program) {
+  if (multiRank(program))
+    return runRank(argc, argv, program);
   try {
     return run(argc, argv, program);
   } catch (const std::exception &e) {

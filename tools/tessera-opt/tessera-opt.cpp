@@ -16,6 +16,7 @@
 
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
+#include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
 
@@ -25,6 +26,7 @@ int main(int argc, char **argv) {
   mlir::registerSymbolDCEPass();
   mlir::registerInlinerPass();
   tessera::tsr::registerTsrPasses();
+  tessera::dist::registerDistPasses();
   tessera::registerTesseraConversionPasses();
 
   mlir::DialectRegistry registry;

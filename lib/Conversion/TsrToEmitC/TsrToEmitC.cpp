@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -157,12 +158,15 @@ public:
       if (isa<func::CallOp>(op))
         return op.emitError("convert-tsr-to-emitc: inline calls before "
                             "emission");
-      if (op.getDialect() != fn->getContext()->getLoadedDialect<TsrDialect>())
+      Dialect *d = op.getDialect();
+      if (!d || (d->getNamespace() != "tsr" && d->getNamespace() != "dist"))
         return op.emitError("convert-tsr-to-emitc: no lowering for '")
                << op.getName() << "'";
       std::string where = locationText(op.getLoc());
-      verbatim(op.getLoc(), "// " + (where.empty() ? "" : where + ": ") +
-                                op.getName().getStringRef().str());
+      std::string what = op.getName().getStringRef().str();
+      if (auto rvd = op.getAttrOfType<StringAttr>("dist.rvd"))
+        what += " (" + rvd.str() + ")";
+      verbatim(op.getLoc(), "// " + (where.empty() ? "" : where + ": ") + what);
       if (failed(lower(&op)))
         return failure();
     }
@@ -228,6 +232,11 @@ private:
   }
 
   Attribute operand(unsigned i) { return b.getIndexAttr(i); }
+
+  Attribute reduceKind(dist::ReductionKind kind) {
+    return opaque("tessera::rt::ReduceKind::" +
+                  dist::stringifyReductionKind(kind));
+  }
 
   /// A call returning one tensor, with the operands first then `extra`.
   LogicalResult simple(Operation *op, StringRef callee,
@@ -441,6 +450,43 @@ private:
             args.push_back(operand(i));
           return tuple(o, "adamw_update", o->getOperands(), args);
         })
+        .Case([&](dist::AllReduceOp o) {
+          return simple(o, "all_reduce",
+                        {ints(o.getRanks()), reduceKind(o.getKind())});
+        })
+        .Case([&](dist::AllGatherOp o) {
+          return simple(o, "all_gather", {ints(o.getRanks()), i64(o.getDim())});
+        })
+        .Case([&](dist::ReduceScatterOp o) {
+          return simple(
+              o, "reduce_scatter",
+              {ints(o.getRanks()), i64(o.getDim()), reduceKind(o.getKind())});
+        })
+        .Case([&](dist::AllToAllOp o) {
+          return simple(o, "all_to_all",
+                        {ints(o.getRanks()), i64(o.getSplitDim()),
+                         i64(o.getConcatDim())});
+        })
+        .Case([&](dist::BroadcastOp o) {
+          return simple(o, "broadcast", {ints(o.getRanks()), i64(o.getRoot())});
+        })
+        .Case([&](dist::SendOp o) {
+          emitc::CallOpaqueOp::create(
+              b, o.getLoc(), TypeRange{}, "tessera::rt::send",
+              ValueRange{lookup(o.getInput())},
+              b.getArrayAttr({operand(0), i64(o.getPeer()), i64(o.getTag())}),
+              ArrayAttr());
+          return success();
+        })
+        .Case([&](dist::RecvOp o) {
+          auto dt = dtype(o, o.getType());
+          if (failed(dt))
+            return failure();
+          map[o.getResult()] = call(
+              o, "recv", {},
+              {shape(o.getType()), *dt, i64(o.getPeer()), i64(o.getTag())});
+          return success();
+        })
         .Default([&](Operation *o) {
           return o->emitError("convert-tsr-to-emitc: no lowering for '")
                  << o->getName() << "'";
@@ -497,7 +543,7 @@ std::string cppString(StringRef s) {
 /// The Program table and main() for the train_step_* functions.
 LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
                           func::FuncOp gradStep, StringRef model,
-                          StringRef init) {
+                          StringRef init, int64_t rank, int64_t worldSize) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto specs = [&](func::FuncOp f, bool results) -> LogicalResult {
@@ -532,12 +578,16 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
     os << "    &" << f.getSymName() << "},\n";
   }
   os << "  },\n";
+  os << "  /*flopsPerStep=*/0.0,\n";
   if (gradStep) {
-    os << "  0.0,\n  {\"grad\",\n";
+    os << "  {\"grad\",\n";
     if (failed(specs(gradStep, false)) || failed(specs(gradStep, true)))
       return failure();
     os << "   &" << gradStep.getSymName() << "},\n";
+  } else {
+    os << "  /*gradient=*/{},\n";
   }
+  os << "  /*rank=*/" << rank << ", /*worldSize=*/" << worldSize << ",\n";
   os << "};\n\n";
   os << "int main(int argc, char **argv) {\n"
         "  return tessera::rt::runMain(argc, argv, kProgram);\n}";
@@ -579,7 +629,14 @@ struct ConvertTsrToEmitCPass
       if (model.empty())
         if (auto src = module->getAttrOfType<StringAttr>("tsr.source"))
           model = src.str();
-      if (failed(emitProgram(module, steps, gradStep, model, initWeights)))
+      // A per-rank program (dist-partition's output) knows its rank.
+      int64_t rank = 0, worldSize = 1;
+      if (auto r = steps.front()->getAttrOfType<IntegerAttr>("dist.rank"))
+        rank = r.getInt();
+      if (auto mesh = module->getAttrOfType<dist::MeshAttr>("dist.mesh"))
+        worldSize = mesh.numRanks();
+      if (failed(emitProgram(module, steps, gradStep, model, initWeights, rank,
+                             worldSize)))
         return signalPassFailure();
     }
     for (func::FuncOp f : funcs)

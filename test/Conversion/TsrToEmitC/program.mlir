@@ -22,6 +22,10 @@
 // CHECK-NEXT: {tessera::rt::Role::Param, "w", tessera::rt::DType::f32, {8, 4}},
 // CHECK-NEXT: },
 // CHECK-NEXT: &train_step_sgd},
+// CHECK-NEXT: },
+// CHECK-NEXT: /*flopsPerStep=*/0.0,
+// CHECK-NEXT: /*gradient=*/{},
+// CHECK-NEXT: /*rank=*/0, /*worldSize=*/1,
 // CHECK: int main(int argc, char **argv) {
 // CHECK-NEXT: return tessera::rt::runMain(argc, argv, kProgram);
 

@@ -171,7 +171,25 @@ func.func @rvd_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank and dist.rvd}}
+  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd, dist.batch, dist.micro_batches and dist.schedule}}
   %0 = tsr.relu %x {dist.splt = {b = "dp"}} : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
+  // expected-error @+1 {{'dist.micro_batches' must be an integer >= 1, found 0 : i64}}
+  func.func @f() attributes {dist.micro_batches = 0 : i64} {
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
+  // expected-error @+1 {{'dist.batch' must be a string (the annotation name of the op's batch dimension), found 3 : i64}}
+  func.func @f() attributes {dist.batch = 3 : i64} {
+    return
+  }
 }

@@ -5,13 +5,13 @@
 
 // CHECK-LABEL: func.func @tied_grad
 // CHECK-SAME: -> (tensor<f32> {tsr.loss}, tensor<4x8xf32> {tsr.grad = "w"}, tensor<8xf32> {tsr.grad = "b"}, tensor<3xf32> {tsr.grad = "unused"})
-// CHECK: %[[ONE:.*]] = tsr.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[ONE:.*]] = tsr.constant {tsr.backward} dense<1.000000e+00> : tensor<f32>
 // The bias broadcast over rows: its gradient is summed over them.
-// CHECK: tsr.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = true} : (tensor<4x8xf32>) -> tensor<1x8xf32>
-// CHECK: tsr.reshape %{{.*}} : tensor<1x8xf32> to tensor<8xf32>
+// CHECK: tsr.reduce_sum %{{.*}} {axes = array<i64: 0>, keepdims = true, tsr.backward} : (tensor<4x8xf32>) -> tensor<1x8xf32>
+// CHECK: tsr.reshape %{{.*}} {tsr.backward} : tensor<1x8xf32> to tensor<8xf32>
 // w is used twice: its two contributions are added.
-// CHECK: %[[W:.*]] = tsr.add %{{.*}}, %{{.*}} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
-// CHECK: %[[Z:.*]] = tsr.constant dense<0.000000e+00> : tensor<3xf32>
+// CHECK: %[[W:.*]] = tsr.add %{{.*}}, %{{.*}} {tsr.backward} : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[Z:.*]] = tsr.constant {tsr.backward} dense<0.000000e+00> : tensor<3xf32>
 // CHECK: return %{{.*}}, %[[W]], %{{.*}}, %[[Z]]
 func.func @tied(%w: tensor<4x8xf32> {tsr.param = "w"}, %b: tensor<8xf32> {tsr.param = "b"},
                 %u: tensor<3xf32> {tsr.param = "unused"}, %x: tensor<4x8xf32> {tsr.input = "x"})
@@ -29,7 +29,7 @@ func.func @tied(%w: tensor<4x8xf32> {tsr.param = "w"}, %b: tensor<8xf32> {tsr.pa
 // CHECK-LABEL: func.func @recompute_grad
 // CHECK: %[[E:.*]] = tsr.exp %arg0 : tensor<8xf32>
 // CHECK: tsr.reduce_sum %[[E]]
-// CHECK: %[[E2:.*]] = tsr.exp %arg0 : tensor<8xf32>
+// CHECK: %[[E2:.*]] = tsr.exp %arg0 {tsr.backward} : tensor<8xf32>
 // CHECK-NOT: tsr.recompute
 // CHECK: tsr.mul %{{.*}}, %[[E2]]
 func.func @recompute(%p: tensor<8xf32> {tsr.param = "p"}) -> (tensor<f32> {tsr.loss}) {

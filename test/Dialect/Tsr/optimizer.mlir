@@ -18,7 +18,7 @@ func.func @model(%w: tensor<8x4xf32> {tsr.param = "w"}, %x: tensor<2x8xf32> {tsr
 // ADAMW-SAME: %[[LR:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "lr"}, %[[B1:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "beta1"}, %[[B2:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "beta2"}, %[[EPS:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "eps"}, %[[WD:[a-z0-9]+]]: tensor<f32> {tsr.hyper = "weight_decay"}, %[[STEP:[a-z0-9]+]]: tensor<i64> {tsr.step})
 // ADAMW-SAME: -> (tensor<f32> {tsr.loss}, tensor<8x4xf32> {tsr.param = "w"}, tensor<8x4xf32> {tsr.state = "adamw.m/w"}, tensor<8x4xf32> {tsr.state = "adamw.v/w"})
 // ADAMW: %[[G:[0-9]+]]:2 = call @model_grad(%[[W]], %[[X]], %[[T]])
-// ADAMW: %[[P:[a-z_]+]], %[[NM:[a-z_]+]], %[[NV:[a-z_]+]] = tsr.adamw_update %[[W]], %[[G]]#1, %[[M]], %[[V]] step %[[STEP]] lr %[[LR]] betas(%[[B1]], %[[B2]]) eps %[[EPS]] weight_decay %[[WD]] : tensor<8x4xf32>
+// ADAMW: %[[P:[a-z_]+]], %[[NM:[a-z_]+]], %[[NV:[a-z_]+]] = tsr.adamw_update %[[W]], %[[G]]#1, %[[M]], %[[V]] step %[[STEP]] lr %[[LR]] betas(%[[B1]], %[[B2]]) eps %[[EPS]] weight_decay %[[WD]] {tsr.update} : tensor<8x4xf32>
 // ADAMW: return %[[G]]#0, %[[P]], %[[NM]], %[[NV]]
 
 // SGD-LABEL: func.func @train_step_sgd
@@ -33,7 +33,7 @@ func.func @model(%w: tensor<8x4xf32> {tsr.param = "w"}, %x: tensor<2x8xf32> {tsr
 // SGD: tsr.compare lt
 // SGD: %[[S:[a-z0-9]+]] = tsr.where
 // SGD: %[[C:[a-z0-9]+]] = tsr.mul %[[G]]#1, %[[S]]
-// SGD: tsr.sgd_update %arg0, %[[C]] lr %{{.*}} weight_decay %{{.*}} : tensor<8x4xf32>
+// SGD: tsr.sgd_update %arg0, %[[C]] lr %{{.*}} weight_decay %{{.*}} {tsr.update} : tensor<8x4xf32>
 
 // BADOPT: error: tsr-optimizer: unknown optimizer 'lion' (expected adamw or sgd)
 // MICRO: error: tsr-optimizer: micro-batches=2 needs the gradient function specialised to the micro-batch

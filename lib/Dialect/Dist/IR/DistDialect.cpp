@@ -1,7 +1,8 @@
 //===- DistDialect.cpp - the dist dialect ---------------------------------===//
 //
 // Registration, and the verifier of the discardable plan attributes
-// (dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd)
+// (dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd,
+// dist.batch, dist.micro_batches, dist.schedule)
 // wherever they appear.
 //
 //===----------------------------------------------------------------------===//
@@ -158,6 +159,28 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return verifyOrderAfter(op, attr);
   if (name == getRankAttrName())
     return verifyRank(op, attr);
+  if (name == "dist.batch") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError()
+             << "'dist.batch' must be a string (the annotation name of the "
+                "op's batch dimension), found "
+             << attr.getValue();
+    return success();
+  }
+  if (name == "dist.micro_batches") {
+    auto m = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!m || m.getInt() < 1)
+      return op->emitError()
+             << "'dist.micro_batches' must be an integer >= 1, found "
+             << attr.getValue();
+    return success();
+  }
+  if (name == "dist.schedule") {
+    if (!isa<StringAttr>(attr.getValue()))
+      return op->emitError()
+             << "'dist.schedule' must be a string, found " << attr.getValue();
+    return success();
+  }
   if (name == getRvdAttrName()) {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError()
@@ -166,6 +189,7 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   }
   return op->emitError() << "unknown attribute '" << name
                          << "': dist defines dist.mesh, dist.split, "
-                            "dist.stage, dist.order_after, dist.rank and "
-                            "dist.rvd";
+                            "dist.stage, dist.order_after, dist.rank, "
+                            "dist.rvd, dist.batch, dist.micro_batches and "
+                            "dist.schedule";
 }

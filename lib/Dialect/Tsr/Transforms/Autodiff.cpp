@@ -177,6 +177,7 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
                << op->getName() << "' has no gradient rule "
                << "(it lies between a parameter and the loss)";
       b.setInsertionPoint(ret);
+      Operation *before = ret->getPrevNode();
       SmallVector<Value> operandGrads;
       if (failed(rule.buildGradient(b, resultGrads, operandGrads)))
         return failure();
@@ -193,6 +194,12 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
                  << operand.getType();
         accumulate(operand, grad);
       }
+      // The ops just built (the gradient and its accumulations) belong to
+      // `op`: pipeline staging puts them on `op`'s stage.
+      if (StringAttr name = forwardName(op))
+        for (Operation *n = before->getNextNode(); n != ret.getOperation();
+             n = n->getNextNode())
+          gradOf[n] = name;
     }
 
     // New results: the loss, then each parameter's gradient.
@@ -223,7 +230,32 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
     gradFn.setAllResultAttrs(resultAttrs);
 
     rematerialize(body, backwardStart);
+    // Mark the backward so that later passes (pipeline staging, schedules)
+    // can tell it from the forward without re-deriving it.
+    UnitAttr unit = UnitAttr::get(&getContext());
+    for (Operation &op : body)
+      if (!op.isBeforeInBlock(backwardStart) && !isa<func::ReturnOp>(op)) {
+        StringAttr name = gradOf.lookup(&op);
+        op.setAttr("tsr.backward", name ? Attribute(name) : Attribute(unit));
+      }
     return success();
+  }
+
+  /// Backward op -> the name of the forward op it differentiates.
+  DenseMap<Operation *, StringAttr> gradOf;
+
+  /// The op's name from its location (the ONNX node name), if it has one.
+  static StringAttr forwardName(Operation *op) {
+    Location loc = op->getLoc();
+    while (auto site = dyn_cast<CallSiteLoc>(loc))
+      loc = site.getCallee();
+    if (auto name = dyn_cast<NameLoc>(loc))
+      return name.getName();
+    if (auto fused = dyn_cast<FusedLoc>(loc))
+      for (Location l : fused.getLocations())
+        if (auto name = dyn_cast<NameLoc>(l))
+          return name.getName();
+    return {};
   }
 
   /// Ops marked tsr.recompute are cloned before their first backward use

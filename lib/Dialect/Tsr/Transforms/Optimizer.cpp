@@ -310,6 +310,11 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     llvm::append_range(results, newM);
     llvm::append_range(results, newV);
     func::ReturnOp::create(b, loc, results);
+    // Mark the update (clipping and optimizer ops) for later passes.
+    UnitAttr unit = UnitAttr::get(ctx);
+    for (Operation &op : *entry)
+      if (!isa<func::CallOp, func::ReturnOp>(op))
+        op.setAttr("tsr.update", unit);
     return success();
   }
 };

@@ -56,6 +56,11 @@ struct Program {
   /// Optional: loss and gradients without an update (Param and Input
   /// arguments; Loss and Grad results), for --dump-grads.
   StepProgram gradient = {};
+  /// This program's rank among the worldSize programs of one job (one
+  /// program per rank, started together by mpirun). With worldSize > 1,
+  /// runMain starts MPI and checks that mpirun gave this program that rank.
+  int64_t rank = 0;
+  int64_t worldSize = 1;
 };
 
 /// The whole `OUT/run` interface:
@@ -75,6 +80,20 @@ struct Program {
 /// relative Program::initWeights resolves against the executable's
 /// directory, a relative --init against the working directory. Params whose
 /// dtype differs from the file's (both float) are converted.
+///
+/// Several ranks (Program::worldSize > 1, under mpirun): runMain calls
+/// MPI_Init and MPI_Finalize, and exits 1 with "error: this is the program
+/// of rank R of N, but mpirun started it as rank r of n" when MPI disagrees
+/// with the program. Every rank reads the same --data and --init files and
+/// builds the same global batch; the step function takes its own parameters
+/// and its slice of the batch. Only rank 0 prints the JSON and progress
+/// lines and writes --log: its loss is the Loss result of the lowest rank
+/// that has one, its peak_bytes the maximum over ranks. After every step
+/// each rank completes its sends (waitSends). --save and --dump-grads gather
+/// the ranks' Param (Grad) values by name to rank 0, which writes one file
+/// holding each name once: the first holder by rank, then in spec order. An
+/// error on any rank prints "error: rank R: ..." and aborts the whole job
+/// (MPI_Abort), so no rank is left waiting.
 int runMain(int argc, char **argv, const Program &program);
 
 /// The parsed flags (exposed for tests; runMain is the normal entry).

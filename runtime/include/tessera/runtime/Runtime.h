@@ -17,6 +17,7 @@
 // an umbrella over:
 //   Tensor.h  tensors, dtypes, the caching allocator's accounting
 //   Ops.h     one function per tsr op (and dropout's seeding)
+//   Comm.h    collectives and send/recv between ranks (the dist ops)
 //   Files.h   safetensors, token data
 //   Driver.h  Program / StepProgram / runMain: the emitted program's main()
 //
@@ -25,6 +26,7 @@
 #ifndef TESSERA_RUNTIME_RUNTIME_H
 #define TESSERA_RUNTIME_RUNTIME_H
 
+#include "tessera/runtime/Comm.h"
 #include "tessera/runtime/Driver.h"
 #include "tessera/runtime/Files.h"
 #include "tessera/runtime/Ops.h"

@@ -38,6 +38,10 @@ def TsrAutodiff : Pass<"tsr-autodiff", "::mlir::ModuleOp"> {
     `tsr.recompute` is instead recomputed right before its first use in the
     backward (together with marked ops it depends on), trading compute for
     memory.
+
+    Every op of the backward is marked `tsr.backward`, so that pipeline
+    staging and schedules can tell it from the forward; where the forward op
+    it differentiates has a name (the ONNX node), the mark is that name.
   }];
   let options = [
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",
@@ -65,6 +69,8 @@ def TsrOptimizer : Pass<"tsr-optimizer", "::mlir::ModuleOp"> {
     `v` per parameter). Hyperparameters are rank-0 arguments (`tsr.hyper`)
     so the emitted program reads them from its command line.
 
+    The clipping and update ops are marked `tsr.update`.
+
     Argument attributes: `tsr.param`, `tsr.state = "adamw.m/<param>"`,
     `tsr.input`, `tsr.hyper = "lr" | "beta1" | "beta2" | "eps" |
     "weight_decay"`, `tsr.step`. Result attributes: `tsr.loss`, `tsr.param`,
@@ -82,6 +88,21 @@ def TsrOptimizer : Pass<"tsr-optimizer", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::tessera::tsr::TsrDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def TsrDecomposeMeans : Pass<"tsr-decompose-means"> {
+  let summary = "Rewrite means as sums divided by a count";
+  let description = [{
+    Before partitioning: a mean over a dimension that is split (over data
+    parallel ranks or micro-batches) must divide by the GLOBAL count, so
+    that the pieces' partial results add up to the mean. This pass makes
+    the division explicit: `softmax_cross_entropy mean` becomes the `sum`
+    loss divided by the number of labels different from `ignore_index`
+    (itself a sum over the labels), its gradient op takes `dloss / count`
+    with `sum` reduction, and `reduce_mean` becomes `reduce_sum` times
+    1/n. The new ops keep the `tsr.backward` / `tsr.update` marks of the ops
+    they replace.
+  }];
 }
 
 #endif // TESSERA_DIALECT_TSR_TRANSFORMS_PASSES_TD

@@ -1,0 +1,77 @@
+//===- Passes.td - dist passes ------------------------------*- tablegen -*-===//
+
+#ifndef TESSERA_DIALECT_DIST_TRANSFORMS_PASSES_TD
+#define TESSERA_DIALECT_DIST_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
+  let summary = "Choose a parallel plan: op-trans, op-assign, op-order";
+  let description = [{
+    Annotates the training steps (`train_step_*`) with a plan and the module
+    with its mesh `dist.mesh = #dist.mesh<[dp = a, tp = b, pp = c]>` and
+    `dist.micro_batches`.
+
+    - op-trans: `dist.split = {<annotation name> = "<axis>"}` on each op
+      that is split, and `dist.batch = "<name>"` on each op carrying the
+      batch (split over `dp` and over the micro-batches);
+    - op-assign: `dist.stage = s` on each op when the mesh has `pp > 1`;
+    - op-order: `dist.order_after = [...]` from a plan file.
+
+    Built-in policies, by `plan`: `dp` (the batch, traced from the data
+    inputs through every op by its annotation), `tp` (Megatron-style:
+    attention split by heads, from the reshapes that split the hidden
+    dimension into heads; the MLP column- then row-parallel, from the
+    nonlinearity back to its producing matmul and forward to the matmul
+    that reduces it), `pp` (stages by layer groups `<name>.<i>` in the op
+    names, balanced by FLOPs; the backward follows the forward, parameters
+    and their updates live with their first use) and any product
+    (`dp2xtp2xpp2`); or a JSON plan file (docs/plans.md). With `zero1` the
+    optimizer updates are split over `dp` (ZeRO-1). An infeasible plan is an
+    error naming the op and the plan entry.
+  }];
+  let options = [
+    Option<"plan", "plan", "std::string", /*default=*/"\"dp\"",
+           "dp, tp, pp, a product like dp2xtp2xpp2, or a plan file (.json)">,
+    Option<"devices", "devices", "int64_t", /*default=*/"1",
+           "Number of devices">,
+    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
+           "Micro-batches per step (pipelines and gradient accumulation)">,
+    Option<"zero1", "zero1", "bool", /*default=*/"false",
+           "Shard optimizer updates and state over dp (ZeRO-1)">,
+  ];
+  let dependentDialects = ["::tessera::dist::DistDialect"];
+}
+
+def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
+  let summary = "One function per rank with local shapes and communication";
+  let description = [{
+    Splits every planned training step `train_step_X` into per-rank
+    functions `train_step_X_rank<r>` (`dist.rank = r`): each op instance
+    works on its local shapes (from its annotation and `dist.split`), and
+    wherever a consumer needs a layout other than its producer's, the
+    cheapest sequence of collectives found by the RVD search
+    (lib/Layout) is inserted as dist ops carrying the chosen path in
+    `dist.rvd`; values that cross pipeline stages go by dist.send /
+    dist.recv. Micro-batches are a temporal axis: ops carrying the batch
+    run once per micro-batch, partial values over it are summed locally
+    (gradient accumulation), and the per-rank order of all op instances
+    follows one global order built from the pipeline schedule (`gpipe` or
+    `1f1b`, from the schedule library), which keeps every rank's sends and
+    receives matched.
+
+    At the step boundary parameters are replicated within their stage's
+    ranks, optimizer state stays in the layout its update wants (sharded
+    under ZeRO-1 or tensor parallelism), data inputs arrive whole on every
+    rank that needs them, and the loss is returned on every rank.
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "Pipeline schedule of the micro-batches: gpipe or 1f1b">,
+  ];
+  let dependentDialects = ["::tessera::dist::DistDialect",
+                           "::tessera::tsr::TsrDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+#endif // TESSERA_DIALECT_DIST_TRANSFORMS_PASSES_TD

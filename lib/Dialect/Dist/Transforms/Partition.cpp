@@ -1,0 +1,782 @@
+//===- Partition.cpp - one function per rank ------------------------------===//
+//
+// Turns a planned training step into per-rank functions. The pieces:
+//
+//  * Layouts. Each op's plan (dist.split, and dist.batch for the temporal
+//    micro-batch axis) gives, through its annotation, the layout it needs
+//    for each operand and the layout of each result: per spatial mesh axis
+//    (dp, tp) R, V or D<k>, and the same for the micro-batch axis "mb".
+//  * Conversions. Where a consumer needs another layout than the producer
+//    made, the temporal axis is handled locally (sum or concatenate the
+//    micro-batch pieces; slice one), the spatial axes by the cheapest path
+//    of collectives from the RVD search (lib/Layout), and a change of
+//    pipeline stage by a send from the rank with the same (dp, tp)
+//    coordinates in the producer's stage.
+//  * Order. All ranks follow one global order of op instances: the blocks
+//    (stage, forward/backward, micro-batch) in the order of the pipeline
+//    schedule's start times, each block's ops in program order, ops that do
+//    not carry the batch placed right before their first use. With sends
+//    that never block, one global order keeps every receive matched and
+//    every collective's members in step, so no rank can wait forever.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/Dist/IR/DistAttrs.h"
+#include "tessera/Dialect/Dist/IR/DistOps.h"
+#include "tessera/Dialect/Dist/Transforms/Passes.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Layout/Rvd.h"
+#include "tessera/Schedule/Builtins.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <map>
+
+namespace tessera {
+namespace dist {
+#define GEN_PASS_DEF_DISTPARTITION
+#include "tessera/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace dist
+} // namespace tessera
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::dist;
+namespace lay = tessera::layout;
+
+namespace {
+
+/// A layout over the spatial axes (dp, tp) plus the micro-batch axis.
+struct FullLayout {
+  lay::Layout spatial;
+  lay::AxisState mb = lay::AxisState::r();
+  std::string key() const { return spatial.str() + "|" + mb.str(); }
+};
+
+FullLayout replicated(size_t axes) {
+  FullLayout l;
+  l.spatial.states.assign(axes, lay::AxisState::r());
+  return l;
+}
+
+/// What the plan and the annotation say about one op.
+struct OpPlan {
+  Operation *op = nullptr;
+  int64_t stage = 0;
+  bool perMicro = false; ///< carries the batch: one instance per micro-batch
+  bool backward = false;
+  std::map<std::string, int64_t> factors;
+  SmallVector<FullLayout> operands, results;
+  SmallVector<RankedTensorType> localResultTypes;
+  SmallVector<SmallVector<int64_t>> localOperandShapes;
+};
+
+struct RankState {
+  int64_t rank = 0;
+  SmallVector<int64_t> coords; ///< dp, tp, pp
+  func::FuncOp fn;
+  OpBuilder builder;
+  /// (global value, micro-batch piece) -> local value, in the producer's
+  /// layout; values not split over micro-batches use piece 0.
+  std::map<std::pair<void *, int64_t>, Value> pieces;
+  /// Converted values: (global value, layout key, piece) -> local value.
+  std::map<std::tuple<void *, std::string, int64_t>, Value> converted;
+  /// Global block argument -> local block argument, and the local
+  /// arguments' attributes (in creation order).
+  llvm::DenseMap<Value, Value> args;
+  SmallVector<DictionaryAttr> argAttrs;
+  explicit RankState(MLIRContext *ctx) : builder(ctx) {}
+};
+
+std::string nameOfOp(Operation *op) {
+  Location loc = op->getLoc();
+  while (auto c = dyn_cast<CallSiteLoc>(loc))
+    loc = c.getCallee();
+  if (auto n = dyn_cast<NameLoc>(loc))
+    return n.getName().str();
+  if (auto f = dyn_cast<FusedLoc>(loc))
+    for (Location l : f.getLocations())
+      if (auto n = dyn_cast<NameLoc>(l))
+        return n.getName().str();
+  return op->getName().getStringRef().str();
+}
+
+class Partitioner {
+public:
+  Partitioner(func::FuncOp step, MeshAttr mesh, int64_t microBatches,
+              StringRef schedule)
+      : step(step), ctx(step.getContext()), mesh(mesh), M(microBatches),
+        scheduleName(schedule) {}
+
+  LogicalResult run();
+
+private:
+  func::FuncOp step;
+  MLIRContext *ctx;
+  MeshAttr mesh;
+  int64_t M;
+  std::string scheduleName;
+  int64_t dp = 1, tp = 1, pp = 1;
+  lay::Mesh rvdMesh;
+  lay::CostModel cost = lay::CostModel::uniform(1e-5, 1e-10);
+  llvm::DenseMap<Operation *, OpPlan> plans;
+  llvm::DenseMap<Value, FullLayout> argLayouts;
+  llvm::DenseMap<Value, int64_t> argStages; ///< params and states
+  std::vector<std::unique_ptr<RankState>> ranks;
+  std::set<std::pair<Operation *, int64_t>> emitted;
+  int64_t nextTag = 1;
+  bool failedAny = false;
+
+  LogicalResult fail(Operation *op, const Twine &message) {
+    failedAny = true;
+    return op->emitError("dist-partition: ") << message;
+  }
+
+  int64_t stageOfRank(int64_t r) const { return ranks[r]->coords[2]; }
+  SmallVector<int64_t> ranksOfStage(int64_t s) const {
+    SmallVector<int64_t> out;
+    for (auto &rs : ranks)
+      if (rs->coords[2] == s)
+        out.push_back(rs->rank);
+    return out;
+  }
+  int64_t peerInStage(int64_t r, int64_t s) const {
+    SmallVector<int64_t> c = ranks[r]->coords;
+    c[2] = s;
+    return mesh.rank(c);
+  }
+
+  LogicalResult planOps();
+  LogicalResult planArgs();
+  LogicalResult emitAll();
+  LogicalResult emitInstance(Operation *op, int64_t m);
+  FailureOr<Value> materialize(RankState &r, Value v, const FullLayout &want,
+                               int64_t m);
+  FailureOr<Value> convertLocal(RankState &r, Operation *where,
+                                ArrayRef<Value> pieces, const FullLayout &have,
+                                const FullLayout &want, int64_t m,
+                                RankedTensorType global);
+  FailureOr<Value> applyStep(RankState &r, Operation *where, Value x,
+                             const lay::Step &step);
+  Value argValue(RankState &r, BlockArgument arg);
+  Value zerosLike(OpBuilder &b, Location loc, Type type);
+  LogicalResult finish();
+};
+
+//===----------------------------------------------------------------------===//
+// Plans and layouts
+//===----------------------------------------------------------------------===//
+
+/// The layout of one annotation entry under the op's splits.
+FullLayout entryLayout(const annotation::BoundAnnotation &bound,
+                       const annotation::TensorSpec &spec,
+                       const std::map<std::string, std::string> &axisOf,
+                       bool isResult) {
+  FullLayout l = replicated(2);
+  for (auto &[name, axis] : axisOf) {
+    lay::AxisState state = lay::AxisState::r();
+    int64_t dim = -1;
+    for (auto [i, d] : llvm::enumerate(spec.dims))
+      if (!d.atoms.front().isBroadcast() && d.atoms.front().name == name)
+        dim = i;
+    if (dim >= 0)
+      state = lay::AxisState::d(dim);
+    else if (isResult && bound.marks.at(name) == annotation::DimMark::Reduced)
+      state = lay::AxisState::v();
+    if (axis == "dp")
+      l.spatial.states[0] = state;
+    else if (axis == "tp")
+      l.spatial.states[1] = state;
+    else
+      l.mb = state;
+  }
+  return l;
+}
+
+LogicalResult Partitioner::planOps() {
+  Block &body = step.getBody().front();
+  for (Operation &op : body) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    OpPlan p;
+    p.op = &op;
+    if (auto s = op.getAttrOfType<IntegerAttr>("dist.stage"))
+      p.stage = s.getInt();
+    p.backward = op.hasAttr("tsr.backward");
+    std::map<std::string, std::string> axisOf;
+    if (auto split = op.getAttrOfType<DictionaryAttr>("dist.split"))
+      for (NamedAttribute e : split) {
+        StringRef axis = cast<StringAttr>(e.getValue()).getValue();
+        if (axis == "pp")
+          return fail(&op, "cannot split a dimension over 'pp' (stages are "
+                           "assigned with dist.stage)");
+        axisOf[e.getName().str()] = axis.str();
+        p.factors[e.getName().str()] = axis == "dp" ? dp : tp;
+      }
+    // The batch, when split over micro-batches, is D on the temporal axis,
+    // inner to dp (which splits the same dimension first).
+    std::string mbName;
+    if (auto batch = op.getAttrOfType<StringAttr>("dist.batch")) {
+      p.perMicro = true;
+      if (M > 1) {
+        mbName = batch.str();
+        auto it = axisOf.find(mbName);
+        if (it != axisOf.end() && it->second != "dp")
+          return fail(&op, "the batch dimension '" + mbName +
+                               "' is split over '" + it->second + "', not dp");
+        p.factors[mbName] = (it != axisOf.end() ? dp : 1) * M;
+      }
+    }
+    auto iface = dyn_cast<DimAnnotationOpInterface>(&op);
+    if (!iface) {
+      if (!p.factors.empty())
+        return fail(&op, "'" + op.getName().getStringRef() +
+                             "' has no dimension annotation but is split");
+      plans[&op] = p;
+      continue;
+    }
+    auto bound = bindOpAnnotation(iface);
+    if (!bound)
+      return fail(&op, bound.message());
+    auto split = annotation::split(*bound, p.factors);
+    if (!split)
+      return fail(&op, "cannot apply the plan to '" + nameOfOp(&op) + "' (" +
+                           bound->annotation.str() + "): " + split.message());
+    const std::map<std::string, std::string> &spatial = axisOf;
+    for (auto [i, spec] : llvm::enumerate(bound->annotation.inputs)) {
+      FullLayout l = entryLayout(*bound, spec, spatial, false);
+      if (!mbName.empty())
+        l.mb = entryLayout(*bound, spec, {{mbName, "mb"}}, false).mb;
+      p.operands.push_back(l);
+      p.localOperandShapes.push_back(SmallVector<int64_t>(
+          split->inputShapes[i].begin(), split->inputShapes[i].end()));
+    }
+    for (auto [i, spec] : llvm::enumerate(bound->annotation.outputs)) {
+      FullLayout l = entryLayout(*bound, spec, spatial, true);
+      if (!mbName.empty())
+        l.mb = entryLayout(*bound, spec, {{mbName, "mb"}}, true).mb;
+      p.results.push_back(l);
+      auto t = cast<RankedTensorType>(op.getResult(i).getType());
+      p.localResultTypes.push_back(
+          RankedTensorType::get(split->outputShapes[i], t.getElementType()));
+    }
+    plans[&op] = p;
+  }
+  return success();
+}
+
+LogicalResult Partitioner::planArgs() {
+  Block &body = step.getBody().front();
+  llvm::StringMap<int64_t> paramStage;
+  for (BlockArgument arg : body.getArguments()) {
+    argLayouts[arg] = replicated(2);
+    unsigned i = arg.getArgNumber();
+    if (auto s = step.getArgAttrOfType<IntegerAttr>(i, "dist.stage"))
+      argStages[arg] = s.getInt();
+    if (auto param = step.getArgAttrOfType<StringAttr>(i, "tsr.param")) {
+      int64_t s = 0;
+      // A parameter lives with its first forward use.
+      for (Operation &op : body)
+        if (!op.hasAttr("tsr.backward") && !op.hasAttr("tsr.update") &&
+            llvm::is_contained(op.getOperands(), Value(arg))) {
+          s = plans[&op].stage;
+          break;
+        }
+      if (!argStages.count(arg))
+        argStages[arg] = s;
+      paramStage[param.getValue()] = argStages[arg];
+    }
+  }
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto state = step.getArgAttrOfType<StringAttr>(i, "tsr.state");
+    if (!state)
+      continue;
+    argStages[arg] = paramStage.lookup(state.getValue().split('/').second);
+    // Optimizer state stays in the layout its update wants (sharded under
+    // ZeRO-1 or tensor parallelism), across steps.
+    for (OpOperand &use : arg.getUses()) {
+      OpPlan &p = plans[use.getOwner()];
+      if (use.getOperandNumber() < p.operands.size()) {
+        FullLayout l = p.operands[use.getOperandNumber()];
+        l.mb = lay::AxisState::r();
+        argLayouts[arg] = l;
+      }
+      break;
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Local values and conversions
+//===----------------------------------------------------------------------===//
+
+Value Partitioner::zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto t = cast<RankedTensorType>(type);
+  Attribute zero = isa<FloatType>(t.getElementType())
+                       ? Attribute(FloatAttr::get(t.getElementType(), 0.0))
+                       : Attribute(IntegerAttr::get(t.getElementType(), 0));
+  return tsr::ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, zero));
+}
+
+Value Partitioner::argValue(RankState &r, BlockArgument arg) {
+  auto it = r.args.find(arg);
+  if (it != r.args.end())
+    return it->second;
+  // Created on first use; unused ones are never added. The local type is
+  // the argument's layout's local shape.
+  auto global = cast<RankedTensorType>(arg.getType());
+  lay::TensorShape shape{
+      std::vector<int64_t>(global.getShape().begin(), global.getShape().end()),
+      4};
+  auto local = lay::localShape(rvdMesh, shape, argLayouts[arg].spatial);
+  auto type = RankedTensorType::get(local ? *local : shape.dims,
+                                    global.getElementType());
+  Block &entry = r.fn.getBody().front();
+  Value v = entry.addArgument(type, arg.getLoc());
+  r.args[arg] = v;
+  SmallVector<NamedAttribute> attrs;
+  if (DictionaryAttr d = step.getArgAttrDict(arg.getArgNumber()))
+    for (NamedAttribute a : d)
+      if (a.getName().getValue().starts_with("tsr."))
+        attrs.push_back(a);
+  r.argAttrs.push_back(DictionaryAttr::get(ctx, attrs));
+  return v;
+}
+
+FailureOr<Value> Partitioner::applyStep(RankState &r, Operation *where, Value x,
+                                        const lay::Step &st) {
+  OpBuilder &b = r.builder;
+  Location loc = where->getLoc();
+  StringRef axisName = st.transition.axis == 0 ? "dp" : "tp";
+  SmallVector<int64_t> group = mesh.groupOf(r.rank, {axisName});
+  int64_t n = group.size();
+  int64_t coord = llvm::find(group, r.rank) - group.begin();
+  auto rvd = StringAttr::get(ctx, lay::formatStep(rvdMesh, st));
+  Operation *made = nullptr;
+  switch (st.transition.primitive) {
+  case lay::Primitive::AllReduce:
+    made = AllReduceOp::create(b, loc, x.getType(), x, group);
+    break;
+  case lay::Primitive::ReduceScatter:
+    made = ReduceScatterOp::create(b, loc, x, group, st.transition.toDim);
+    break;
+  case lay::Primitive::AllGather:
+    made = AllGatherOp::create(b, loc, x, group, st.transition.fromDim);
+    break;
+  case lay::Primitive::AllToAll:
+    made = AllToAllOp::create(b, loc, x, group, st.transition.toDim,
+                              st.transition.fromDim);
+    break;
+  case lay::Primitive::LocalSlice: {
+    auto t = cast<RankedTensorType>(x.getType());
+    int64_t k = st.transition.toDim;
+    int64_t size = t.getDimSize(k) / n;
+    SmallVector<int64_t> starts(t.getRank(), 0), limits(t.getShape()),
+        steps(t.getRank(), 1);
+    starts[k] = coord * size;
+    limits[k] = (coord + 1) * size;
+    made = tsr::SliceOp::create(b, loc, x, starts, limits, steps);
+    break;
+  }
+  case lay::Primitive::LocalZero:
+    if (coord == 0)
+      return x;
+    return zerosLike(b, loc, x.getType());
+  }
+  made->setAttr("dist.rvd", rvd);
+  return made->getResult(0);
+}
+
+FailureOr<Value> Partitioner::convertLocal(RankState &r, Operation *where,
+                                           ArrayRef<Value> pieces,
+                                           const FullLayout &have,
+                                           const FullLayout &want, int64_t m,
+                                           RankedTensorType global) {
+  OpBuilder &b = r.builder;
+  Location loc = where->getLoc();
+  lay::AxisState mb = have.mb;
+  Value x;
+  // 1. Micro-batch pieces the consumer wants whole: sum or concatenate.
+  if (!(mb.kind == lay::AxisKind::R) && !(mb == want.mb)) {
+    if (int64_t(pieces.size()) != M ||
+        llvm::any_of(pieces, [](Value v) { return !v; }))
+      return fail(where, "internal: not every micro-batch piece of an operand "
+                         "exists before its use");
+    x = pieces[0];
+    if (mb.kind == lay::AxisKind::V) {
+      for (int64_t i = 1; i < M; ++i)
+        x = tsr::AddOp::create(b, loc, x, pieces[i]);
+    } else if (M > 1) {
+      x = tsr::ConcatOp::create(b, loc, SmallVector<Value>(pieces), mb.dim);
+    }
+    mb = lay::AxisState::r();
+  } else {
+    x = (mb.kind == lay::AxisKind::R) ? pieces[0] : pieces[m];
+  }
+  if (!x)
+    return fail(where, "internal: an operand's piece does not exist yet");
+  // 2. The spatial axes, on the tensor of one micro-batch piece if the value
+  // is split over micro-batches.
+  SmallVector<int64_t> shape(global.getShape());
+  if (mb.kind == lay::AxisKind::D)
+    shape[mb.dim] /= M;
+  lay::TensorShape ts{
+      std::vector<int64_t>(shape.begin(), shape.end()),
+      int64_t(global.getElementType().getIntOrFloatBitWidth() / 8) ?: 1};
+  if (!(have.spatial == want.spatial)) {
+    auto path = lay::findPath(rvdMesh, ts, have.spatial, want.spatial, cost);
+    if (!path)
+      return fail(where, "no layout conversion from " + have.spatial.str() +
+                             " to " + want.spatial.str() + ": " +
+                             path.message());
+    for (const lay::Step &st : path->steps) {
+      auto next = applyStep(r, where, x, st);
+      if (failed(next))
+        return failure();
+      x = *next;
+    }
+  }
+  // 3. Micro-batch pieces the consumer wants from a whole value.
+  if ((mb.kind == lay::AxisKind::R) && !(want.mb.kind == lay::AxisKind::R)) {
+    if (want.mb.kind == lay::AxisKind::V) {
+      if (m != 0)
+        x = zerosLike(b, loc, x.getType());
+    } else {
+      auto t = cast<RankedTensorType>(x.getType());
+      int64_t k = want.mb.dim;
+      int64_t size = t.getDimSize(k) / M;
+      SmallVector<int64_t> starts(t.getRank(), 0), limits(t.getShape()),
+          steps(t.getRank(), 1);
+      starts[k] = m * size;
+      limits[k] = (m + 1) * size;
+      x = tsr::SliceOp::create(b, loc, x, starts, limits, steps);
+    }
+  }
+  return x;
+}
+
+FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
+                                          const FullLayout &want, int64_t m) {
+  int64_t piece = (want.mb.kind == lay::AxisKind::R) ? 0 : m;
+  auto key = std::make_tuple(v.getAsOpaquePointer(), want.key(), piece);
+  auto hit = r.converted.find(key);
+  if (hit != r.converted.end())
+    return hit->second;
+  auto global = cast<RankedTensorType>(v.getType());
+  Operation *where =
+      v.getDefiningOp() ? v.getDefiningOp() : step.getOperation();
+  FailureOr<Value> out = failure();
+  int64_t myStage = stageOfRank(r.rank);
+
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto st = argStages.find(arg);
+    int64_t home = st == argStages.end() ? myStage : st->second;
+    if (home == myStage) {
+      out = convertLocal(r, where, {argValue(r, arg)}, argLayouts[arg], want, m,
+                         global);
+    } else {
+      RankState &q = *ranks[peerInStage(r.rank, home)];
+      auto sent = materialize(q, v, want, m);
+      if (failed(sent))
+        return failure();
+      int64_t tag = nextTag++;
+      SendOp::create(q.builder, where->getLoc(), *sent, r.rank, tag);
+      out = RecvOp::create(r.builder, where->getLoc(), sent->getType(), q.rank,
+                           tag)
+                .getResult();
+    }
+  } else if (auto c = dyn_cast<tsr::ConstantOp>(v.getDefiningOp())) {
+    // Constants are made wherever they are needed.
+    Value full = r.builder.clone(*c)->getResult(0);
+    for (auto attr :
+         llvm::to_vector(full.getDefiningOp()->getDiscardableAttrs()))
+      full.getDefiningOp()->removeDiscardableAttr(attr.getName());
+    out = convertLocal(r, where, {full}, replicated(2), want, m, global);
+  } else {
+    Operation *prod = v.getDefiningOp();
+    OpPlan &p = plans[prod];
+    unsigned idx = cast<OpResult>(v).getResultNumber();
+    FullLayout have = p.results[idx];
+    if (p.stage == myStage) {
+      SmallVector<Value> pcs;
+      if ((have.mb.kind == lay::AxisKind::R)) {
+        pcs.push_back(r.pieces[{v.getAsOpaquePointer(), 0}]);
+      } else {
+        for (int64_t i = 0; i < M; ++i) {
+          auto it = r.pieces.find({v.getAsOpaquePointer(), i});
+          pcs.push_back(it == r.pieces.end() ? Value() : it->second);
+        }
+      }
+      out = convertLocal(r, where, pcs, have, want, m, global);
+    } else {
+      RankState &q = *ranks[peerInStage(r.rank, p.stage)];
+      auto sent = materialize(q, v, want, m);
+      if (failed(sent))
+        return failure();
+      int64_t tag = nextTag++;
+      SendOp::create(q.builder, where->getLoc(), *sent, r.rank, tag);
+      out = RecvOp::create(r.builder, where->getLoc(), sent->getType(), q.rank,
+                           tag)
+                .getResult();
+    }
+  }
+  if (failed(out))
+    return failure();
+  r.converted[key] = *out;
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Instances and the global order
+//===----------------------------------------------------------------------===//
+
+LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
+  OpPlan &p = plans[op];
+  int64_t piece = p.perMicro ? m : 0;
+  if (emitted.count({op, piece}))
+    return success();
+  emitted.insert({op, piece});
+  // Producers first: ops not split over micro-batches are placed right
+  // before their first use; split ones must be there already, or (for a
+  // consumer that gathers all pieces) are placed now.
+  for (Value v : op->getOperands()) {
+    Operation *prod = v.getDefiningOp();
+    if (!prod || isa<tsr::ConstantOp>(prod))
+      continue;
+    OpPlan &pp = plans[prod];
+    if (!pp.perMicro) {
+      if (failed(emitInstance(prod, 0)))
+        return failure();
+      continue;
+    }
+    unsigned idx = cast<OpResult>(v).getResultNumber();
+    FullLayout have = pp.results[idx];
+    unsigned operandIdx =
+        llvm::find(op->getOperands(), v) - op->getOperands().begin();
+    bool samePiece = p.perMicro && !(have.mb.kind == lay::AxisKind::R) &&
+                     operandIdx < p.operands.size() &&
+                     have.mb == p.operands[operandIdx].mb;
+    if (samePiece) {
+      if (failed(emitInstance(prod, m)))
+        return failure();
+    } else {
+      for (int64_t i = 0; i < M; ++i)
+        if (failed(emitInstance(prod, i)))
+          return failure();
+    }
+  }
+  for (int64_t r : ranksOfStage(p.stage)) {
+    RankState &rs = *ranks[r];
+    IRMapping map;
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      FullLayout want = i < p.operands.size() ? p.operands[i] : replicated(2);
+      auto local = materialize(rs, v, want, m);
+      if (failed(local))
+        return failure();
+      if (i < p.localOperandShapes.size() &&
+          cast<RankedTensorType>(local->getType()).getShape() !=
+              ArrayRef<int64_t>(p.localOperandShapes[i]))
+        return fail(op, "internal: operand " + Twine(i) + " of '" +
+                            nameOfOp(op) +
+                            "' has a local shape that does "
+                            "not match its plan");
+      map.map(v, *local);
+    }
+    Operation *copy = rs.builder.clone(*op, map);
+    for (auto attr : llvm::to_vector(copy->getDiscardableAttrs()))
+      if (attr.getName().getValue().starts_with("dist."))
+        copy->removeDiscardableAttr(attr.getName());
+    for (auto [res, type] : llvm::zip(copy->getResults(), p.localResultTypes))
+      res.setType(type);
+    // A slice keeps the whole of every split dimension: its limit there is
+    // the local size.
+    if (auto s = dyn_cast<tsr::SliceOp>(copy)) {
+      SmallVector<int64_t> limits(s.getLimits());
+      auto in = s.getInput().getType();
+      auto orig = cast<tsr::SliceOp>(op).getInput().getType();
+      for (int64_t d = 0; d < in.getRank(); ++d)
+        if (in.getDimSize(d) != orig.getDimSize(d))
+          limits[d] = in.getDimSize(d);
+      s.setLimits(limits);
+    }
+    for (auto [orig, res] : llvm::zip(op->getResults(), copy->getResults()))
+      rs.pieces[{orig.getAsOpaquePointer(), piece}] = res;
+  }
+  return success();
+}
+
+LogicalResult Partitioner::emitAll() {
+  Block &body = step.getBody().front();
+  // The blocks of the pipeline schedule: (stage, backward?, micro-batch).
+  std::vector<std::tuple<int64_t, bool, int64_t>> blocks;
+  auto method = schedule::parseBuiltinMethod(scheduleName);
+  if (!method || (*method != schedule::BuiltinMethod::GPipe &&
+                  *method != schedule::BuiltinMethod::OneFOneB))
+    return fail(step, "unknown schedule '" + scheduleName +
+                          "' (dist-partition takes gpipe or 1f1b)");
+  schedule::PipelineSpec spec;
+  spec.stages = pp;
+  auto built = schedule::buildBuiltin(*method, spec, M);
+  std::vector<schedule::Task> tasks = built.schedule.tasks;
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const schedule::Task &a, const schedule::Task &b) {
+                     return std::tie(a.start, a.block) <
+                            std::tie(b.start, b.block);
+                   });
+  for (const schedule::Task &t : tasks)
+    for (int64_t s = 0; s < pp; ++s) {
+      if (t.block == schedule::forwardIndex(spec, s))
+        blocks.push_back({s, false, t.micro});
+      else if (t.block == schedule::backwardIndex(spec, s))
+        blocks.push_back({s, true, t.micro});
+    }
+  for (auto [s, backward, m] : blocks)
+    for (Operation &op : body) {
+      auto it = plans.find(&op);
+      if (it == plans.end() || isa<tsr::ConstantOp>(op))
+        continue;
+      OpPlan &p = it->second;
+      if (p.perMicro && p.stage == s && p.backward == backward &&
+          failed(emitInstance(&op, m)))
+        return failure();
+    }
+  // Whatever remains (the update, ops the blocks did not need), in order.
+  for (Operation &op : body) {
+    if (isa<func::ReturnOp, tsr::ConstantOp>(op))
+      continue;
+    OpPlan &p = plans[&op];
+    for (int64_t m = 0; m < (p.perMicro ? M : 1); ++m)
+      if (failed(emitInstance(&op, m)))
+        return failure();
+  }
+  return finish();
+}
+
+LogicalResult Partitioner::finish() {
+  Block &body = step.getBody().front();
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  // The home stage of a parameter or state result: its argument's.
+  llvm::StringMap<BlockArgument> argByName;
+  for (BlockArgument arg : body.getArguments())
+    for (const char *key : {"tsr.param", "tsr.state"})
+      if (auto n = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), key))
+        argByName[(Twine(key) + ":" + n.getValue()).str()] = arg;
+  // Phase 1: every rank materialises its results (this may add sends to
+  // other ranks); phase 2: the returns.
+  std::vector<SmallVector<Value>> values(ranks.size());
+  std::vector<SmallVector<Attribute>> attrs(ranks.size());
+  for (auto &rp : ranks) {
+    RankState &r = *rp;
+    for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
+      DictionaryAttr a = step.getResultAttrDict(i);
+      FullLayout want = replicated(2);
+      if (!a || !a.get("tsr.loss")) {
+        BlockArgument home;
+        for (const char *key : {"tsr.param", "tsr.state"})
+          if (auto n = a ? a.getAs<StringAttr>(key) : StringAttr())
+            home = argByName.lookup((Twine(key) + ":" + n.getValue()).str());
+        if (!home)
+          return fail(step, "result " + Twine(i) +
+                                " is neither the loss nor a parameter or "
+                                "state with a matching argument");
+        if (argStages.lookup(home) != stageOfRank(r.rank))
+          continue;
+        want = argLayouts[home];
+      }
+      auto local = materialize(r, v, want, 0);
+      if (failed(local))
+        return failure();
+      values[r.rank].push_back(*local);
+      attrs[r.rank].push_back(a ? Attribute(a) : DictionaryAttr::get(ctx));
+    }
+  }
+  for (auto &rp : ranks) {
+    RankState &r = *rp;
+    func::ReturnOp::create(r.builder, ret.getLoc(), values[r.rank]);
+    Block &entry = r.fn.getBody().front();
+    SmallVector<Type> results;
+    for (Value v : values[r.rank])
+      results.push_back(v.getType());
+    r.fn.setType(FunctionType::get(ctx, entry.getArgumentTypes(), results));
+    r.fn.setAllArgAttrs(r.argAttrs);
+    r.fn.setAllResultAttrs(attrs[r.rank]);
+  }
+  return success();
+}
+
+LogicalResult Partitioner::run() {
+  for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes())) {
+    if (name.getValue() == "dp")
+      dp = size;
+    else if (name.getValue() == "tp")
+      tp = size;
+    else if (name.getValue() == "pp")
+      pp = size;
+    else
+      return step.emitError("dist-partition: the mesh must have axes dp, tp "
+                            "and pp, found '")
+             << name.getValue() << "'";
+  }
+  auto m = lay::Mesh::create({{"dp", dp}, {"tp", tp}});
+  if (!m)
+    return step.emitError("dist-partition: ") << m.message();
+  rvdMesh = *m;
+  if (failed(planOps()) || failed(planArgs()))
+    return failure();
+
+  OpBuilder mb(step);
+  mb.setInsertionPointAfter(step);
+  for (int64_t r = 0; r < mesh.numRanks(); ++r) {
+    auto rs = std::make_unique<RankState>(ctx);
+    rs->rank = r;
+    rs->coords = mesh.coords(r);
+    rs->fn = func::FuncOp::create(
+        mb, step.getLoc(), (step.getSymName() + "_rank" + Twine(r)).str(),
+        FunctionType::get(ctx, {}, {}));
+    rs->fn->setAttr("dist.rank",
+                    IntegerAttr::get(IntegerType::get(ctx, 64), r));
+    Block *entry = rs->fn.addEntryBlock();
+    rs->builder.setInsertionPointToEnd(entry);
+    mb.setInsertionPointAfter(rs->fn);
+    ranks.push_back(std::move(rs));
+  }
+  if (failed(emitAll()) || failedAny)
+    return failure();
+  step.erase();
+  return success();
+}
+
+struct DistPartitionPass
+    : public dist::impl::DistPartitionBase<DistPartitionPass> {
+  using DistPartitionBase::DistPartitionBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto mesh = module->getAttrOfType<MeshAttr>("dist.mesh");
+    if (!mesh) {
+      module.emitError("dist-partition: the module has no dist.mesh (run "
+                       "dist-plan first)");
+      return signalPassFailure();
+    }
+    int64_t microBatches = 1;
+    if (auto m = module->getAttrOfType<IntegerAttr>("dist.micro_batches"))
+      microBatches = m.getInt();
+    SmallVector<func::FuncOp> steps;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (f.getSymName().starts_with("train_step_"))
+        steps.push_back(f);
+    for (func::FuncOp f : steps) {
+      Partitioner p(f, mesh, microBatches, schedule);
+      if (failed(p.run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

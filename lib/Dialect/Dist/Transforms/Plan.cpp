@@ -1,0 +1,794 @@
+//===- Plan.cpp - choose a parallel plan ----------------------------------===//
+//
+// The plan is written as attributes on the ops of each training step:
+// dist.split (op-trans), dist.stage (op-assign), dist.order_after
+// (op-order), and dist.batch (the annotation name that carries the batch,
+// which the partitioner splits over dp and over the micro-batches).
+//
+// Which dimension of which op to split comes from tracing a "logical
+// dimension" through the annotations: from a seed (a value and one of its
+// dimensions), each op that sees the dimension as the outermost factor of
+// one of its operand or result dimensions gets that annotation name, and
+// every other operand or result holding the same name carries it on. This
+// is how the batch reaches every op of the forward and the backward, how
+// attention heads flow from the reshape that creates them, and how the MLP
+// hidden dimension reaches both matmuls around the nonlinearity.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/Dist/IR/DistAttrs.h"
+#include "tessera/Dialect/Dist/IR/DistDialect.h"
+#include "tessera/Dialect/Dist/Transforms/Passes.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Regex.h"
+
+#include <deque>
+
+namespace tessera {
+namespace dist {
+#define GEN_PASS_DEF_DISTPLAN
+#include "tessera/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace dist
+} // namespace tessera
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::dist;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Logical dimensions
+//===----------------------------------------------------------------------===//
+
+/// The annotation name of dimension `dim` of one entry, if the dimension's
+/// outermost factor is a named atom.
+std::string outermostName(const annotation::TensorSpec &spec, int64_t dim) {
+  if (dim < 0 || dim >= int64_t(spec.dims.size()))
+    return "";
+  const annotation::Atom &atom = spec.dims[dim].atoms.front();
+  return atom.isBroadcast() ? "" : atom.name;
+}
+
+/// The dimension of `spec` whose outermost factor is `name`, or -1.
+int64_t dimOfName(const annotation::TensorSpec &spec, const std::string &name) {
+  for (auto [i, dim] : llvm::enumerate(spec.dims))
+    if (!dim.atoms.front().isBroadcast() && dim.atoms.front().name == name)
+      return i;
+  return -1;
+}
+
+struct LogicalDim {
+  llvm::DenseMap<Value, int64_t> carriers; ///< value -> dimension
+  llvm::DenseMap<Operation *, std::string> names;
+};
+
+/// Traces a logical dimension of size `factor`-divisible extent from the
+/// seeds through the ops of `body`, both from operands to results and, if
+/// `backward`, from results to operands. `accept` may veto an op.
+LogicalDim traceDim(Block &body, ArrayRef<std::pair<Value, int64_t>> seeds,
+                    int64_t factor, bool backward,
+                    llvm::function_ref<bool(Operation *)> accept) {
+  LogicalDim flow;
+  std::deque<Value> work;
+  auto mark = [&](Value v, int64_t dim) {
+    if (flow.carriers.try_emplace(v, dim).second)
+      work.push_back(v);
+  };
+  for (auto [v, d] : seeds)
+    mark(v, d);
+  llvm::DenseMap<Operation *, bool> visited;
+  auto visit = [&](Operation *op) {
+    if (!op || op->getBlock() != &body || visited.count(op) || !accept(op))
+      return;
+    auto iface = dyn_cast<DimAnnotationOpInterface>(op);
+    if (!iface)
+      return;
+    auto bound = bindOpAnnotation(iface);
+    if (!bound)
+      return;
+    // The names the carried dimension has in this op: they must agree.
+    std::string name;
+    bool conflict = false;
+    auto consider = [&](Value v, const annotation::TensorSpec &spec) {
+      auto it = flow.carriers.find(v);
+      if (it == flow.carriers.end())
+        return;
+      std::string n = outermostName(spec, it->second);
+      if (n.empty() || (!name.empty() && n != name))
+        conflict = true;
+      else
+        name = n;
+    };
+    for (auto [v, spec] :
+         llvm::zip(op->getOperands(), bound->annotation.inputs))
+      consider(v, spec);
+    if (backward)
+      for (auto [v, spec] :
+           llvm::zip(op->getResults(), bound->annotation.outputs))
+        consider(v, spec);
+    if (name.empty() || conflict || !bound->isSplittable(name) ||
+        bound->sizes.at(name) % factor != 0)
+      return;
+    visited[op] = true;
+    flow.names[op] = name;
+    for (auto [v, spec] :
+         llvm::zip(op->getResults(), bound->annotation.outputs)) {
+      int64_t d = dimOfName(spec, name);
+      if (d >= 0)
+        mark(v, d);
+    }
+    if (backward)
+      for (auto [v, spec] :
+           llvm::zip(op->getOperands(), bound->annotation.inputs)) {
+        int64_t d = dimOfName(spec, name);
+        if (d >= 0)
+          mark(v, d);
+      }
+  };
+  while (!work.empty()) {
+    Value v = work.front();
+    work.pop_front();
+    for (Operation *user : v.getUsers())
+      visit(user);
+    if (backward)
+      visit(v.getDefiningOp());
+  }
+  return flow;
+}
+
+//===----------------------------------------------------------------------===//
+// Costs and stages
+//===----------------------------------------------------------------------===//
+
+bool isForward(Operation *op) {
+  return !op->hasAttr("tsr.backward") && !op->hasAttr("tsr.update");
+}
+
+/// FLOPs of an op, roughly: GEMMs dominate; everything else counts its
+/// output elements.
+double flops(Operation *op) {
+  if (auto mm = dyn_cast<tsr::MatmulOp>(op)) {
+    auto out = mm.getType();
+    int64_t k = mm.getLhs().getType().getShape().back();
+    return 2.0 * double(out.getNumElements()) * double(k);
+  }
+  double n = 0;
+  for (Type t : op->getResultTypes())
+    if (auto r = dyn_cast<RankedTensorType>(t))
+      n += double(r.getNumElements());
+  return n;
+}
+
+std::string nameOfOp(Operation *op) {
+  Location loc = op->getLoc();
+  while (true) {
+    if (auto n = dyn_cast<NameLoc>(loc))
+      return n.getName().str();
+    if (auto c = dyn_cast<CallSiteLoc>(loc)) {
+      loc = c.getCallee();
+      continue;
+    }
+    if (auto f = dyn_cast<FusedLoc>(loc)) {
+      for (Location l : f.getLocations())
+        if (auto n = dyn_cast<NameLoc>(l))
+          return n.getName().str();
+    }
+    return "";
+  }
+}
+
+/// Splits `costs` (one per unit, in order) into `parts` contiguous groups
+/// minimising the largest group: returns the first unit of each group.
+std::vector<size_t> balance(const std::vector<double> &costs, int64_t parts) {
+  size_t n = costs.size();
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + costs[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][i]: the first i units in k groups; cut[k][i]: start of group k.
+  std::vector<std::vector<double>> best(parts + 1,
+                                        std::vector<double>(n + 1, inf));
+  std::vector<std::vector<size_t>> cut(parts + 1, std::vector<size_t>(n + 1));
+  best[0][0] = 0;
+  for (int64_t k = 1; k <= parts; ++k)
+    for (size_t i = k; i <= n; ++i)
+      for (size_t j = k - 1; j < i; ++j) {
+        double v = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        if (v < best[k][i]) {
+          best[k][i] = v;
+          cut[k][i] = j;
+        }
+      }
+  std::vector<size_t> starts(parts);
+  size_t i = n;
+  for (int64_t k = parts; k >= 1; --k) {
+    starts[k - 1] = cut[k][i];
+    i = cut[k][i];
+  }
+  return starts;
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct PlanSpec {
+  int64_t dp = 1, tp = 1, pp = 1;
+  int64_t microBatches = 1;
+  bool zero1 = false;
+  /// From a plan file: entries applied after the policy.
+  struct Trans {
+    std::string pattern; ///< regex over op names
+    std::map<std::string, std::string> split;
+    size_t index;
+  };
+  struct Assign {
+    std::string pattern;
+    int64_t stage;
+    size_t index;
+  };
+  std::vector<Trans> trans;
+  std::vector<Assign> assign;
+  std::vector<std::pair<std::string, std::string>> order;
+  std::vector<std::string> policies;
+};
+
+struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
+  using DistPlanBase::DistPlanBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    PlanSpec spec;
+    if (failed(parsePlan(module, spec)))
+      return signalPassFailure();
+    MLIRContext *ctx = &getContext();
+    auto mesh = MeshAttr::get(ctx, ArrayRef<StringRef>{"dp", "tp", "pp"},
+                              ArrayRef<int64_t>{spec.dp, spec.tp, spec.pp});
+    module->setAttr("dist.mesh", mesh);
+    module->setAttr(
+        "dist.micro_batches",
+        IntegerAttr::get(IntegerType::get(ctx, 64), spec.microBatches));
+    bool any = false;
+    for (auto f : module.getOps<func::FuncOp>()) {
+      if (!f.getSymName().starts_with("train_step_"))
+        continue;
+      any = true;
+      if (failed(planStep(f, spec)))
+        return signalPassFailure();
+    }
+    if (!any) {
+      module.emitError("dist-plan: no train_step_* function (run "
+                       "tsr-optimizer first)");
+      signalPassFailure();
+    }
+  }
+
+  LogicalResult parsePolicy(ModuleOp module, StringRef text, PlanSpec &spec) {
+    auto fail = [&](const Twine &why) {
+      return module.emitError("dist-plan: plan '") << text << "': " << why;
+    };
+    if (text == "dp" || text == "tp" || text == "pp") {
+      (text == "dp" ? spec.dp : text == "tp" ? spec.tp : spec.pp) = devices;
+      spec.policies.push_back(text.str());
+      return success();
+    }
+    SmallVector<StringRef> parts;
+    text.split(parts, 'x');
+    for (StringRef part : parts) {
+      int64_t n = 0;
+      StringRef kind = part.take_front(2);
+      if ((kind != "dp" && kind != "tp" && kind != "pp") ||
+          part.drop_front(2).getAsInteger(10, n) || n < 1)
+        return fail("expected dp, tp, pp or a product like dp2xtp2xpp2, "
+                    "found '" +
+                    part + "'");
+      int64_t &slot = kind == "dp" ? spec.dp : kind == "tp" ? spec.tp : spec.pp;
+      if (slot != 1)
+        return fail("'" + kind + "' appears twice");
+      slot = n;
+      spec.policies.push_back(kind.str());
+    }
+    if (spec.dp * spec.tp * spec.pp != devices)
+      return fail("uses " + Twine(spec.dp * spec.tp * spec.pp) +
+                  " devices, but --devices is " + Twine(devices.getValue()));
+    return success();
+  }
+
+  LogicalResult parsePlan(ModuleOp module, PlanSpec &spec) {
+    spec.microBatches = microBatches;
+    spec.zero1 = zero1;
+    if (devices < 1)
+      return module.emitError("dist-plan: devices must be >= 1");
+    if (microBatches < 1)
+      return module.emitError("dist-plan: micro-batches must be >= 1");
+    if (!StringRef(plan).ends_with(".json"))
+      return parsePolicy(module, plan, spec);
+
+    // A plan file (docs/plans.md).
+    auto buffer = llvm::MemoryBuffer::getFile(plan);
+    if (!buffer)
+      return module.emitError("dist-plan: cannot read plan file ")
+             << plan << ": " << buffer.getError().message();
+    auto json = llvm::json::parse((*buffer)->getBuffer());
+    if (!json)
+      return module.emitError("dist-plan: ")
+             << plan << ": invalid JSON: " << llvm::toString(json.takeError());
+    auto *root = json->getAsObject();
+    auto fail = [&](const Twine &why) {
+      return module.emitError("dist-plan: ") << plan << ": " << why;
+    };
+    if (!root)
+      return fail("expected a JSON object");
+    for (auto &entry : *root)
+      if (!llvm::is_contained({"policy", "mesh", "micro_batches", "zero1",
+                               "trans", "assign", "order"},
+                              entry.first.str()))
+        return fail("unknown key '" + entry.first.str() + "'");
+    if (auto policy = root->getString("policy")) {
+      if (failed(parsePolicy(module, *policy, spec)))
+        return failure();
+    } else if (auto *m = root->getObject("mesh")) {
+      for (auto &entry : *m) {
+        auto n = entry.second.getAsInteger();
+        StringRef axis = entry.first;
+        if (!n || *n < 1 || (axis != "dp" && axis != "tp" && axis != "pp"))
+          return fail("mesh entry '" + axis +
+                      "' must be dp, tp or pp with a size >= 1");
+        (axis == "dp" ? spec.dp : axis == "tp" ? spec.tp : spec.pp) = *n;
+      }
+      if (spec.dp * spec.tp * spec.pp != devices)
+        return fail("the mesh has " + Twine(spec.dp * spec.tp * spec.pp) +
+                    " devices, but --devices is " + Twine(devices.getValue()));
+    } else {
+      return fail("needs a 'policy' (e.g. \"dp2xtp2\") or a 'mesh'");
+    }
+    if (auto mbs = root->getInteger("micro_batches")) {
+      if (*mbs < 1)
+        return fail("micro_batches must be >= 1");
+      spec.microBatches = *mbs;
+    }
+    if (auto z = root->getBoolean("zero1"))
+      spec.zero1 = *z;
+    if (auto *trans = root->getArray("trans"))
+      for (auto [i, item] : llvm::enumerate(*trans)) {
+        auto *o = item.getAsObject();
+        auto ops = o ? o->getString("ops") : std::nullopt;
+        auto *split = o ? o->getObject("split") : nullptr;
+        if (!ops || !split)
+          return fail("trans entry " + Twine(i) +
+                      " needs \"ops\" (a regular expression over op names) "
+                      "and \"split\" ({dimension: axis})");
+        PlanSpec::Trans t{ops->str(), {}, i};
+        for (auto &s : *split) {
+          auto axis = s.second.getAsString();
+          if (!axis)
+            return fail("trans entry " + Twine(i) + ": split of '" +
+                        s.first.str() + "' must name a mesh axis");
+          t.split[s.first.str()] = axis->str();
+        }
+        spec.trans.push_back(t);
+      }
+    if (auto *assign = root->getArray("assign"))
+      for (auto [i, item] : llvm::enumerate(*assign)) {
+        auto *o = item.getAsObject();
+        auto ops = o ? o->getString("ops") : std::nullopt;
+        auto stage = o ? o->getInteger("stage") : std::nullopt;
+        if (!ops || !stage)
+          return fail("assign entry " + Twine(i) +
+                      " needs \"ops\" and \"stage\"");
+        spec.assign.push_back({ops->str(), *stage, i});
+      }
+    if (auto *order = root->getArray("order"))
+      for (auto [i, item] : llvm::enumerate(*order)) {
+        auto *pair = item.getAsArray();
+        if (!pair || pair->size() != 2 || !(*pair)[0].getAsString() ||
+            !(*pair)[1].getAsString())
+          return fail("order entry " + Twine(i) +
+                      " must be [\"before\", \"after\"]");
+        spec.order.push_back(
+            {(*pair)[0].getAsString()->str(), (*pair)[1].getAsString()->str()});
+      }
+    return success();
+  }
+
+  /// Adds `name -> axis` to the op's dist.split.
+  void addSplit(Operation *op, StringRef name, StringRef axis) {
+    MLIRContext *ctx = op->getContext();
+    NamedAttrList entries;
+    if (auto old = op->getAttrOfType<DictionaryAttr>("dist.split"))
+      entries.append(old.getValue());
+    for (auto &e : entries)
+      if (cast<StringAttr>(e.getValue()).getValue() == axis)
+        return; // one split per axis per op: the first wins
+    entries.set(name, StringAttr::get(ctx, axis));
+    op->setAttr("dist.split", entries.getDictionary(ctx));
+  }
+
+  LogicalResult planStep(func::FuncOp f, const PlanSpec &spec) {
+    Block &body = f.getBody().front();
+    MLIRContext *ctx = &getContext();
+    auto all = [](Operation *) { return true; };
+
+    // The batch: from every data input's first dimension.
+    SmallVector<std::pair<Value, int64_t>> batchSeeds;
+    for (BlockArgument arg : body.getArguments())
+      if (f.getArgAttr(arg.getArgNumber(), "tsr.input"))
+        batchSeeds.push_back({arg, 0});
+    int64_t batchFactor = spec.dp * spec.microBatches;
+    for (auto [arg, d] : batchSeeds) {
+      int64_t b = cast<RankedTensorType>(arg.getType()).getDimSize(0);
+      if (b % batchFactor != 0)
+        return f.emitError("dist-plan: the batch (")
+               << b << ") of input "
+               << f.getArgAttr(cast<BlockArgument>(arg).getArgNumber(),
+                               "tsr.input")
+               << " is not divisible by dp (" << spec.dp
+               << ") x micro-batches (" << spec.microBatches << ")";
+    }
+    LogicalDim batch = traceDim(body, batchSeeds, batchFactor,
+                                /*backward=*/false, all);
+    for (auto &[op, name] : batch.names) {
+      op->setAttr("dist.batch", StringAttr::get(ctx, name));
+      if (spec.dp > 1)
+        addSplit(op, name, "dp");
+    }
+
+    // Megatron-style tensor parallelism comes with the tp policy; a plan
+    // file that gives a mesh splits over tp only where its entries say.
+    if (spec.tp > 1 && llvm::is_contained(spec.policies, "tp") &&
+        failed(planTensorParallel(f, spec)))
+      return failure();
+    if (spec.zero1 && spec.dp > 1)
+      for (Operation &op : body)
+        if (isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op)) {
+          auto t = cast<RankedTensorType>(op.getOperand(0).getType());
+          if (t.getRank() > 0 && t.getDimSize(0) % spec.dp == 0)
+            addSplit(&op, "_0", "dp");
+        }
+    if (failed(applyPlanFile(f, spec)))
+      return failure();
+    if (spec.pp > 1 && failed(planPipeline(f, spec)))
+      return failure();
+    return applyOrder(f, spec);
+  }
+
+  LogicalResult planTensorParallel(func::FuncOp f, const PlanSpec &spec) {
+    Block &body = f.getBody().front();
+    int64_t tp = spec.tp;
+    // Heads: reshapes [..., C] -> [..., H, D] of the forward.
+    SmallVector<std::pair<Value, int64_t>> heads, hidden;
+    for (Operation &op : body) {
+      if (!isForward(&op))
+        continue;
+      if (auto r = dyn_cast<tsr::ReshapeOp>(op)) {
+        auto in = r.getInput().getType(), out = r.getType();
+        if (out.getRank() == in.getRank() + 1 && out.getRank() >= 3 &&
+            in.getShape().drop_back() == out.getShape().drop_back(2) &&
+            out.getShape().back() * out.getShape()[out.getRank() - 2] ==
+                in.getShape().back())
+          heads.push_back({r.getResult(), out.getRank() - 2});
+      }
+      // The MLP's nonlinearity: its last dimension is the hidden one.
+      if (isa<tsr::GeluOp, tsr::ReluOp>(op))
+        hidden.push_back(
+            {op.getResult(0),
+             cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
+      // An MLP written with erf (the exported exact GELU): x * (1 + erf(x/s))
+      // * 0.5 -- seed at the erf, whose operand is the hidden activation.
+      if (isa<tsr::ErfOp>(op))
+        hidden.push_back(
+            {op.getResult(0),
+             cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
+    }
+    for (auto [v, d] : heads) {
+      int64_t h = cast<RankedTensorType>(v.getType()).getDimSize(d);
+      if (h % tp != 0)
+        return v.getDefiningOp()->emitError("dist-plan: tp=")
+               << tp << " does not divide the " << h << " attention heads";
+    }
+    auto all = [](Operation *) { return true; };
+    for (auto *seeds : {&heads, &hidden}) {
+      if (seeds->empty())
+        continue;
+      LogicalDim flow = traceDim(body, *seeds, tp, /*backward=*/true, all);
+      for (auto &[op, name] : flow.names)
+        if (!isa<tsr::ConstantOp>(op))
+          addSplit(op, name, "tp");
+    }
+    return success();
+  }
+
+  LogicalResult applyPlanFile(func::FuncOp f, const PlanSpec &spec) {
+    if (spec.trans.empty() && spec.assign.empty())
+      return success();
+    for (const auto &t : spec.trans) {
+      std::string why;
+      if (!llvm::Regex(t.pattern).isValid(why))
+        return f.emitError("dist-plan: plan entry trans[")
+               << t.index << "]: invalid regular expression '" << t.pattern
+               << "': " << why;
+    }
+    for (const auto &a : spec.assign) {
+      std::string why;
+      if (!llvm::Regex(a.pattern).isValid(why))
+        return f.emitError("dist-plan: plan entry assign[")
+               << a.index << "]: invalid regular expression '" << a.pattern
+               << "': " << why;
+    }
+    Block &body = f.getBody().front();
+    std::vector<bool> transUsed(spec.trans.size()),
+        assignUsed(spec.assign.size());
+    for (Operation &op : body) {
+      std::string name = nameOfOp(&op);
+      if (name.empty())
+        continue;
+      for (const auto &t : spec.trans) {
+        if (!llvm::Regex(t.pattern).match(name))
+          continue;
+        transUsed[t.index] = true;
+        auto iface = dyn_cast<DimAnnotationOpInterface>(&op);
+        if (!iface)
+          return op.emitError("dist-plan: plan entry trans[")
+                 << t.index << "] matches '" << name
+                 << "', which has no dimension annotation";
+        auto bound = bindOpAnnotation(iface);
+        if (!bound)
+          return op.emitError("dist-plan: ") << bound.message();
+        std::map<std::string, int64_t> factors;
+        for (auto &[dim, axis] : t.split) {
+          int64_t size = axis == "dp"   ? spec.dp
+                         : axis == "tp" ? spec.tp
+                         : axis == "pp" ? -1
+                                        : 0;
+          if (size <= 0)
+            return op.emitError("dist-plan: plan entry trans[")
+                   << t.index << "] splits '" << dim << "' of '" << name
+                   << "' over '" << axis
+                   << "', which is not a split axis (use dp or tp)";
+          factors[dim] = size;
+        }
+        auto split = annotation::split(*bound, factors);
+        if (!split)
+          return op.emitError("dist-plan: plan entry trans[")
+                 << t.index << "] cannot split '" << name << "' ("
+                 << bound->annotation.str() << "): " << split.message();
+        for (auto &[dim, axis] : t.split)
+          addSplit(&op, dim, axis);
+      }
+      for (const auto &a : spec.assign)
+        if (llvm::Regex(a.pattern).match(name)) {
+          assignUsed[a.index] = true;
+          if (a.stage < 0 || a.stage >= spec.pp)
+            return op.emitError("dist-plan: plan entry assign[")
+                   << a.index << "] puts '" << name << "' on stage " << a.stage
+                   << ", but the mesh has " << spec.pp << " stage(s)";
+          op.setAttr(
+              "dist.stage",
+              IntegerAttr::get(IntegerType::get(&getContext(), 64), a.stage));
+        }
+    }
+    for (const auto &t : spec.trans)
+      if (!transUsed[t.index])
+        return f.emitError("dist-plan: plan entry trans[")
+               << t.index << "] ('" << t.pattern << "') matches no op";
+    for (const auto &a : spec.assign)
+      if (!assignUsed[a.index])
+        return f.emitError("dist-plan: plan entry assign[")
+               << a.index << "] ('" << a.pattern << "') matches no op";
+    return success();
+  }
+
+  LogicalResult planPipeline(func::FuncOp f, const PlanSpec &spec) {
+    Block &body = f.getBody().front();
+    MLIRContext *ctx = &getContext();
+    auto i64 = IntegerType::get(ctx, 64);
+    // Units: the forward ops grouped by layer ("h.3", "layers.3", ...); ops
+    // before the first layer form the first unit, after the last the last.
+    llvm::Regex layer("[/.]([A-Za-z_]+)\\.([0-9]+)[/.]");
+    SmallVector<Operation *> forward;
+    for (Operation &op : body)
+      if (isForward(&op) && !isa<tsr::ConstantOp, func::ReturnOp>(op))
+        forward.push_back(&op);
+    std::vector<int64_t> unitOf(forward.size(), -1);
+    llvm::StringMap<int64_t> layerUnit;
+    int64_t lastLayerOp = -1;
+    for (auto [i, op] : llvm::enumerate(forward)) {
+      SmallVector<StringRef> m;
+      std::string name = nameOfOp(op);
+      if (layer.match(name, &m)) {
+        std::string key = (m[1] + "." + m[2]).str();
+        if (!layerUnit.count(key))
+          layerUnit[key] = layerUnit.size() + 1;
+        unitOf[i] = layerUnit[key];
+        lastLayerOp = i;
+      }
+    }
+    int64_t numUnits = layerUnit.size() + 2;
+    int64_t current = 0;
+    for (size_t i = 0; i < forward.size(); ++i) {
+      if (unitOf[i] >= 0)
+        current = unitOf[i];
+      else if (int64_t(i) > lastLayerOp && lastLayerOp >= 0)
+        current = numUnits - 1;
+      unitOf[i] = current;
+    }
+    std::vector<double> costs(numUnits, 0);
+    for (auto [i, op] : llvm::enumerate(forward))
+      costs[unitOf[i]] += flops(op);
+    // Drop empty units (e.g. no ops after the last layer).
+    std::vector<int64_t> compact(numUnits, -1);
+    std::vector<double> used;
+    for (int64_t u = 0; u < numUnits; ++u)
+      if (costs[u] > 0) {
+        compact[u] = used.size();
+        used.push_back(costs[u]);
+      }
+    if (int64_t(used.size()) < spec.pp)
+      return f.emitError("dist-plan: pp=")
+             << spec.pp << " needs at least " << spec.pp
+             << " layer groups, but the model has " << used.size()
+             << " (embedding, layers, head): a stage would have no work";
+    std::vector<size_t> starts = balance(used, spec.pp);
+    auto stageOfUnit = [&](int64_t u) {
+      int64_t c = compact[u];
+      int64_t s = 0;
+      for (int64_t k = 0; k < spec.pp; ++k)
+        if (c >= int64_t(starts[k]))
+          s = k;
+      return s;
+    };
+    // Forward ops: by unit, unless a plan file assigned them.
+    llvm::DenseMap<Value, int64_t> stageOf;
+    for (auto [i, op] : llvm::enumerate(forward)) {
+      if (!op->hasAttr("dist.stage"))
+        op->setAttr("dist.stage",
+                    IntegerAttr::get(i64, stageOfUnit(unitOf[i])));
+      for (Value r : op->getResults())
+        stageOf[r] = op->getAttrOfType<IntegerAttr>("dist.stage").getInt();
+    }
+    // Parameters live with their first forward use.
+    llvm::StringMap<int64_t> paramStage;
+    for (BlockArgument arg : body.getArguments()) {
+      auto name =
+          f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tsr.param");
+      if (!name)
+        continue;
+      int64_t s = -1;
+      for (Operation *op : forward)
+        if (llvm::is_contained(op->getOperands(), arg)) {
+          s = op->getAttrOfType<IntegerAttr>("dist.stage").getInt();
+          break;
+        }
+      if (s < 0)
+        s = 0;
+      paramStage[name.getValue()] = s;
+      stageOf[arg] = s;
+    }
+    for (BlockArgument arg : body.getArguments())
+      if (auto st =
+              f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tsr.state")) {
+        StringRef param = st.getValue().split('/').second;
+        stageOf[arg] = paramStage.lookup(param);
+      }
+    // Backward ops: with the forward op they differentiate (tsr.backward
+    // names it). Others (update ops, unnamed backward ops): with the lowest
+    // stage among their operands (gradients flow towards stage 0; an
+    // accumulation happens where the forward value lives).
+    llvm::StringMap<int64_t> stageOfName;
+    for (Operation *op : forward) {
+      std::string n = nameOfOp(op);
+      if (!n.empty() && !stageOfName.count(n))
+        stageOfName[n] = op->getAttrOfType<IntegerAttr>("dist.stage").getInt();
+    }
+    SmallVector<Operation *> unresolved;
+    for (Operation &op : body) {
+      if (isForward(&op) || isa<func::ReturnOp, tsr::ConstantOp>(op))
+        continue;
+      if (auto of = op.getAttrOfType<StringAttr>("tsr.backward")) {
+        auto it = stageOfName.find(of.getValue());
+        if (it != stageOfName.end()) {
+          if (!op.hasAttr("dist.stage"))
+            op.setAttr("dist.stage", IntegerAttr::get(i64, it->second));
+          for (Value r : op.getResults())
+            stageOf[r] = op.getAttrOfType<IntegerAttr>("dist.stage").getInt();
+          continue;
+        }
+      }
+      int64_t s = -1;
+      for (Value v : op.getOperands()) {
+        auto it = stageOf.find(v);
+        if (it != stageOf.end())
+          s = s < 0 ? it->second : std::min(s, it->second);
+      }
+      if (s < 0 && !op.hasAttr("dist.stage")) {
+        unresolved.push_back(&op); // only data inputs: placed by its users
+        continue;
+      }
+      if (!op.hasAttr("dist.stage"))
+        op.setAttr("dist.stage", IntegerAttr::get(i64, s));
+      for (Value r : op.getResults())
+        stageOf[r] = op.getAttrOfType<IntegerAttr>("dist.stage").getInt();
+    }
+    // Ops reading only data inputs (e.g. a transposed input in the weight
+    // gradient): with their earliest-stage user.
+    for (Operation *op : llvm::reverse(unresolved)) {
+      int64_t s = -1;
+      for (Value r : op->getResults())
+        for (Operation *user : r.getUsers())
+          if (auto us = user->getAttrOfType<IntegerAttr>("dist.stage"))
+            s = s < 0 ? us.getInt() : std::min(s, us.getInt());
+      op->setAttr("dist.stage", IntegerAttr::get(i64, s < 0 ? 0 : s));
+    }
+    // Every stage must have work.
+    std::vector<bool> busy(spec.pp, false);
+    for (Operation &op : body)
+      if (auto s = op.getAttrOfType<IntegerAttr>("dist.stage"))
+        busy[s.getInt()] = true;
+    for (int64_t s = 0; s < spec.pp; ++s)
+      if (!busy[s])
+        return f.emitError("dist-plan: stage ") << s << " has no work";
+    return success();
+  }
+
+  LogicalResult applyOrder(func::FuncOp f, const PlanSpec &spec) {
+    if (spec.order.empty())
+      return success();
+    Block &body = f.getBody().front();
+    llvm::StringMap<Operation *> byName;
+    for (Operation &op : body) {
+      std::string n = nameOfOp(&op);
+      if (!n.empty() && !byName.count(n))
+        byName[n] = &op;
+    }
+    // Each order entry [a, b]: a before b; check for cycles with the data
+    // dependencies too (an order against the data flow is infeasible).
+    llvm::DenseMap<Operation *, SmallVector<Operation *>> after;
+    for (auto [i, pair] : llvm::enumerate(spec.order)) {
+      Operation *a = byName.lookup(pair.first), *b = byName.lookup(pair.second);
+      if (!a || !b)
+        return f.emitError("dist-plan: plan entry order[")
+               << i << "] names an unknown op '"
+               << (!a ? pair.first : pair.second) << "'";
+      after[a].push_back(b);
+      SmallVector<Attribute> names;
+      if (auto old = b->getAttrOfType<ArrayAttr>("dist.order_after"))
+        names.append(old.begin(), old.end());
+      names.push_back(StringAttr::get(&getContext(), pair.first));
+      b->setAttr("dist.order_after", ArrayAttr::get(&getContext(), names));
+    }
+    // Cycle check over data edges plus order edges.
+    llvm::DenseMap<Operation *, int> state;
+    std::function<bool(Operation *)> dfs = [&](Operation *op) {
+      state[op] = 1;
+      SmallVector<Operation *> next(after.lookup(op));
+      for (Value r : op->getResults())
+        for (Operation *u : r.getUsers())
+          next.push_back(u);
+      for (Operation *n : next) {
+        if (state.lookup(n) == 1)
+          return true;
+        if (state.lookup(n) == 0 && dfs(n))
+          return true;
+      }
+      state[op] = 2;
+      return false;
+    };
+    for (auto &[op, targets] : after)
+      if (state.lookup(op) == 0 && dfs(op))
+        return f.emitError("dist-plan: the plan's order entries form a "
+                           "cycle (with the data dependencies) through '")
+               << nameOfOp(op) << "'";
+    return success();
+  }
+};
+
+} // namespace

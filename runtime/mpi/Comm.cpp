@@ -1,0 +1,630 @@
+//===- Comm.cpp - collectives and point to point over MPI -----------------===//
+//
+// The CPU backend of Comm.h. Collectives run on one communicator per rank
+// list, created on first use and cached; point to point runs on a private
+// duplicate of MPI_COMM_WORLD so that the driver's own messages (on
+// MPI_COMM_WORLD) can never match a program's.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/runtime/Comm.h"
+
+#include "Mpi.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace tessera {
+namespace rt {
+
+namespace {
+
+struct State {
+  bool active = false;
+  bool startedMpi = false; ///< init() called MPI_Init (so finalize ends it)
+  MPI_Comm p2p = MPI_COMM_NULL;
+  int rank = 0, size = 1;
+  int64_t tagUpperBound = 32767;
+};
+State &state() {
+  static State s;
+  return s;
+}
+
+/// A cached communicator for one rank list.
+struct Group {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int pos = 0; ///< the calling rank's position in the list
+  int size = 1;
+  std::string desc; ///< "ranks [0, 2]" for messages
+};
+std::map<std::vector<int64_t>, Group> &groups() {
+  static std::map<std::vector<int64_t>, Group> g;
+  return g;
+}
+
+/// A send in flight: the tensor and header stay alive until it completes.
+struct PendingSend {
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::vector<int64_t> header;
+  Tensor data;
+  std::string what;
+};
+std::vector<PendingSend> &pendingSends() {
+  static std::vector<PendingSend> p;
+  return p;
+}
+
+std::string rankList(const std::vector<int64_t> &ranks) {
+  std::string s = "ranks [";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+/// MPI counts are int: larger messages would need derived datatypes, which
+/// no CPU-sized tensor needs yet.
+int toCount(int64_t n, const std::string &what) {
+  if (n > INT_MAX)
+    throw Error(what + ": " + std::to_string(n) +
+                " elements do not fit one MPI message");
+  return static_cast<int>(n);
+}
+
+/// Validates `ranks` and returns its communicator, creating it on first use.
+/// MPI_Comm_create_group is collective over the group alone, so disjoint
+/// groups ({0,2} and {1,3}) can be created concurrently.
+const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
+  State &s = state();
+  auto it = groups().find(ranks);
+  if (it != groups().end())
+    return it->second;
+  std::string desc = rankList(ranks);
+  std::string where = std::string(op) + " over " + desc;
+  if (ranks.empty())
+    throw Error(std::string(op) + ": the group of ranks is empty");
+  int64_t me = s.active ? s.rank : 0;
+  int64_t world = s.active ? s.size : 1;
+  int pos = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= world)
+      throw Error(where + ": rank " + std::to_string(ranks[i]) +
+                  " is outside the world of " + std::to_string(world) +
+                  " ranks");
+    if (i > 0 && ranks[i] <= ranks[i - 1])
+      throw Error(where + ": the ranks must be sorted and distinct");
+    if (ranks[i] == me)
+      pos = static_cast<int>(i);
+  }
+  if (pos < 0)
+    throw Error(where + ": the calling rank " + std::to_string(me) +
+                " is not in the group");
+  Group g;
+  g.pos = pos;
+  g.size = static_cast<int>(ranks.size());
+  g.desc = desc;
+  if (g.size > 1) {
+    MPI_Group worldGroup, group;
+    mpi::check(MPI_Comm_group(s.p2p, &worldGroup), where + ": MPI_Comm_group");
+    std::vector<int> members(ranks.begin(), ranks.end());
+    int rc = MPI_Group_incl(worldGroup, g.size, members.data(), &group);
+    MPI_Group_free(&worldGroup);
+    mpi::check(rc, where + ": MPI_Group_incl");
+    // The tag keeps apart concurrent creations that share processes; any
+    // value works as long as the members agree, so derive it from the list.
+    uint64_t hash = 1469598103934665603ull;
+    for (int64_t r : ranks)
+      hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
+    int tag = static_cast<int>(hash % 32768);
+    rc = MPI_Comm_create_group(s.p2p, group, tag, &g.comm);
+    MPI_Group_free(&group);
+    mpi::check(rc, where + ": MPI_Comm_create_group");
+    mpi::check(MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN),
+               where + ": MPI_Comm_set_errhandler");
+  }
+  return groups().emplace(ranks, g).first->second;
+}
+
+int64_t normalizeDim(const Tensor &x, int64_t dim, const std::string &where) {
+  int64_t r = x.rank();
+  if (dim < -r || dim >= r)
+    throw Error(where + ": dimension " + std::to_string(dim) +
+                " out of range for shape " + shapeToString(x.shape()));
+  return dim < 0 ? dim + r : dim;
+}
+
+/// Rows before `dim` and bytes per row after it: a split along `dim` cuts
+/// each of `outer` rows of dim*inner bytes into equal runs.
+void outerInner(const Shape &shape, int64_t dim, int64_t elemSize,
+                int64_t &outer, int64_t &inner) {
+  outer = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  inner = elemSize;
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+}
+
+/// x cut into n equal pieces along `dim`, laid out one piece after the other
+/// (piece j is elements [j*numel/n, (j+1)*numel/n)), the form MPI sends.
+Tensor splitPieces(const Tensor &x, int64_t dim, int64_t n,
+                   const std::string &where) {
+  if (x.shape()[dim] % n != 0)
+    throw Error(where + ": dimension " + std::to_string(dim) + " of shape " +
+                shapeToString(x.shape()) + " does not divide into " +
+                std::to_string(n) + " pieces");
+  int64_t outer, inner;
+  outerInner(x.shape(), dim, dtypeSize(x.dtype()), outer, inner);
+  if (outer == 1)
+    return x.view({x.numel()}); // already piece after piece
+  Tensor out({x.numel()}, x.dtype());
+  int64_t run = x.shape()[dim] / n * inner; // bytes of one piece's row
+  const char *src = static_cast<const char *>(x.rawData());
+  char *dst = static_cast<char *>(out.rawData());
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t o = 0; o < outer; ++o, dst += run)
+      std::memcpy(dst, src + (o * n + j) * run, run);
+  return out;
+}
+
+/// The inverse of splitPieces: n pieces of `pieceShape`, one after the
+/// other in `packed`, concatenated along `dim`.
+Tensor concatPieces(const Tensor &packed, const Shape &pieceShape, int64_t dim,
+                    int64_t n) {
+  Shape shape = pieceShape;
+  shape[dim] *= n;
+  int64_t outer, inner;
+  outerInner(shape, dim, dtypeSize(packed.dtype()), outer, inner);
+  if (outer == 1)
+    return packed.view(shape);
+  Tensor out(shape, packed.dtype());
+  int64_t run = pieceShape[dim] * inner;
+  const char *src = static_cast<const char *>(packed.rawData());
+  char *dst = static_cast<char *>(out.rawData());
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t o = 0; o < outer; ++o, src += run)
+      std::memcpy(dst + (o * n + j) * run, src, run);
+  return out;
+}
+
+template <typename T> T combine(T a, T b, ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::sum:
+    return a + b;
+  case ReduceKind::max:
+    if constexpr (std::is_floating_point_v<T>)
+      if (std::isnan(a) || std::isnan(b))
+        return a + b; // NaN, as torch.maximum
+    return b > a ? b : a;
+  case ReduceKind::min:
+    if constexpr (std::is_floating_point_v<T>)
+      if (std::isnan(a) || std::isnan(b))
+        return a + b;
+    return b < a ? b : a;
+  }
+  return a;
+}
+
+template <typename T>
+void foldTyped(const void *src, int64_t n, int64_t count, void *dst,
+               ReduceKind kind) {
+  const T *in = static_cast<const T *>(src);
+  T *out = static_cast<T *>(dst);
+  for (int64_t i = 0; i < count; ++i) {
+    T acc = in[i];
+    for (int64_t j = 1; j < n; ++j)
+      acc = combine(acc, in[j * count + i], kind);
+    out[i] = acc;
+  }
+}
+
+void foldBool(const void *src, int64_t n, int64_t count, void *dst,
+              ReduceKind kind) {
+  const uint8_t *in = static_cast<const uint8_t *>(src);
+  uint8_t *out = static_cast<uint8_t *>(dst);
+  for (int64_t i = 0; i < count; ++i) {
+    bool acc = in[i] != 0;
+    for (int64_t j = 1; j < n; ++j)
+      acc = kind == ReduceKind::min ? acc && in[j * count + i] != 0
+                                    : acc || in[j * count + i] != 0;
+    out[i] = acc;
+  }
+}
+
+/// dst[i] = src[0*count + i] op src[1*count + i] op ... (n blocks), folded
+/// left to right: the one place that fixes the reduction order.
+void fold(const void *src, int64_t n, int64_t count, void *dst, DType dtype,
+          ReduceKind kind) {
+  switch (dtype) {
+  case DType::f32:
+    return foldTyped<float>(src, n, count, dst, kind);
+  case DType::f64:
+    return foldTyped<double>(src, n, count, dst, kind);
+  case DType::i32:
+    return foldTyped<int32_t>(src, n, count, dst, kind);
+  case DType::i64:
+    return foldTyped<int64_t>(src, n, count, dst, kind);
+  case DType::i1:
+    return foldBool(src, n, count, dst, kind);
+  }
+}
+
+const char *kindName(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::sum:
+    return "sum";
+  case ReduceKind::max:
+    return "max";
+  case ReduceKind::min:
+    return "min";
+  }
+  return "?";
+}
+
+/// Below this many bytes gathered per rank, all_reduce gathers whole tensors
+/// and folds them (one collective, latency-bound sizes); above, each rank
+/// folds one chunk (bandwidth-bound sizes). Both fold in the same order, so
+/// the size never changes a result.
+constexpr int64_t kSmallAllReduceBytes = 64 * 1024;
+
+void checkPeer(int64_t peer, const std::string &where) {
+  State &s = state();
+  if (!s.active)
+    throw Error(where + ": MPI is not initialised (runMain starts it when "
+                        "Program::worldSize > 1)");
+  if (peer < 0 || peer >= s.size)
+    throw Error(where + ": rank " + std::to_string(peer) +
+                " is outside the world of " + std::to_string(s.size) +
+                " ranks");
+}
+
+void checkTag(int64_t tag, const std::string &where) {
+  if (tag < 0 || tag > state().tagUpperBound)
+    throw Error(where + ": tag must be in [0, " +
+                std::to_string(state().tagUpperBound) + "]");
+}
+
+std::string typeAndShape(DType dtype, const Shape &shape) {
+  std::string s = dtypeName(dtype);
+  return shape.empty() ? s + " scalar" : s + " " + shapeToString(shape);
+}
+
+/// Completes `p`, throwing with its description on failure.
+void complete(PendingSend &p) {
+  for (MPI_Request &r : p.requests)
+    if (r != MPI_REQUEST_NULL)
+      mpi::check(MPI_Wait(&r, MPI_STATUS_IGNORE), p.what + ": MPI_Wait");
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Start-up
+//===----------------------------------------------------------------------===//
+
+void mpi::check(int rc, const std::string &what) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char message[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(rc, message, &length) != MPI_SUCCESS)
+    length = std::snprintf(message, sizeof(message), "MPI error %d", rc);
+  throw Error(what + " failed: " + std::string(message, length));
+}
+
+MPI_Datatype mpi::datatype(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return MPI_FLOAT;
+  case DType::f64:
+    return MPI_DOUBLE;
+  case DType::i32:
+    return MPI_INT32_T;
+  case DType::i64:
+    return MPI_INT64_T;
+  case DType::i1:
+    return MPI_UINT8_T;
+  }
+  return MPI_BYTE;
+}
+
+void mpi::init(int *argc, char ***argv) {
+  State &s = state();
+  if (s.active)
+    return;
+  int initialized = 0;
+  if (MPI_Initialized(&initialized) != MPI_SUCCESS)
+    throw Error("MPI_Initialized failed");
+  if (!initialized) {
+    // MPI's default handler aborts on error before we can name the failing
+    // call; MPI_Init has no communicator yet, so its failure is fatal anyway.
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+      throw Error("MPI_Init failed");
+    s.startedMpi = true;
+  }
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &s.rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &s.size), "MPI_Comm_size");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &s.p2p), "MPI_Comm_dup(MPI_COMM_WORLD)");
+  check(MPI_Comm_set_errhandler(s.p2p, MPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler");
+  void *tagUb = nullptr;
+  int found = 0;
+  check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUb, &found),
+        "MPI_Comm_get_attr(MPI_TAG_UB)");
+  if (found && tagUb)
+    s.tagUpperBound = *static_cast<int *>(tagUb);
+  s.active = true;
+}
+
+void mpi::finalize() {
+  State &s = state();
+  if (!s.active)
+    return;
+  waitSends();
+  // Marked inactive first: a failure below must not leave a half-freed
+  // state that a second finalize() would free again.
+  s.active = false;
+  std::map<std::vector<int64_t>, Group> cached;
+  cached.swap(groups());
+  for (auto &entry : cached)
+    if (entry.second.comm != MPI_COMM_NULL)
+      check(MPI_Comm_free(&entry.second.comm),
+            "MPI_Comm_free(" + entry.second.desc + ")");
+  check(MPI_Comm_free(&s.p2p), "MPI_Comm_free");
+  s.rank = 0;
+  s.size = 1;
+  if (s.startedMpi)
+    check(MPI_Finalize(), "MPI_Finalize");
+  s.startedMpi = false;
+}
+
+bool mpi::active() { return state().active; }
+
+int64_t worldRank() { return state().active ? state().rank : 0; }
+int64_t worldSize() { return state().active ? state().size : 1; }
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+Tensor all_reduce(const Tensor &x, const std::vector<int64_t> &ranks,
+                  ReduceKind kind) {
+  const Group &g = getGroup(ranks, "all_reduce");
+  if (g.size == 1)
+    return clone(x);
+  std::string where =
+      std::string("all_reduce(") + kindName(kind) + ") over " + g.desc;
+  int64_t n = g.size, numel = x.numel(), esize = dtypeSize(x.dtype());
+  MPI_Datatype type = mpi::datatype(x.dtype());
+  Tensor out(x.shape(), x.dtype());
+  if (numel * n * esize <= kSmallAllReduceBytes) {
+    Tensor all({n * numel}, x.dtype());
+    int count = toCount(numel, where);
+    mpi::check(MPI_Allgather(x.rawData(), count, type, all.rawData(), count,
+                             type, g.comm),
+               where + ": MPI_Allgather");
+    fold(all.rawData(), n, numel, out.rawData(), x.dtype(), kind);
+    return out;
+  }
+  // Chunk j of the flat tensor is folded by the rank at position j.
+  std::vector<int> counts(n), displs(n);
+  for (int64_t j = 0, offset = 0; j < n; ++j) {
+    int64_t c = numel / n + (j < numel % n ? 1 : 0);
+    counts[j] = toCount(c, where);
+    displs[j] = toCount(offset, where);
+    offset += c;
+  }
+  int mine = counts[g.pos];
+  Tensor chunks({n * mine}, x.dtype());
+  std::vector<int> recvCounts(n, mine), recvDispls(n);
+  for (int64_t j = 0; j < n; ++j)
+    recvDispls[j] = toCount(j * mine, where);
+  mpi::check(MPI_Alltoallv(x.rawData(), counts.data(), displs.data(), type,
+                           chunks.rawData(), recvCounts.data(),
+                           recvDispls.data(), type, g.comm),
+             where + ": MPI_Alltoallv");
+  char *outBytes = static_cast<char *>(out.rawData());
+  fold(chunks.rawData(), n, mine, outBytes + displs[g.pos] * esize, x.dtype(),
+       kind);
+  mpi::check(MPI_Allgatherv(MPI_IN_PLACE, 0, type, outBytes, counts.data(),
+                            displs.data(), type, g.comm),
+             where + ": MPI_Allgatherv");
+  return out;
+}
+
+Tensor all_gather(const Tensor &x, const std::vector<int64_t> &ranks,
+                  int64_t dim) {
+  const Group &g = getGroup(ranks, "all_gather");
+  std::string where = "all_gather over " + g.desc;
+  dim = normalizeDim(x, dim, where);
+  if (g.size == 1)
+    return clone(x);
+  int count = toCount(x.numel(), where);
+  MPI_Datatype type = mpi::datatype(x.dtype());
+  Tensor packed({g.size * x.numel()}, x.dtype());
+  mpi::check(MPI_Allgather(x.rawData(), count, type, packed.rawData(), count,
+                           type, g.comm),
+             where + ": MPI_Allgather");
+  return concatPieces(packed, x.shape(), dim, g.size);
+}
+
+Tensor reduce_scatter(const Tensor &x, const std::vector<int64_t> &ranks,
+                      int64_t dim, ReduceKind kind) {
+  const Group &g = getGroup(ranks, "reduce_scatter");
+  std::string where =
+      std::string("reduce_scatter(") + kindName(kind) + ") over " + g.desc;
+  dim = normalizeDim(x, dim, where);
+  if (g.size == 1)
+    return clone(x);
+  Tensor packed = splitPieces(x, dim, g.size, where);
+  Shape pieceShape = x.shape();
+  pieceShape[dim] /= g.size;
+  int64_t piece = x.numel() / g.size;
+  int count = toCount(piece, where);
+  MPI_Datatype type = mpi::datatype(x.dtype());
+  Tensor received({x.numel()}, x.dtype());
+  mpi::check(MPI_Alltoall(packed.rawData(), count, type, received.rawData(),
+                          count, type, g.comm),
+             where + ": MPI_Alltoall");
+  Tensor out(pieceShape, x.dtype());
+  fold(received.rawData(), g.size, piece, out.rawData(), x.dtype(), kind);
+  return out;
+}
+
+Tensor all_to_all(const Tensor &x, const std::vector<int64_t> &ranks,
+                  int64_t splitDim, int64_t concatDim) {
+  const Group &g = getGroup(ranks, "all_to_all");
+  std::string where = "all_to_all over " + g.desc;
+  splitDim = normalizeDim(x, splitDim, where);
+  concatDim = normalizeDim(x, concatDim, where);
+  if (g.size == 1)
+    return clone(x);
+  Tensor packed = splitPieces(x, splitDim, g.size, where);
+  Shape pieceShape = x.shape();
+  pieceShape[splitDim] /= g.size;
+  int count = toCount(x.numel() / g.size, where);
+  MPI_Datatype type = mpi::datatype(x.dtype());
+  Tensor received({x.numel()}, x.dtype());
+  mpi::check(MPI_Alltoall(packed.rawData(), count, type, received.rawData(),
+                          count, type, g.comm),
+             where + ": MPI_Alltoall");
+  return concatPieces(received, pieceShape, concatDim, g.size);
+}
+
+Tensor broadcast(const Tensor &x, const std::vector<int64_t> &ranks,
+                 int64_t root) {
+  const Group &g = getGroup(ranks, "broadcast");
+  std::string where =
+      "broadcast from rank " + std::to_string(root) + " over " + g.desc;
+  int rootPos = -1;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] == root)
+      rootPos = static_cast<int>(i);
+  if (rootPos < 0)
+    throw Error(where + ": the root is not in the group");
+  if (g.size == 1)
+    return clone(x);
+  int count = toCount(x.numel(), where);
+  // The root's tensor is only read, so it is sent from in place; the result
+  // is a fresh tensor on every rank, as the other collectives return.
+  Tensor out = g.pos == rootPos ? clone(x) : Tensor(x.shape(), x.dtype());
+  mpi::check(MPI_Bcast(out.rawData(), count, mpi::datatype(x.dtype()), rootPos,
+                       g.comm),
+             where + ": MPI_Bcast");
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Point to point
+//===----------------------------------------------------------------------===//
+
+void send(const Tensor &x, int64_t peer, int64_t tag) {
+  std::string where = "send to rank " + std::to_string(peer) + " (tag " +
+                      std::to_string(tag) + ")";
+  checkPeer(peer, where);
+  checkTag(tag, where);
+  State &s = state();
+  // A header first, so that recv can name both shapes on a mismatch; the
+  // same (peer, tag, communicator) keeps header and data in order.
+  PendingSend p;
+  p.header.push_back(static_cast<int64_t>(x.dtype()));
+  p.header.push_back(x.rank());
+  p.header.insert(p.header.end(), x.shape().begin(), x.shape().end());
+  p.data = x;
+  p.what = where;
+  int count = toCount(x.numel(), where);
+  mpi::check(MPI_Isend(p.header.data(), static_cast<int>(p.header.size()),
+                       MPI_INT64_T, static_cast<int>(peer),
+                       static_cast<int>(tag), s.p2p, &p.requests[0]),
+             where + ": MPI_Isend");
+  mpi::check(MPI_Isend(x.rawData(), count, mpi::datatype(x.dtype()),
+                       static_cast<int>(peer), static_cast<int>(tag), s.p2p,
+                       &p.requests[1]),
+             where + ": MPI_Isend");
+  std::vector<PendingSend> &pending = pendingSends();
+  pending.push_back(std::move(p));
+  // Drop finished sends now and then, so a long step (many micro-batches)
+  // does not hold every sent tensor until waitSends().
+  if (pending.size() % 32 == 0) {
+    std::vector<PendingSend> still;
+    for (PendingSend &q : pending) {
+      int done = 1;
+      for (MPI_Request &r : q.requests) {
+        int flag = 1;
+        if (r != MPI_REQUEST_NULL)
+          mpi::check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE),
+                     q.what + ": MPI_Test");
+        done = done && flag;
+      }
+      if (!done)
+        still.push_back(std::move(q));
+    }
+    pending.swap(still);
+  }
+}
+
+Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
+  std::string where = "recv from rank " + std::to_string(peer) + " (tag " +
+                      std::to_string(tag) + ")";
+  checkPeer(peer, where);
+  checkTag(tag, where);
+  State &s = state();
+  MPI_Status status;
+  mpi::check(
+      MPI_Probe(static_cast<int>(peer), static_cast<int>(tag), s.p2p, &status),
+      where + ": MPI_Probe");
+  int headerLength = 0;
+  mpi::check(MPI_Get_count(&status, MPI_INT64_T, &headerLength),
+             where + ": MPI_Get_count");
+  std::vector<int64_t> header(std::max(headerLength, 0));
+  mpi::check(MPI_Recv(header.data(), headerLength, MPI_INT64_T,
+                      static_cast<int>(peer), static_cast<int>(tag), s.p2p,
+                      MPI_STATUS_IGNORE),
+             where + ": MPI_Recv");
+  if (header.size() < 2 || header[1] < 0 ||
+      header.size() != static_cast<size_t>(2 + header[1]) || header[0] < 0 ||
+      header[0] > static_cast<int64_t>(DType::i1))
+    throw Error(where + ": the message is not a tensor sent by send()");
+  DType sentType = static_cast<DType>(header[0]);
+  Shape sentShape(header.begin() + 2, header.end());
+  if (sentType != dtype || sentShape != shape) {
+    // Consume the data too, so that the next message on this tag is not
+    // mistaken for a header.
+    std::vector<char> discard(shapeNumel(sentShape) * dtypeSize(sentType));
+    mpi::check(MPI_Recv(discard.data(),
+                        toCount(static_cast<int64_t>(discard.size()), where),
+                        MPI_BYTE, static_cast<int>(peer), static_cast<int>(tag),
+                        s.p2p, MPI_STATUS_IGNORE),
+               where + ": MPI_Recv");
+    throw Error(where + ": expected " + typeAndShape(dtype, shape) + ", rank " +
+                std::to_string(peer) + " sent " +
+                typeAndShape(sentType, sentShape));
+  }
+  Tensor out(shape, dtype);
+  mpi::check(MPI_Recv(out.rawData(), toCount(out.numel(), where),
+                      mpi::datatype(dtype), static_cast<int>(peer),
+                      static_cast<int>(tag), s.p2p, MPI_STATUS_IGNORE),
+             where + ": MPI_Recv");
+  return out;
+}
+
+void waitSends() {
+  std::vector<PendingSend> &pending = pendingSends();
+  // Taken out first: a failure leaves no half-completed entries behind.
+  std::vector<PendingSend> all;
+  all.swap(pending);
+  for (PendingSend &p : all)
+    complete(p);
+}
+
+} // namespace rt
+} // namespace tessera
