@@ -78,7 +78,8 @@ static cl::opt<bool> zero1("zero1",
                            cl::cat(category));
 static cl::opt<std::string>
     schedule("schedule",
-             cl::desc("Pipeline schedule of the micro-batches: 1f1b or gpipe"),
+             cl::desc("Pipeline schedule of the micro-batches: 1f1b, gpipe, "
+                      "interleaved, zb-h1, zb-h2, zb-v or search"),
              cl::init("1f1b"), cl::cat(category));
 static cl::opt<bool> noBuild("no-build",
                              cl::desc("Emit sources but do not build them"),
@@ -341,10 +342,15 @@ int main(int argc, char **argv) {
     planOptions.devices = devices;
     planOptions.microBatches = microBatches;
     planOptions.zero1 = zero1;
+    // Interleaved 1F1B and ZB-V run two virtual stages per device.
+    if (schedule == "interleaved" || schedule == "zb-v")
+      planOptions.stagesPerDevice = 2;
+    planOptions.vShape = schedule == "zb-v";
     dpm.addPass(dist::createDistPlan(planOptions));
-    dist::DistPartitionOptions partitionOptions;
-    partitionOptions.schedule = schedule;
-    dpm.addPass(dist::createDistPartition(partitionOptions));
+    dist::DistScheduleOptions scheduleOptions;
+    scheduleOptions.schedule = schedule;
+    dpm.addPass(dist::createDistSchedule(scheduleOptions));
+    dpm.addPass(dist::createDistPartition());
     dpm.addPass(createCanonicalizerPass());
     if (failed(dpm.run(*module)))
       return 1;

@@ -171,7 +171,7 @@ func.func @rvd_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd, dist.batch, dist.micro_batches and dist.schedule}}
+  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd, dist.batch, dist.micro_batches, dist.schedule, dist.schedule_order, dist.stage_devices and dist.weight_grad}}
   %0 = tsr.relu %x {dist.splt = {b = "dp"}} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }

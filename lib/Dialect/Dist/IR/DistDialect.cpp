@@ -106,6 +106,12 @@ LogicalResult verifyStage(Operation *op, NamedAttribute attr) {
     return success();
   }
   int64_t stages = mesh.getSizes()[*axis];
+  // With several (virtual) stages per device, dist.stage_devices on the
+  // module lists the device of each stage.
+  for (Operation *p = op; p; p = p->getParentOp())
+    if (auto devices =
+            p->getAttrOfType<DenseI64ArrayAttr>("dist.stage_devices"))
+      stages = devices.size();
   if (*stage >= stages)
     return op->emitError() << "'dist.stage' is " << *stage
                            << ", but mesh axis '" << pp << "' has size "
@@ -159,6 +165,29 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return verifyOrderAfter(op, attr);
   if (name == getRankAttrName())
     return verifyRank(op, attr);
+  if (name == "dist.stage_devices") {
+    auto devices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
+    if (!devices)
+      return op->emitError() << "'dist.stage_devices' must be an array<i64> "
+                                "(the pipeline device of each stage), found "
+                             << attr.getValue();
+    return success();
+  }
+  if (name == "dist.schedule_order") {
+    auto blocks = dyn_cast<ArrayAttr>(attr.getValue());
+    if (!blocks || llvm::any_of(blocks, [](Attribute a) {
+          auto b = dyn_cast<DenseI64ArrayAttr>(a);
+          return !b || b.size() != 3;
+        }))
+      return op->emitError() << "'dist.schedule_order' must be an array of "
+                                "[stage, kind, micro-batch] triples";
+    return success();
+  }
+  if (name == "dist.weight_grad") {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'dist.weight_grad' is a unit attribute";
+    return success();
+  }
   if (name == "dist.batch") {
     if (!isa<StringAttr>(attr.getValue()))
       return op->emitError()
@@ -190,6 +219,7 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   return op->emitError() << "unknown attribute '" << name
                          << "': dist defines dist.mesh, dist.split, "
                             "dist.stage, dist.order_after, dist.rank, "
-                            "dist.rvd, dist.batch, dist.micro_batches and "
-                            "dist.schedule";
+                            "dist.rvd, dist.batch, dist.micro_batches, "
+                            "dist.schedule, dist.schedule_order, "
+                            "dist.stage_devices and dist.weight_grad";
 }

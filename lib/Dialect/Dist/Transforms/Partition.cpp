@@ -27,6 +27,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Layout/Rvd.h"
 #include "tessera/Schedule/Builtins.h"
+#include "tessera/Schedule/PipelineOrder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -68,7 +69,9 @@ struct OpPlan {
   Operation *op = nullptr;
   int64_t stage = 0;
   bool perMicro = false; ///< carries the batch: one instance per micro-batch
-  bool backward = false;
+  /// The schedule block kind: 0 forward, 1 backward (for the inputs), 2
+  /// backward for the weights (dist.weight_grad).
+  int64_t kind = 0;
   std::map<std::string, int64_t> factors;
   SmallVector<FullLayout> operands, results;
   SmallVector<RankedTensorType> localResultTypes;
@@ -136,17 +139,23 @@ private:
     return op->emitError("dist-partition: ") << message;
   }
 
-  int64_t stageOfRank(int64_t r) const { return ranks[r]->coords[2]; }
+  /// Pipeline stages may be virtual (several per device): the device (pp
+  /// coordinate) of each is in the module's dist.stage_devices.
+  SmallVector<int64_t> stageDevices;
+  int64_t deviceOf(int64_t stage) const {
+    return stage < int64_t(stageDevices.size()) ? stageDevices[stage] : stage;
+  }
+  int64_t deviceOfRank(int64_t r) const { return ranks[r]->coords[2]; }
   SmallVector<int64_t> ranksOfStage(int64_t s) const {
     SmallVector<int64_t> out;
     for (auto &rs : ranks)
-      if (rs->coords[2] == s)
+      if (rs->coords[2] == deviceOf(s))
         out.push_back(rs->rank);
     return out;
   }
   int64_t peerInStage(int64_t r, int64_t s) const {
     SmallVector<int64_t> c = ranks[r]->coords;
-    c[2] = s;
+    c[2] = deviceOf(s);
     return mesh.rank(c);
   }
 
@@ -206,7 +215,9 @@ LogicalResult Partitioner::planOps() {
     p.op = &op;
     if (auto s = op.getAttrOfType<IntegerAttr>("dist.stage"))
       p.stage = s.getInt();
-    p.backward = op.hasAttr("tsr.backward");
+    p.kind = !op.hasAttr("tsr.backward")      ? 0
+             : op.hasAttr("dist.weight_grad") ? 2
+                                              : 1;
     std::map<std::string, std::string> axisOf;
     if (auto split = op.getAttrOfType<DictionaryAttr>("dist.split"))
       for (NamedAttribute e : split) {
@@ -472,12 +483,12 @@ FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
   Operation *where =
       v.getDefiningOp() ? v.getDefiningOp() : step.getOperation();
   FailureOr<Value> out = failure();
-  int64_t myStage = stageOfRank(r.rank);
+  int64_t myDevice = deviceOfRank(r.rank);
 
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto st = argStages.find(arg);
-    int64_t home = st == argStages.end() ? myStage : st->second;
-    if (home == myStage) {
+    int64_t home = st == argStages.end() ? -1 : st->second;
+    if (home < 0 || deviceOf(home) == myDevice) {
       out = convertLocal(r, where, {argValue(r, arg)}, argLayouts[arg], want, m,
                          global);
     } else {
@@ -503,7 +514,7 @@ FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
     OpPlan &p = plans[prod];
     unsigned idx = cast<OpResult>(v).getResultNumber();
     FullLayout have = p.results[idx];
-    if (p.stage == myStage) {
+    if (deviceOf(p.stage) == myDevice) {
       SmallVector<Value> pcs;
       if ((have.mb.kind == lay::AxisKind::R)) {
         pcs.push_back(r.pieces[{v.getAsOpaquePointer(), 0}]);
@@ -613,36 +624,38 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
 
 LogicalResult Partitioner::emitAll() {
   Block &body = step.getBody().front();
-  // The blocks of the pipeline schedule: (stage, backward?, micro-batch).
-  std::vector<std::tuple<int64_t, bool, int64_t>> blocks;
-  auto method = schedule::parseBuiltinMethod(scheduleName);
-  if (!method || (*method != schedule::BuiltinMethod::GPipe &&
-                  *method != schedule::BuiltinMethod::OneFOneB))
-    return fail(step, "unknown schedule '" + scheduleName +
-                          "' (dist-partition takes gpipe or 1f1b)");
-  schedule::PipelineSpec spec;
-  spec.stages = pp;
-  auto built = schedule::buildBuiltin(*method, spec, M);
-  std::vector<schedule::Task> tasks = built.schedule.tasks;
-  std::stable_sort(tasks.begin(), tasks.end(),
-                   [](const schedule::Task &a, const schedule::Task &b) {
-                     return std::tie(a.start, a.block) <
-                            std::tie(b.start, b.block);
-                   });
-  for (const schedule::Task &t : tasks)
-    for (int64_t s = 0; s < pp; ++s) {
-      if (t.block == schedule::forwardIndex(spec, s))
-        blocks.push_back({s, false, t.micro});
-      else if (t.block == schedule::backwardIndex(spec, s))
-        blocks.push_back({s, true, t.micro});
+  // The blocks of the pipeline schedule: (stage, kind, micro-batch), from
+  // dist-schedule's order or a built-in GPipe / 1F1B.
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> blocks;
+  ModuleOp module = step->getParentOfType<ModuleOp>();
+  if (auto order = module->getAttrOfType<ArrayAttr>("dist.schedule_order")) {
+    for (Attribute a : order) {
+      auto b = cast<DenseI64ArrayAttr>(a);
+      blocks.push_back({b[0], b[1], b[2]});
     }
-  for (auto [s, backward, m] : blocks)
+  } else {
+    auto method = schedule::parseBuiltinMethod(scheduleName);
+    if (!method || (*method != schedule::BuiltinMethod::GPipe &&
+                    *method != schedule::BuiltinMethod::OneFOneB))
+      return fail(step, "unknown schedule '" + scheduleName +
+                            "' (without dist-schedule: gpipe or 1f1b)");
+    schedule::PipelineSpec spec;
+    spec.stages = pp;
+    auto builtin = schedule::pipelineOrder(scheduleName, spec, M, std::nullopt);
+    if (!builtin.error.empty())
+      return fail(step, builtin.error);
+    for (const schedule::OrderedBlock &b : builtin.blocks)
+      blocks.push_back({b.stage, int64_t(b.kind), b.micro});
+  }
+  bool hasW = llvm::any_of(blocks, [](auto &b) { return std::get<1>(b) == 2; });
+  for (auto [s, kind, m] : blocks)
     for (Operation &op : body) {
       auto it = plans.find(&op);
       if (it == plans.end() || isa<tsr::ConstantOp>(op))
         continue;
       OpPlan &p = it->second;
-      if (p.perMicro && p.stage == s && p.backward == backward &&
+      int64_t opKind = (p.kind == 2 && !hasW) ? 1 : p.kind;
+      if (p.perMicro && p.stage == s && opKind == kind &&
           failed(emitInstance(&op, m)))
         return failure();
     }
@@ -685,7 +698,7 @@ LogicalResult Partitioner::finish() {
           return fail(step, "result " + Twine(i) +
                                 " is neither the loss nor a parameter or "
                                 "state with a matching argument");
-        if (argStages.lookup(home) != stageOfRank(r.rank))
+        if (deviceOf(argStages.lookup(home)) != deviceOfRank(r.rank))
           continue;
         want = argLayouts[home];
       }
@@ -723,6 +736,11 @@ LogicalResult Partitioner::run() {
                             "and pp, found '")
              << name.getValue() << "'";
   }
+  if (auto devices =
+          step->getParentOfType<ModuleOp>()->getAttrOfType<DenseI64ArrayAttr>(
+              "dist.stage_devices"))
+    stageDevices.assign(devices.asArrayRef().begin(),
+                        devices.asArrayRef().end());
   auto m = lay::Mesh::create({{"dp", dp}, {"tp", tp}});
   if (!m)
     return step.emitError("dist-partition: ") << m.message();

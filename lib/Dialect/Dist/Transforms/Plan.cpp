@@ -567,7 +567,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       for (const auto &a : spec.assign)
         if (llvm::Regex(a.pattern).match(name)) {
           assignUsed[a.index] = true;
-          if (a.stage < 0 || a.stage >= spec.pp)
+          if (a.stage < 0 || a.stage >= spec.pp * stagesPerDevice)
             return op.emitError("dist-plan: plan entry assign[")
                    << a.index << "] puts '" << name << "' on stage " << a.stage
                    << ", but the mesh has " << spec.pp << " stage(s)";
@@ -632,20 +632,34 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         compact[u] = used.size();
         used.push_back(costs[u]);
       }
-    if (int64_t(used.size()) < spec.pp)
+    int64_t numStages = spec.pp * stagesPerDevice;
+    if (int64_t(used.size()) < numStages)
       return f.emitError("dist-plan: pp=")
-             << spec.pp << " needs at least " << spec.pp
+             << spec.pp
+             << (stagesPerDevice > 1
+                     ? " with " + std::to_string(stagesPerDevice) +
+                           " stages per device"
+                     : std::string())
+             << " needs at least " << numStages
              << " layer groups, but the model has " << used.size()
              << " (embedding, layers, head): a stage would have no work";
-    std::vector<size_t> starts = balance(used, spec.pp);
+    std::vector<size_t> starts = balance(used, numStages);
     auto stageOfUnit = [&](int64_t u) {
       int64_t c = compact[u];
       int64_t s = 0;
-      for (int64_t k = 0; k < spec.pp; ++k)
+      for (int64_t k = 0; k < numStages; ++k)
         if (c >= int64_t(starts[k]))
           s = k;
       return s;
     };
+    if (stagesPerDevice > 1) {
+      SmallVector<int64_t> devices;
+      for (int64_t s = 0; s < numStages; ++s)
+        devices.push_back(vShape ? (s < spec.pp ? s : 2 * spec.pp - 1 - s)
+                                 : s % spec.pp);
+      f->getParentOfType<ModuleOp>()->setAttr(
+          "dist.stage_devices", DenseI64ArrayAttr::get(ctx, devices));
+    }
     // Forward ops: by unit, unless a plan file assigned them.
     llvm::DenseMap<Value, int64_t> stageOf;
     for (auto [i, op] : llvm::enumerate(forward)) {
@@ -729,11 +743,12 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       op->setAttr("dist.stage", IntegerAttr::get(i64, s < 0 ? 0 : s));
     }
     // Every stage must have work.
-    std::vector<bool> busy(spec.pp, false);
+    std::vector<bool> busy(numStages, false);
     for (Operation &op : body)
       if (auto s = op.getAttrOfType<IntegerAttr>("dist.stage"))
-        busy[s.getInt()] = true;
-    for (int64_t s = 0; s < spec.pp; ++s)
+        if (s.getInt() >= 0 && s.getInt() < numStages)
+          busy[s.getInt()] = true;
+    for (int64_t s = 0; s < numStages; ++s)
       if (!busy[s])
         return f.emitError("dist-plan: stage ") << s << " has no work";
     return success();

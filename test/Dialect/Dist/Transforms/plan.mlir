@@ -11,7 +11,7 @@
 // DP: tsr.matmul %{{.*}}, %{{.*}} {dist.batch = "m", dist.split = {m = "dp"}}
 // DP: tsr.relu %{{.*}} {dist.batch = "_0", dist.split = {_0 = "dp"}}
 // DP: tsr.softmax_cross_entropy sum %{{.*}}, %{{.*}} {dist.batch = "n", dist.split = {n = "dp"}}
-// DP: tsr.matmul %{{.*}}, %{{.*}} {dist.batch = "k", dist.split = {k = "dp"}, tsr.backward}
+// DP: tsr.matmul %{{.*}}, %{{.*}} {dist.batch = "k", dist.split = {k = "dp"}, tsr.backward = "/l.1/proj/MatMul"}
 // DP: tsr.sgd_update %arg0, %{{.*}} lr %{{.*}} weight_decay %{{.*}} {tsr.update}
 
 // Megatron-style MLP: the first matmul column-parallel (n), the nonlinearity
@@ -24,7 +24,9 @@
 // PP: dist.micro_batches = 2 : i64
 // PP: tsr.matmul {{.*}}dist.stage = 0 : i64{{.*}} loc("/l.0/fc/MatMul")
 // PP: tsr.matmul {{.*}}dist.stage = 1 : i64{{.*}} loc("/l.1/proj/MatMul")
-// PP: tsr.matmul %{{.*}}, %{{.*}} {dist.batch = "k", dist.stage = 0 : i64, tsr.backward} : (tensor<8x4xf32>
+// The weight gradient of the second matmul goes with it to stage 1.
+// PP: tsr.matmul %{{.*}}, %{{.*}} {dist.batch = "k", dist.stage = 1 : i64, tsr.backward = "/l.1/proj/MatMul"} : (tensor<16x4xf32>
+// PP: tsr.matmul %{{.*}}, %{{.*}} {dist.batch = "k", dist.stage = 0 : i64, tsr.backward = "/l.0/fc/MatMul"} : (tensor<8x4xf32>
 
 // ZeRO-1: the updates split their parameter's first dimension over dp.
 // ZERO: tsr.sgd_update %arg0, %{{.*}} lr %{{.*}} weight_decay %{{.*}} {dist.split = {_0 = "dp"}, tsr.update}

@@ -25,7 +25,9 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     nonlinearity back to its producing matmul and forward to the matmul
     that reduces it), `pp` (stages by layer groups `<name>.<i>` in the op
     names, balanced by FLOPs; the backward follows the forward, parameters
-    and their updates live with their first use) and any product
+    and their updates live with their first use; with `stages-per-device`
+    v > 1 there are p*v virtual stages, listed by device in the module's
+    `dist.stage_devices`) and any product
     (`dp2xtp2xpp2`); or a JSON plan file (docs/plans.md). With `zero1` the
     optimizer updates are split over `dp` (ZeRO-1). An infeasible plan is an
     error naming the op and the plan entry.
@@ -39,6 +41,37 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
            "Micro-batches per step (pipelines and gradient accumulation)">,
     Option<"zero1", "zero1", "bool", /*default=*/"false",
            "Shard optimizer updates and state over dp (ZeRO-1)">,
+    Option<"stagesPerDevice", "stages-per-device", "int64_t",
+           /*default=*/"1",
+           "Virtual pipeline stages per device (2 for interleaved and ZB-V)">,
+    Option<"vShape", "vshape", "bool", /*default=*/"false",
+           "Place virtual stages in a V (ZB-V): stage s and 2p-1-s share a "
+           "device; otherwise round-robin (interleaved)">,
+  ];
+  let dependentDialects = ["::tessera::dist::DistDialect"];
+}
+
+def DistSchedule : Pass<"dist-schedule", "::mlir::ModuleOp"> {
+  let summary = "Order the pipeline's micro-batch blocks";
+  let description = [{
+    Chooses the order in which the blocks of the planned step run: for each
+    (virtual) stage and micro-batch, its forward (F), its backward for the
+    inputs (B) and, for the zero-bubble schedules, its backward for the
+    weights (W: the backward ops of a stage that do not lead to the gradient
+    it sends to the previous stage, marked `dist.weight_grad`). The order
+    comes from the schedule library (include/tessera/Schedule): a built-in
+    schedule (`gpipe`, `1f1b`, `interleaved`, `zb-h1`, `zb-h2`, `zb-v`) or
+    the periodic search (`search`, under `memory-limit` micro-batches of
+    activations per device), with block spans from each block's FLOPs.
+    It is stored as `dist.schedule_order` on the module (`[stage, kind,
+    micro-batch]`, kind 0 = F, 1 = B, 2 = W) and `dist-partition` emits the
+    op instances in that order.
+  }];
+  let options = [
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v or search">,
+    Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
+           "For search: in-flight micro-batches per device (0: 2 x stages)">,
   ];
   let dependentDialects = ["::tessera::dist::DistDialect"];
 }
@@ -67,7 +100,7 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "Pipeline schedule of the micro-batches: gpipe or 1f1b">,
+           "Without dist-schedule's order: gpipe or 1f1b">,
   ];
   let dependentDialects = ["::tessera::dist::DistDialect",
                            "::tessera::tsr::TsrDialect",

@@ -1,0 +1,177 @@
+//===- Schedule.cpp - order the pipeline's micro-batch blocks -------------===//
+//
+// The blocks of a planned step are its (virtual) stages' forward (F),
+// backward for the inputs (B) and, for the zero-bubble schedules, backward
+// for the weights (W) on each micro-batch. B of a stage is what the
+// previous stage waits for: the backward ops that lead to a value sent to
+// an earlier stage; the rest of the stage's backward (weight gradients) is
+// W and may run later. The order comes from the schedule library, with
+// spans from the blocks' FLOPs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/Dist/IR/DistAttrs.h"
+#include "tessera/Dialect/Dist/Transforms/Passes.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Schedule/PipelineOrder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <cmath>
+
+namespace tessera {
+namespace dist {
+#define GEN_PASS_DEF_DISTSCHEDULE
+#include "tessera/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace dist
+} // namespace tessera
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::dist;
+
+namespace {
+
+int64_t stageOf(Operation *op) {
+  auto s = op->getAttrOfType<IntegerAttr>("dist.stage");
+  return s ? s.getInt() : 0;
+}
+
+double flopsOf(Operation *op) {
+  if (auto mm = dyn_cast<tsr::MatmulOp>(op))
+    return 2.0 * double(mm.getType().getNumElements()) *
+           double(mm.getLhs().getType().getShape().back());
+  double n = 0;
+  for (Type t : op->getResultTypes())
+    if (auto r = dyn_cast<RankedTensorType>(t))
+      n += double(r.getNumElements());
+  return n;
+}
+
+struct DistSchedulePass
+    : public dist::impl::DistScheduleBase<DistSchedulePass> {
+  using DistScheduleBase::DistScheduleBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    auto mesh = module->getAttrOfType<MeshAttr>("dist.mesh");
+    if (!mesh) {
+      module.emitError("dist-schedule: the module has no dist.mesh (run "
+                       "dist-plan first)");
+      return signalPassFailure();
+    }
+    int64_t pp = 1;
+    if (auto axis = mesh.axisIndex("pp"))
+      pp = mesh.getSizes()[*axis];
+    int64_t micro = 1;
+    if (auto m = module->getAttrOfType<IntegerAttr>("dist.micro_batches"))
+      micro = m.getInt();
+    int64_t stages = pp;
+    bool vShape = false;
+    if (auto devices =
+            module->getAttrOfType<DenseI64ArrayAttr>("dist.stage_devices")) {
+      stages = devices.size();
+      vShape = stages == 2 * pp && pp > 1 && devices[pp] == pp - 1;
+    }
+    bool zeroBubble = StringRef(schedule).starts_with("zb");
+    bool splitW = zeroBubble || schedule == "search";
+
+    // F, B and W FLOPs per stage (over every training step), and the W
+    // marks.
+    std::vector<double> f(stages, 0), bw(stages, 0), w(stages, 0);
+    for (auto fn : module.getOps<func::FuncOp>()) {
+      if (!fn.getSymName().starts_with("train_step_"))
+        continue;
+      Block &body = fn.getBody().front();
+      // B: backward ops that lead to a value consumed on an earlier stage.
+      llvm::DenseSet<Operation *> inB;
+      SmallVector<Operation *> work;
+      for (Operation &op : body) {
+        if (!op.hasAttr("tsr.backward"))
+          continue;
+        for (Value r : op.getResults())
+          for (Operation *user : r.getUsers())
+            if (user->hasAttr("dist.stage") && stageOf(user) < stageOf(&op))
+              work.push_back(&op);
+      }
+      while (!work.empty()) {
+        Operation *op = work.pop_back_val();
+        if (!inB.insert(op).second)
+          continue;
+        for (Value v : op->getOperands())
+          if (Operation *d = v.getDefiningOp())
+            if (d->hasAttr("tsr.backward") && stageOf(d) == stageOf(op))
+              work.push_back(d);
+      }
+      for (Operation &op : body) {
+        if (isa<func::ReturnOp>(op))
+          continue;
+        int64_t s = stageOf(&op);
+        if (s >= stages)
+          continue;
+        op.removeAttr("dist.weight_grad");
+        if (!op.hasAttr("tsr.backward")) {
+          if (!op.hasAttr("tsr.update"))
+            f[s] += flopsOf(&op);
+        } else if (splitW && !inB.contains(&op)) {
+          op.setAttr("dist.weight_grad", UnitAttr::get(ctx));
+          w[s] += flopsOf(&op);
+        } else {
+          bw[s] += flopsOf(&op);
+        }
+      }
+    }
+    // Integer spans relative to the smallest forward block.
+    double unit = std::numeric_limits<double>::infinity();
+    for (double x : f)
+      if (x > 0)
+        unit = std::min(unit, x);
+    if (!std::isfinite(unit))
+      unit = 1;
+    auto span = [&](double x) {
+      return std::max<int64_t>(1, std::min<int64_t>(8, std::llround(x / unit)));
+    };
+    double fMax = *std::max_element(f.begin(), f.end());
+    double bMax = *std::max_element(bw.begin(), bw.end());
+    double wMax = *std::max_element(w.begin(), w.end());
+    schedule::PipelineSpec spec;
+    spec.stages = pp;
+    spec.chunks = stages / pp;
+    spec.vShape = vShape;
+    spec.forwardSpan = span(fMax);
+    spec.backwardSpan = span(bMax);
+    spec.weightSpan = splitW ? span(wMax) : 0;
+    if (auto method = schedule::parseBuiltinMethod(schedule)) {
+      schedule::PipelineSpec wanted = schedule::normalizeSpec(*method, spec);
+      if (wanted.chunks != spec.chunks || wanted.vShape != spec.vShape) {
+        module.emitError("dist-schedule: ")
+            << schedule << " needs " << wanted.chunks
+            << " virtual stage(s) per device"
+            << (wanted.vShape ? " placed in a V" : "") << ", but the plan has "
+            << spec.chunks << " (plan with dist-plan's stages-per-device"
+            << (wanted.vShape ? " and vshape" : "") << ")";
+        return signalPassFailure();
+      }
+    }
+    std::optional<int64_t> limit;
+    if (schedule == "search")
+      limit = memoryLimit > 0 ? int64_t(memoryLimit) : 2 * stages;
+    schedule::PipelineOrder order =
+        schedule::pipelineOrder(schedule, spec, micro, limit);
+    if (!order.error.empty()) {
+      module.emitError("dist-schedule: ") << schedule << ": " << order.error;
+      return signalPassFailure();
+    }
+    SmallVector<Attribute> blocks;
+    for (const schedule::OrderedBlock &b : order.blocks)
+      blocks.push_back(DenseI64ArrayAttr::get(
+          ctx, {b.stage, int64_t(b.kind), int64_t(b.micro)}));
+    module->setAttr("dist.schedule", StringAttr::get(ctx, schedule));
+    module->setAttr("dist.schedule_order", ArrayAttr::get(ctx, blocks));
+  }
+};
+
+} // namespace
