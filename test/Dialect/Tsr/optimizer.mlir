@@ -2,7 +2,6 @@
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw | FileCheck %s --check-prefix=ADAMW
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer="optimizer=sgd clip-norm=1.0" | FileCheck %s --check-prefix=SGD
 // RUN: not tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=lion 2>&1 | FileCheck %s --check-prefix=BADOPT
-// RUN: not tessera-opt %s -tsr-autodiff -tsr-optimizer=micro-batches=2 2>&1 | FileCheck %s --check-prefix=MICRO
 // RUN: not tessera-opt %s -tsr-optimizer 2>&1 | FileCheck %s --check-prefix=NOGRAD
 
 func.func @model(%w: tensor<8x4xf32> {tsr.param = "w"}, %x: tensor<2x8xf32> {tsr.input = "x"},
@@ -36,5 +35,4 @@ func.func @model(%w: tensor<8x4xf32> {tsr.param = "w"}, %x: tensor<2x8xf32> {tsr
 // SGD: tsr.sgd_update %arg0, %[[C]] lr %{{.*}} weight_decay %{{.*}} {tsr.update} : tensor<8x4xf32>
 
 // BADOPT: error: tsr-optimizer: unknown optimizer 'lion' (expected adamw or sgd)
-// MICRO: error: tsr-optimizer: micro-batches=2 needs the gradient function specialised to the micro-batch
 // NOGRAD: error: tsr-optimizer: no function with tsr.grad results (run tsr-autodiff first)

@@ -1,8 +1,9 @@
 //===- Optimizer.cpp - the whole training step ----------------------------===//
 //
-// Wraps the gradient function in a training step: gradient accumulation
-// over micro-batches, optional clipping by global norm, and the SGD or
-// AdamW update, with hyperparameters as run-time arguments.
+// Wraps the gradient function in a training step: optional clipping by
+// global norm and the SGD or AdamW update, with hyperparameters as run-time
+// arguments. (Gradient accumulation over micro-batches is dist-partition's
+// micro-batch axis.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,14 +32,6 @@ Value scalarF32(OpBuilder &b, Location loc, double v) {
   return ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, float(v)));
 }
 
-/// A rank-0 constant with `like`'s element type.
-Value scalarLike(OpBuilder &b, Location loc, Value like, double v) {
-  Type e = cast<RankedTensorType>(like.getType()).getElementType();
-  auto t = RankedTensorType::get({}, e);
-  return ConstantOp::create(
-      b, loc, t, DenseElementsAttr::get(t, FloatAttr::get(e, v).getValue()));
-}
-
 /// Converts a rank-0 f32 hyperparameter to `like`'s element type.
 Value hyperLike(OpBuilder &b, Location loc, Value hyper, Value like) {
   Type e = cast<RankedTensorType>(like.getType()).getElementType();
@@ -54,12 +47,6 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     if (optimizer != "adamw" && optimizer != "sgd") {
       getOperation().emitError("tsr-optimizer: unknown optimizer '")
           << optimizer << "' (expected adamw or sgd)";
-      return signalPassFailure();
-    }
-    if (microBatches < 1) {
-      getOperation().emitError("tsr-optimizer: micro-batches must be >= 1, "
-                               "found ")
-          << microBatches.getValue();
       return signalPassFailure();
     }
     func::FuncOp grad = findGradFn();
@@ -123,24 +110,6 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     if (grad.getNumResults() != params.size() + 1)
       return grad.emitError("expects the loss and one gradient per parameter "
                             "as results");
-    // The gradient function is specialised to the model's batch; a call on
-    // a micro-batch needs it re-specialised to the smaller batch, which the
-    // partitioner does (dist-partition splits the batch dimension through
-    // the annotations). Until then only micro-batches=1 is accepted here.
-    if (microBatches > 1)
-      return grad.emitError("tsr-optimizer: micro-batches=")
-             << microBatches.getValue()
-             << " needs the gradient function specialised to the "
-                "micro-batch (not implemented yet); use micro-batches=1";
-    for (const Arg &in : inputs) {
-      auto t = cast<RankedTensorType>(in.type);
-      if (t.getRank() == 0 || t.getDimSize(0) % microBatches != 0)
-        return grad.emitError("input ")
-               << in.name << " of shape " << t << " cannot be split into "
-               << microBatches.getValue()
-               << " micro-batches along its first dimension";
-    }
-
     // The training step's signature.
     SmallVector<Type> argTypes;
     SmallVector<DictionaryAttr> argAttrs;
@@ -224,46 +193,19 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
       hyper[h] = entry->getArgument(next++);
     Value stepValue = entry->getArgument(next++);
 
-    // Gradient accumulation over micro-batches.
-    Value lossSum;
-    SmallVector<Value> gradSums(params.size());
-    for (int64_t mb = 0; mb < microBatches; ++mb) {
-      SmallVector<Value> callArgs(grad.getNumArguments());
-      for (auto [i, p] : llvm::enumerate(params))
-        callArgs[p.index] = paramValues[i];
-      for (auto [i, p] : llvm::enumerate(frozen))
-        callArgs[p.index] = frozenValues[i];
-      for (auto [i, in] : llvm::enumerate(inputs)) {
-        Value v = inputValues[i];
-        if (microBatches > 1) {
-          auto t = cast<RankedTensorType>(in.type);
-          int64_t rows = t.getDimSize(0) / microBatches;
-          SmallVector<int64_t> starts(t.getRank(), 0), limits(t.getShape()),
-              steps(t.getRank(), 1);
-          starts[0] = mb * rows;
-          limits[0] = (mb + 1) * rows;
-          v = SliceOp::create(b, loc, v, starts, limits, steps);
-        }
-        callArgs[in.index] = v;
-      }
-      auto call = func::CallOp::create(b, loc, grad, callArgs);
-      Value loss = call.getResult(0);
-      lossSum =
-          lossSum ? AddOp::create(b, loc, lossSum, loss).getResult() : loss;
-      for (size_t i = 0; i < params.size(); ++i) {
-        Value g = call.getResult(i + 1);
-        gradSums[i] =
-            gradSums[i] ? AddOp::create(b, loc, gradSums[i], g).getResult() : g;
-      }
-    }
-    Value loss = lossSum;
-    SmallVector<Value> grads = gradSums;
-    if (microBatches > 1) {
-      loss = MulOp::create(b, loc, loss,
-                           scalarLike(b, loc, loss, 1.0 / microBatches));
-      for (Value &g : grads)
-        g = MulOp::create(b, loc, g, scalarLike(b, loc, g, 1.0 / microBatches));
-    }
+    // The gradients of the whole batch.
+    SmallVector<Value> callArgs(grad.getNumArguments());
+    for (auto [i, p] : llvm::enumerate(params))
+      callArgs[p.index] = paramValues[i];
+    for (auto [i, p] : llvm::enumerate(frozen))
+      callArgs[p.index] = frozenValues[i];
+    for (auto [i, in] : llvm::enumerate(inputs))
+      callArgs[in.index] = inputValues[i];
+    auto call = func::CallOp::create(b, loc, grad, callArgs);
+    Value loss = call.getResult(0);
+    SmallVector<Value> grads;
+    for (size_t i = 0; i < params.size(); ++i)
+      grads.push_back(call.getResult(i + 1));
 
     // Clipping by global norm, as torch.nn.utils.clip_grad_norm_.
     if (clipNorm > 0) {

@@ -60,14 +60,16 @@ def TsrOptimizer : Pass<"tsr-optimizer", "::mlir::ModuleOp"> {
         (params, optimizer state, data inputs, hyperparameters, step)
             -> (loss, new params, new state)
 
-    The data inputs are split along their first (batch) dimension into
-    `micro-batches` pieces; the gradient function is called on each and the
-    losses and gradients are averaged (gradient accumulation). With
-    `clip-norm` > 0 the gradients are scaled as torch's clip_grad_norm_
-    does: by min(1, clip / (global norm + 1e-6)). The update is SGD
-    (`tsr.sgd_update`) or AdamW (`tsr.adamw_update`, with moments `m` and
-    `v` per parameter). Hyperparameters are rank-0 arguments (`tsr.hyper`)
-    so the emitted program reads them from its command line.
+    With `clip-norm` > 0 the gradients are scaled as torch's
+    clip_grad_norm_ does: by min(1, clip / (global norm + 1e-6)). The update
+    is SGD (`tsr.sgd_update`) or AdamW (`tsr.adamw_update`, with moments `m`
+    and `v` per parameter). Hyperparameters are rank-0 arguments
+    (`tsr.hyper`) so the emitted program reads them from its command line.
+
+    Gradient accumulation over micro-batches is not a loop here: it is the
+    micro-batch axis of `dist-partition` (which also serves pipeline
+    micro-batches), so `tessera-compile --micro-batches M` accumulates on one
+    device too, with the same result as the whole batch.
 
     The clipping and update ops are marked `tsr.update`.
 
@@ -79,8 +81,6 @@ def TsrOptimizer : Pass<"tsr-optimizer", "::mlir::ModuleOp"> {
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
            "adamw or sgd">,
-    Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
-           "Micro-batches per step (gradient accumulation)">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
            "Clip gradients to this global norm (0: no clipping)">,
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",
