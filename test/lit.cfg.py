@@ -1,6 +1,8 @@
 # lit configuration of Tessera's FileCheck tests (.mlir, .test). The GoogleTest
 # executables run through test/Unit/lit.cfg.py.
 import os
+import shutil
+import subprocess
 import sys
 
 import lit.formats
@@ -24,6 +26,13 @@ llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(bin_dir, t))], [bin_dir])
 if os.path.exists(os.path.join(bin_dir, "tessera-interp")):
     config.available_features.add("tessera-interp")
+# The CUDA runtime was built (nvcc found): its programs compile and link
+# here; they run only where there is a GPU (cuda-gpu).
+if os.path.exists(os.path.join(bin_dir, "TesseraCudaNoGpuProgram")):
+    config.available_features.add("cuda-toolkit")
+if shutil.which("nvidia-smi") and subprocess.run(
+        ["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+    config.available_features.add("cuda-gpu")
 
 config.substitutions.append(("%tessera_src", config.tessera_src_root))
 # lit runs under Debian's python3, which has numpy, torch and onnx.

@@ -18,6 +18,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <unistd.h>
 
 namespace tessera {
@@ -82,8 +83,15 @@ const StepProgram &selectStep(const Program &program,
 /// The Param tensors from the weights file, checked against the specs.
 std::map<std::string, Tensor> loadParams(const StepProgram &step,
                                          const std::string &path) {
+  // Only this rank's parameters are read: the others would raise the rank's
+  // peak memory above what its step needs.
+  std::set<std::string> mine;
+  for (const ValueSpec &spec : step.args)
+    if (spec.role == Role::Param)
+      mine.insert(spec.name);
   std::map<std::string, Tensor> file;
-  for (auto &entry : readSafetensors(path))
+  for (auto &entry : readSafetensors(
+           path, [&](const std::string &name) { return mine.count(name); }))
     file[entry.first] = entry.second;
   std::map<std::string, Tensor> params;
   for (const ValueSpec &spec : step.args) {
@@ -101,7 +109,7 @@ std::map<std::string, Tensor> loadParams(const StepProgram &step,
       throw Error(path + ": parameter '" + spec.name + "' has dtype " +
                   dtypeName(t.dtype()) + ", the program expects " +
                   dtypeName(spec.dtype));
-    params[spec.name] = cast(t, spec.dtype);
+    params[spec.name] = cast(toDevice(t), spec.dtype);
   }
   return params;
 }
@@ -144,7 +152,11 @@ struct Entry {
 NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
   int me = static_cast<int>(worldRank()), n = static_cast<int>(worldSize());
   std::string meta;
-  for (const auto &entry : mine) {
+  // MPI moves host memory: GPU tensors are copied back first.
+  NamedTensors hostMine;
+  for (const auto &entry : mine)
+    hostMine.push_back({entry.first, toHost(entry.second)});
+  for (const auto &entry : hostMine) {
     appendInt(meta, static_cast<int64_t>(entry.first.size()));
     meta += entry.first;
     appendInt(meta, static_cast<int64_t>(entry.second.dtype()));
@@ -231,7 +243,7 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
     for (size_t i = 0; i < mine.size(); ++i) {
       if (!myWants[i])
         continue;
-      const Tensor &t = mine[i].second;
+      const Tensor &t = hostMine[i].second;
       if (t.numel() > INT32_MAX)
         throw Error(what + ": '" + mine[i].first + "' is too large to send");
       mpi::check(MPI_Send(t.rawData(), static_cast<int>(t.numel()),
@@ -248,7 +260,7 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
       if (!wanted[wantDispls[r] + i])
         continue;
       const Entry &e = entries[r][i];
-      Tensor t(e.shape, e.dtype);
+      Tensor t(e.shape, e.dtype, Device::host);
       mpi::check(MPI_Recv(t.rawData(), static_cast<int>(t.numel()),
                           mpi::datatype(e.dtype), r, kGatherTag, MPI_COMM_WORLD,
                           MPI_STATUS_IGNORE),
@@ -260,7 +272,7 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
   NamedTensors merged;
   for (const auto &[r, i] : order)
     merged.push_back(
-        {entries[r][i].name, r == 0 ? mine[i].second : received[r][i]});
+        {entries[r][i].name, r == 0 ? hostMine[i].second : received[r][i]});
   return merged;
 }
 
@@ -272,6 +284,7 @@ struct RankReport {
   int64_t peakBytes = 0;
   std::optional<double> loss;
   int64_t tokens = 0;
+  std::vector<int64_t> peakBytesPerRank; ///< on rank 0
 };
 RankReport gatherReport(const RankReport &mine, const std::string &what) {
   constexpr int kFields = 4;
@@ -289,6 +302,7 @@ RankReport gatherReport(const RankReport &mine, const std::string &what) {
     const double *field = &all[kFields * r];
     report.peakBytes =
         std::max(report.peakBytes, static_cast<int64_t>(field[0]));
+    report.peakBytesPerRank.push_back(static_cast<int64_t>(field[0]));
     if (!report.loss && field[1] != 0)
       report.loss = field[2];
     report.tokens = std::max(report.tokens, static_cast<int64_t>(field[3]));
@@ -317,7 +331,8 @@ void dumpGradients(const Program &program,
       args.push_back(it->second);
     } else if (spec.role == Role::Input) {
       args.push_back(
-          cast(spec.name == "idx" ? batch.first : batch.second, spec.dtype));
+          cast(toDevice(spec.name == "idx" ? batch.first : batch.second),
+               spec.dtype));
     } else {
       throw Error("--dump-grads: unexpected argument '" + spec.name +
                   "' of the gradient step");
@@ -388,6 +403,9 @@ int run(int argc, char **argv, const Program &program) {
   // user chose otherwise through OpenBLAS's own variable.
   if (!std::getenv("OPENBLAS_NUM_THREADS"))
     setBlasThreads(1);
+  // The device before anything is loaded onto it (and before the data, so
+  // that a machine without a GPU says so first).
+  initDevice();
 
   // Data first: its errors are the cheapest to report.
   const ValueSpec *idxSpec = findSpec(step.args, Role::Input, "idx");
@@ -450,7 +468,8 @@ int run(int argc, char **argv, const Program &program) {
         break;
       case Role::Input:
         args.push_back(
-            cast(spec.name == "idx" ? batch.first : batch.second, spec.dtype));
+            cast(toDevice(spec.name == "idx" ? batch.first : batch.second),
+                 spec.dtype));
         break;
       case Role::Hyper:
         args.push_back(hypers.at(spec.name));
@@ -464,6 +483,9 @@ int run(int argc, char **argv, const Program &program) {
         break;
       }
     }
+    // A rank whose step takes neither the tokens nor the targets (a middle
+    // pipeline stage) does not hold them during the step.
+    batch = {};
     results.assign(step.results.size(), Tensor());
     step.fn(args, results);
     args.clear(); // drop the old parameters before the next step
@@ -493,6 +515,9 @@ int run(int argc, char **argv, const Program &program) {
       }
     }
     results.clear();
+    // The step's GPU work is queued asynchronously: wait for it, so that the
+    // step time is real and a kernel's deferred error names this step.
+    synchronize();
     int64_t tokens = B * T;
     if (multi) {
       waitSends();
@@ -500,6 +525,7 @@ int run(int argc, char **argv, const Program &program) {
                                        "step " + std::to_string(i));
       m.loss = report.loss;
       m.peakBytes = report.peakBytes;
+      m.peakBytesPerRank = report.peakBytesPerRank;
       tokens = report.tokens;
     } else {
       m.peakBytes = peakBytes();

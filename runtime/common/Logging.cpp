@@ -28,7 +28,14 @@ std::string stepJson(const StepMetrics &m) {
   s += m.loss ? number(*m.loss, "%.17g") : "null";
   s += ", \"tokens_per_s\": " + number(m.tokensPerSecond, "%.6g");
   s += ", \"elapsed_s\": " + number(m.elapsedSeconds, "%.6g");
-  s += ", \"peak_bytes\": " + std::to_string(m.peakBytes) + "}";
+  s += ", \"peak_bytes\": " + std::to_string(m.peakBytes);
+  if (!m.peakBytesPerRank.empty()) {
+    s += ", \"peak_bytes_per_rank\": [";
+    for (size_t r = 0; r < m.peakBytesPerRank.size(); ++r)
+      s += (r ? ", " : "") + std::to_string(m.peakBytesPerRank[r]);
+    s += "]";
+  }
+  s += "}";
   return s;
 }
 

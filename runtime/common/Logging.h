@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tessera {
 namespace rt {
@@ -18,6 +19,9 @@ struct StepMetrics {
   double tokensPerSecond = 0; ///< this step's tokens over its wall time
   double elapsedSeconds = 0;  ///< since the first step started
   int64_t peakBytes = 0;
+  /// With several ranks: each rank's peak (peakBytes is their maximum), so
+  /// that the compiler's per-rank memory prediction can be checked.
+  std::vector<int64_t> peakBytesPerRank;
   double flopsPerSecond = 0; ///< 0: unknown (no Program::flopsPerStep)
 };
 

@@ -80,7 +80,8 @@ int64_t nonNegativeInt(const OrderedJson &v, const std::string &path,
 
 } // namespace
 
-SafetensorsContents readSafetensorsWithMetadata(const std::string &path) {
+SafetensorsContents readSafetensorsWithMetadata(const std::string &path,
+                                                const TensorFilter &wanted) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     bad(path, std::string("cannot open: ") + std::strerror(errno));
@@ -162,8 +163,12 @@ SafetensorsContents readSafetensorsWithMetadata(const std::string &path) {
                     " in the " + std::to_string(dataLen) +
                     " data bytes (truncated file?)");
     spans.push_back({begin, end});
+    if (wanted && !wanted(name))
+      continue;
     begins.push_back(begin);
-    contents.tensors.push_back({name, Tensor(shape, dtype)});
+    // Host tensors: the file is read into them directly (a GPU backend's
+    // caller moves them with toDevice).
+    contents.tensors.push_back({name, Tensor(shape, dtype, Device::host)});
   }
   // Tensors must tile the data exactly, as the reference reader demands.
   std::vector<std::pair<int64_t, int64_t>> sorted = spans;
@@ -197,8 +202,8 @@ SafetensorsContents readSafetensorsWithMetadata(const std::string &path) {
 }
 
 std::vector<std::pair<std::string, Tensor>>
-readSafetensors(const std::string &path) {
-  return readSafetensorsWithMetadata(path).tensors;
+readSafetensors(const std::string &path, const TensorFilter &wanted) {
+  return readSafetensorsWithMetadata(path, wanted).tensors;
 }
 
 void writeSafetensors(const std::string &path,
@@ -213,6 +218,9 @@ void writeSafetensors(const std::string &path,
   }
   std::set<std::string> seen;
   int64_t offset = 0;
+  // GPU tensors are copied to the host first (toHost is free for the
+  // others).
+  std::vector<Tensor> hostData;
   for (const auto &entry : named) {
     const std::string &name = entry.first;
     const Tensor &t = entry.second;
@@ -226,6 +234,7 @@ void writeSafetensors(const std::string &path,
                     {"shape", t.shape()},
                     {"data_offsets", {offset, offset + t.nbytes()}}};
     offset += t.nbytes();
+    hostData.push_back(toHost(t));
   }
   std::string text = header.dump();
   text.append((8 - (8 + text.size()) % 8) % 8, ' ');
@@ -244,10 +253,9 @@ void writeSafetensors(const std::string &path,
       lenBytes[i] = static_cast<unsigned char>(len >> (8 * i));
     out.write(reinterpret_cast<const char *>(lenBytes), 8);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto &entry : named)
-      if (entry.second.nbytes())
-        out.write(static_cast<const char *>(entry.second.rawData()),
-                  entry.second.nbytes());
+    for (const Tensor &t : hostData)
+      if (t.nbytes())
+        out.write(static_cast<const char *>(t.rawData()), t.nbytes());
     out.flush();
     if (!out)
       bad(path, "write failed");

@@ -40,7 +40,9 @@ std::pair<Tensor, Tensor> TokenData::batch(int64_t step, int64_t B,
     throw Error(path_ + ": " + std::to_string(size()) +
                 " tokens are too few for sequences of " + std::to_string(T) +
                 " (need at least " + std::to_string(T + 2) + ")");
-  Tensor idx({B, T}, DType::i64), targets({B, T}, DType::i64);
+  // Host tensors, filled here; the driver moves them with toDevice.
+  Tensor idx({B, T}, DType::i64, Device::host),
+      targets({B, T}, DType::i64, Device::host);
   int64_t *pi = idx.data<int64_t>(), *pt = targets.data<int64_t>();
   for (int64_t j = 0; j < B; ++j) {
     // ((step*B + j) * T) mod modulus, reduced first so it cannot overflow.

@@ -99,6 +99,12 @@ Storage::Storage(int64_t bytes) : bytes(bytes) {
   if (bytes > 0)
     ptr = allocator().allocate(bytes);
 }
+Storage::Storage(int64_t bytes, Device device) : bytes(bytes) {
+  if (device != Device::host)
+    throw Error("GPU storage needs the CUDA runtime (TesseraRuntimeCuda)");
+  if (bytes > 0)
+    ptr = allocator().allocate(bytes);
+}
 Storage::~Storage() {
   if (ptr)
     allocator().deallocate(ptr, bytes);

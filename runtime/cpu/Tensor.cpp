@@ -40,6 +40,10 @@ int64_t dtypeSize(DType dtype) {
   return 0;
 }
 
+const char *deviceName(Device device) {
+  return device == Device::cuda ? "cuda" : "host";
+}
+
 bool isFloat(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
 std::string shapeToString(const Shape &shape) {
@@ -72,6 +76,31 @@ Tensor::Tensor(Shape shape, DType dtype)
     throw Error("tensor of shape " + shapeToString(shape_) + " is too large");
   storage_ = std::make_shared<detail::Storage>(numel_ * elt);
 }
+
+Tensor::Tensor(Shape shape, DType dtype, Device device)
+    : Tensor(std::move(shape), dtype) {
+  if (device != Device::host)
+    throw Error(std::string("a ") + deviceName(device) +
+                " tensor needs the CUDA runtime (TesseraRuntimeCuda); this "
+                "program links the CPU runtime");
+}
+
+Device Tensor::device() const { return device_; }
+
+void *Tensor::deviceData() {
+  throw Error("deviceData() of a host tensor (the CPU runtime has no others)");
+}
+
+const void *Tensor::deviceData() const {
+  throw Error("deviceData() of a host tensor (the CPU runtime has no others)");
+}
+
+// The CPU backend's hooks: everything already lives on the host.
+Device defaultDevice() { return Device::host; }
+void initDevice() {}
+Tensor toDevice(const Tensor &x) { return x; }
+Tensor toHost(const Tensor &x) { return x; }
+void synchronize() {}
 
 const Shape &Tensor::shape() const { return shape_; }
 DType Tensor::dtype() const { return dtype_; }

@@ -9,6 +9,7 @@
 
 #include "tessera/runtime/Tensor.h"
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -20,9 +21,12 @@ namespace rt {
 /// safetensors (https://huggingface.co/docs/safetensors): 8-byte LE header
 /// length, JSON header, raw LE data. Names are kept exactly, in the order of
 /// the header. dtypes F32, F64, I32, I64, BOOL; a truncated or inconsistent
-/// file throws an Error naming the file and what is wrong.
+/// file throws an Error naming the file and what is wrong. With `wanted`,
+/// only the tensors it accepts are read into memory (the whole header is
+/// still checked): a rank loads its own parameters, not the model.
+using TensorFilter = std::function<bool(const std::string &name)>;
 std::vector<std::pair<std::string, Tensor>>
-readSafetensors(const std::string &path);
+readSafetensors(const std::string &path, const TensorFilter &wanted = nullptr);
 void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, Tensor>> &named);
 
@@ -31,7 +35,9 @@ struct SafetensorsContents {
   std::vector<std::pair<std::string, Tensor>> tensors;
   std::map<std::string, std::string> metadata;
 };
-SafetensorsContents readSafetensorsWithMetadata(const std::string &path);
+SafetensorsContents
+readSafetensorsWithMetadata(const std::string &path,
+                            const TensorFilter &wanted = nullptr);
 void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, Tensor>> &named,
                       const std::map<std::string, std::string> &metadata);

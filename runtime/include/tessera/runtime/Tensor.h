@@ -36,6 +36,14 @@ enum class DType { f32, f64, i32, i64, i1 };
 
 using Shape = std::vector<int64_t>;
 
+/// Where a tensor's storage lives. The CPU backend (TesseraRuntime) has host
+/// tensors only. The CUDA backend (TesseraRuntimeCuda) puts op results and
+/// constants in GPU memory and uses host tensors only where host code fills
+/// or reads them: files, token data, the driver's MPI messages.
+enum class Device { host, cuda };
+/// "host", "cuda".
+const char *deviceName(Device device);
+
 /// "f32", "f64", "i32", "i64", "i1".
 const char *dtypeName(DType dtype);
 /// Bytes per element (i1: 1).
@@ -51,7 +59,9 @@ namespace detail {
 struct Storage {
   void *ptr = nullptr;
   int64_t bytes = 0;
-  explicit Storage(int64_t bytes);
+  Device device = Device::host;
+  explicit Storage(int64_t bytes); ///< host memory
+  Storage(int64_t bytes, Device device);
   ~Storage();
   Storage(const Storage &) = delete;
   Storage &operator=(const Storage &) = delete;
@@ -63,7 +73,9 @@ struct Storage {
 class Tensor {
 public:
   Tensor() = default;
-  Tensor(Shape shape, DType dtype); ///< uninitialised storage
+  /// Uninitialised storage on defaultDevice() (the backend's device).
+  Tensor(Shape shape, DType dtype);
+  Tensor(Shape shape, DType dtype, Device device);
 
   const Shape &shape() const;
   DType dtype() const;
@@ -73,13 +85,19 @@ public:
   int64_t dim(int64_t i) const;
   /// False for a default-constructed Tensor and after release().
   bool defined() const;
-  /// T must match dtype(): float (f32), double (f64), int32_t (i32),
-  /// int64_t (i64), uint8_t (i1); anything else throws.
+  Device device() const;
+  /// Host memory. T must match dtype(): float (f32), double (f64), int32_t
+  /// (i32), int64_t (i64), uint8_t (i1); anything else throws, and so does a
+  /// Device::cuda tensor (host code must not touch GPU memory: toHost it).
   template <typename T> T *data();
   template <typename T> const T *data() const;
-  /// Untyped access for dtype-generic kernels (copies, gathers).
+  /// Untyped host access for dtype-generic kernels (copies, gathers).
   void *rawData();
   const void *rawData() const;
+  /// GPU memory of a Device::cuda tensor, for the CUDA backend's kernels;
+  /// throws on a host tensor.
+  void *deviceData();
+  const void *deviceData() const;
   int64_t nbytes() const;
   /// Drops this handle's reference to the storage now (the emitted code
   /// calls it after a value's last use, so memory follows the liveness of
@@ -93,6 +111,7 @@ private:
   std::shared_ptr<detail::Storage> storage_;
   Shape shape_;
   DType dtype_ = DType::f32;
+  Device device_ = Device::host;
   int64_t numel_ = 0;
 };
 
@@ -115,6 +134,29 @@ AllocatorStats allocatorStats();
 /// Returns every cached block to the system.
 void emptyCache();
 
+//===----------------------------------------------------------------------===//
+// Backend hooks (the driver's; no-ops on the CPU backend)
+//===----------------------------------------------------------------------===//
+
+/// The device of Tensor(shape, dtype), of the constants below and of op
+/// results: host on the CPU backend, cuda on the CUDA backend.
+Device defaultDevice();
+/// Selects and sets up the device (CUDA: the GPU of LOCAL_RANK, or of the
+/// MPI local rank; streams, cuBLASLt, the NCCL world communicator when MPI
+/// runs several ranks). Throws Error("no CUDA device: ...") without a GPU.
+/// runMain calls it once before it loads anything; without it, the CUDA
+/// backend sets up device 0 on first use.
+void initDevice();
+/// x on defaultDevice() (x itself when it is there already).
+Tensor toDevice(const Tensor &x);
+/// x in host memory (x itself when it is there already).
+Tensor toHost(const Tensor &x);
+/// Waits for the device's queued work and reports its deferred errors (an
+/// out-of-range index found by a GPU kernel) as Error.
+void synchronize();
+
+// Constants are on defaultDevice(); toDoubles, item and clone accept tensors
+// on either device (clone keeps the device).
 Tensor full(const Shape &shape, DType dtype, double value);
 Tensor zeros(const Shape &shape, DType dtype);
 /// A rank-0 tensor.

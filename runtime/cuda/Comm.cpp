@@ -1,0 +1,679 @@
+//===- Comm.cpp - collectives and point to point over NCCL ----------------===//
+//
+// The CUDA backend of Comm.h, and of the MPI start-up that Mpi.h declares
+// (the driver's multi-rank mode is the same on both backends).
+//
+// Bootstrap: MPI carries only host-side metadata. A communicator per rank
+// list is an NCCL communicator whose ncclUniqueId the list's first rank
+// creates and sends to the others over MPI point to point (so creating one
+// involves the group's ranks only, as MPI_Comm_create_group does on the CPU
+// backend); it is cached. Point to point uses one NCCL communicator over
+// the whole world, created by initDevice when MPI runs several ranks.
+//
+// Streams: collectives run on the communication stream, send/recv on a
+// third (p2p) stream. Before an operation, the
+// communication stream waits for an event recorded on the compute stream
+// (the operand is ready); after it, the compute stream waits for an event
+// recorded on the communication stream (the result is ready before any
+// kernel reads it, and a buffer the caching allocator hands out again is no
+// longer being read or written by NCCL). The host never blocks except in
+// recv's header exchange and in waitSends.
+//
+// Differences from the MPI backend: NCCL chooses its reduction order (every
+// rank gets the same result, but not necessarily the serial left fold);
+// i1 sums are reduced as max (logical or) and i1 min as min (logical and);
+// float max/min do not promise NaN propagation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/runtime/Comm.h"
+
+#include "CudaRuntime.h"
+#include "Mpi.h"
+
+#include <nccl.h>
+
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace rt {
+using namespace cuda;
+
+namespace {
+
+struct State {
+  bool active = false;
+  bool startedMpi = false;
+  MPI_Comm boot = MPI_COMM_NULL; ///< ids and send/recv headers
+  int rank = 0, size = 1;
+  int64_t tagUpperBound = 32767;
+  ncclComm_t world = nullptr; ///< point to point
+  bool worldTried = false;
+};
+State &state() {
+  static State s;
+  return s;
+}
+
+struct Group {
+  ncclComm_t comm = nullptr;
+  int pos = 0;
+  int size = 1;
+  std::string desc;
+};
+std::map<std::vector<int64_t>, Group> &groups() {
+  static std::map<std::vector<int64_t>, Group> g;
+  return g;
+}
+
+/// A send in flight: the tensor stays alive until its NCCL send is done.
+struct PendingSend {
+  MPI_Request header = MPI_REQUEST_NULL;
+  std::vector<int64_t> headerData;
+  Tensor data;
+  cudaEvent_t done = nullptr;
+  std::string what;
+};
+std::vector<PendingSend> &pendingSends() {
+  static std::vector<PendingSend> p;
+  return p;
+}
+
+/// Tensors that arrived ahead of the recv that wants them (NCCL delivers a
+/// pair's messages in order; tags only select among them), by (peer, tag).
+std::map<std::pair<int64_t, int64_t>, std::deque<Tensor>> &stash() {
+  static std::map<std::pair<int64_t, int64_t>, std::deque<Tensor>> s;
+  return s;
+}
+
+/// The MPI tag of headers; ids of communicators use tags below it.
+constexpr int kHeaderTag = 32767;
+
+void checkNccl(ncclResult_t rc, const std::string &what) {
+  if (rc == ncclSuccess)
+    return;
+  throw Error(
+      what + ": " + ncclGetErrorString(rc) +
+      (rc == ncclSystemError || rc == ncclInternalError || rc == ncclRemoteError
+           ? std::string(" (") + ncclGetLastError(nullptr) + ")"
+           : std::string()));
+}
+
+std::string rankList(const std::vector<int64_t> &ranks) {
+  std::string s = "ranks [";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s + "]";
+}
+
+ncclDataType_t ncclType(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return ncclFloat32;
+  case DType::f64:
+    return ncclFloat64;
+  case DType::i32:
+    return ncclInt32;
+  case DType::i64:
+    return ncclInt64;
+  case DType::i1:
+    return ncclUint8;
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t ncclOp(ReduceKind kind, DType dtype) {
+  switch (kind) {
+  case ReduceKind::sum:
+    return dtype == DType::i1 ? ncclMax : ncclSum; // i1: logical or
+  case ReduceKind::max:
+    return ncclMax;
+  case ReduceKind::min:
+    return ncclMin;
+  }
+  return ncclSum;
+}
+
+const char *kindName(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::sum:
+    return "sum";
+  case ReduceKind::max:
+    return "max";
+  case ReduceKind::min:
+    return "min";
+  }
+  return "?";
+}
+
+/// `stream` (communication: comm or p2p) waits for the compute stream's
+/// work so far.
+void commAfterCompute(const std::string &what, cudaStream_t stream = nullptr) {
+  Context &c = ctx();
+  if (!stream)
+    stream = c.comm;
+  cudaEvent_t e;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+        what + ": cudaEventCreate");
+  check(cudaEventRecord(e, c.compute), what + ": cudaEventRecord");
+  check(cudaStreamWaitEvent(stream, e, 0), what + ": cudaStreamWaitEvent");
+  cudaEventDestroy(e); // released once the wait is satisfied
+}
+
+/// The compute stream waits for `stream`'s work so far.
+void computeAfterComm(const std::string &what, cudaStream_t stream = nullptr) {
+  Context &c = ctx();
+  if (!stream)
+    stream = c.comm;
+  cudaEvent_t e;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+        what + ": cudaEventCreate");
+  check(cudaEventRecord(e, stream), what + ": cudaEventRecord");
+  check(cudaStreamWaitEvent(c.compute, e, 0), what + ": cudaStreamWaitEvent");
+  cudaEventDestroy(e);
+}
+
+uint64_t hashRanks(const std::vector<int64_t> &ranks) {
+  uint64_t hash = 1469598103934665603ull;
+  for (int64_t r : ranks)
+    hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
+  return hash;
+}
+
+/// Creates an NCCL communicator over `ranks` (world ranks, this one at
+/// `pos`): ranks[0] makes the id and sends it to the others over MPI.
+ncclComm_t createComm(const std::vector<int64_t> &ranks, int pos,
+                      const std::string &where) {
+  State &s = state();
+  ctx(); // the GPU must be chosen first
+  ncclUniqueId id;
+  int tag = static_cast<int>(hashRanks(ranks) % kHeaderTag);
+  if (pos == 0) {
+    checkNccl(ncclGetUniqueId(&id), where + ": ncclGetUniqueId");
+    for (size_t i = 1; i < ranks.size(); ++i)
+      mpi::check(MPI_Send(&id, sizeof(id), MPI_BYTE, static_cast<int>(ranks[i]),
+                          tag, s.boot),
+                 where + ": MPI_Send of the NCCL id");
+  } else {
+    mpi::check(MPI_Recv(&id, sizeof(id), MPI_BYTE, static_cast<int>(ranks[0]),
+                        tag, s.boot, MPI_STATUS_IGNORE),
+               where + ": MPI_Recv of the NCCL id");
+  }
+  ncclComm_t comm;
+  checkNccl(ncclCommInitRank(&comm, static_cast<int>(ranks.size()), id, pos),
+            where + ": ncclCommInitRank");
+  return comm;
+}
+
+const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
+  State &s = state();
+  auto it = groups().find(ranks);
+  if (it != groups().end())
+    return it->second;
+  std::string desc = rankList(ranks);
+  std::string where = std::string(op) + " over " + desc;
+  if (ranks.empty())
+    throw Error(std::string(op) + ": the group of ranks is empty");
+  int64_t me = s.active ? s.rank : 0;
+  int64_t world = s.active ? s.size : 1;
+  int pos = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= world)
+      throw Error(where + ": rank " + std::to_string(ranks[i]) +
+                  " is outside the world of " + std::to_string(world) +
+                  " ranks");
+    if (i > 0 && ranks[i] <= ranks[i - 1])
+      throw Error(where + ": the ranks must be sorted and distinct");
+    if (ranks[i] == me)
+      pos = static_cast<int>(i);
+  }
+  if (pos < 0)
+    throw Error(where + ": the calling rank " + std::to_string(me) +
+                " is not in the group");
+  Group g;
+  g.pos = pos;
+  g.size = static_cast<int>(ranks.size());
+  g.desc = desc;
+  if (g.size > 1)
+    g.comm = createComm(ranks, pos, where);
+  return groups().emplace(ranks, g).first->second;
+}
+
+int64_t normalizeDim(const Tensor &x, int64_t dim, const std::string &where) {
+  int64_t r = x.rank();
+  if (dim < -r || dim >= r)
+    throw Error(where + ": dimension " + std::to_string(dim) +
+                " out of range for shape " + shapeToString(x.shape()));
+  return dim < 0 ? dim + r : dim;
+}
+
+void outerInner(const Shape &shape, int64_t dim, int64_t elemSize,
+                int64_t &outer, int64_t &inner) {
+  outer = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  inner = elemSize;
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+}
+
+/// x cut into n pieces along `dim`, laid out piece after piece (what NCCL
+/// sends); one 2-d copy per piece on the compute stream.
+Tensor splitPieces(const Tensor &x, int64_t dim, int64_t n,
+                   const std::string &where) {
+  if (x.shape()[dim] % n != 0)
+    throw Error(where + ": dimension " + std::to_string(dim) + " of shape " +
+                shapeToString(x.shape()) + " does not divide into " +
+                std::to_string(n) + " pieces");
+  int64_t outer, inner;
+  outerInner(x.shape(), dim, dtypeSize(x.dtype()), outer, inner);
+  if (outer == 1 || !x.numel())
+    return x.view({x.numel()});
+  Tensor out({x.numel()}, x.dtype());
+  int64_t run = x.shape()[dim] / n * inner;
+  const char *src = static_cast<const char *>(x.deviceData());
+  char *dst = static_cast<char *>(out.deviceData());
+  for (int64_t j = 0; j < n; ++j)
+    copy2D(dst + j * outer * run, run, src + j * run, n * run, run, outer,
+           where.c_str());
+  return out;
+}
+
+/// The inverse of splitPieces.
+Tensor concatPieces(const Tensor &packed, const Shape &pieceShape, int64_t dim,
+                    int64_t n, const std::string &where) {
+  Shape shape = pieceShape;
+  shape[dim] *= n;
+  int64_t outer, inner;
+  outerInner(shape, dim, dtypeSize(packed.dtype()), outer, inner);
+  if (outer == 1 || !packed.numel())
+    return packed.view(shape);
+  Tensor out(shape, packed.dtype());
+  int64_t run = pieceShape[dim] * inner;
+  const char *src = static_cast<const char *>(packed.deviceData());
+  char *dst = static_cast<char *>(out.deviceData());
+  for (int64_t j = 0; j < n; ++j)
+    copy2D(dst + j * run, n * run, src + j * outer * run, run, run, outer,
+           where.c_str());
+  return out;
+}
+
+void checkPeer(int64_t peer, const std::string &where) {
+  State &s = state();
+  if (!s.active)
+    throw Error(where + ": MPI is not initialised (runMain starts it when "
+                        "Program::worldSize > 1)");
+  if (peer < 0 || peer >= s.size)
+    throw Error(where + ": rank " + std::to_string(peer) +
+                " is outside the world of " + std::to_string(s.size) +
+                " ranks");
+  if (peer == s.rank)
+    throw Error(where + ": a rank cannot send to itself");
+}
+
+void checkTag(int64_t tag, const std::string &where) {
+  if (tag < 0 || tag > state().tagUpperBound)
+    throw Error(where + ": tag must be in [0, " +
+                std::to_string(state().tagUpperBound) + "]");
+}
+
+std::string typeAndShape(DType dtype, const Shape &shape) {
+  std::string s = dtypeName(dtype);
+  return shape.empty() ? s + " scalar" : s + " " + shapeToString(shape);
+}
+
+ncclComm_t worldComm(const std::string &where) {
+  State &s = state();
+  if (!s.world)
+    throw Error(where + ": no NCCL world communicator (initDevice creates "
+                        "it when MPI runs several ranks)");
+  return s.world;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Start-up (Mpi.h)
+//===----------------------------------------------------------------------===//
+
+void mpi::check(int rc, const std::string &what) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char message[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(rc, message, &length) != MPI_SUCCESS)
+    length = std::snprintf(message, sizeof(message), "MPI error %d", rc);
+  throw Error(what + " failed: " + std::string(message, length));
+}
+
+MPI_Datatype mpi::datatype(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return MPI_FLOAT;
+  case DType::f64:
+    return MPI_DOUBLE;
+  case DType::i32:
+    return MPI_INT32_T;
+  case DType::i64:
+    return MPI_INT64_T;
+  case DType::i1:
+    return MPI_UINT8_T;
+  }
+  return MPI_BYTE;
+}
+
+void mpi::init(int *argc, char ***argv) {
+  State &s = state();
+  if (s.active)
+    return;
+  int initialized = 0;
+  if (MPI_Initialized(&initialized) != MPI_SUCCESS)
+    throw Error("MPI_Initialized failed");
+  if (!initialized) {
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+      throw Error("MPI_Init failed");
+    s.startedMpi = true;
+  }
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &s.rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &s.size), "MPI_Comm_size");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &s.boot), "MPI_Comm_dup(MPI_COMM_WORLD)");
+  check(MPI_Comm_set_errhandler(s.boot, MPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler");
+  void *tagUb = nullptr;
+  int found = 0;
+  check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUb, &found),
+        "MPI_Comm_get_attr(MPI_TAG_UB)");
+  if (found && tagUb)
+    s.tagUpperBound = *static_cast<int *>(tagUb);
+  s.active = true;
+  // Several ranks: choose the GPU and create the NCCL world communicator
+  // now, while every rank is here (send/recv need it; initDevice does the
+  // same again as a no-op).
+  if (s.size > 1)
+    initDevice();
+}
+
+void mpi::finalize() {
+  State &s = state();
+  if (!s.active)
+    return;
+  waitSends();
+  s.active = false;
+  std::map<std::vector<int64_t>, Group> cached;
+  cached.swap(groups());
+  for (auto &entry : cached)
+    if (entry.second.comm)
+      ncclCommDestroy(entry.second.comm);
+  if (s.world)
+    ncclCommDestroy(s.world);
+  s.world = nullptr;
+  s.worldTried = false;
+  stash().clear();
+  check(MPI_Comm_free(&s.boot), "MPI_Comm_free");
+  s.rank = 0;
+  s.size = 1;
+  if (s.startedMpi)
+    check(MPI_Finalize(), "MPI_Finalize");
+  s.startedMpi = false;
+}
+
+bool mpi::active() { return state().active; }
+
+int64_t worldRank() { return state().active ? state().rank : 0; }
+int64_t worldSize() { return state().active ? state().size : 1; }
+
+namespace cuda {
+/// Called by initDevice once the GPU is chosen: the world communicator of
+/// send/recv must be created by every rank together, which only start-up
+/// guarantees.
+void initCommDevice() {
+  State &s = state();
+  if (!s.active || s.size < 2 || s.worldTried)
+    return;
+  s.worldTried = true;
+  std::vector<int64_t> all(s.size);
+  for (int r = 0; r < s.size; ++r)
+    all[r] = r;
+  s.world = createComm(all, s.rank, "NCCL world communicator");
+}
+} // namespace cuda
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+Tensor all_reduce(const Tensor &xIn, const std::vector<int64_t> &ranks,
+                  ReduceKind kind) {
+  const Group &g = getGroup(ranks, "all_reduce");
+  Tensor x = onDevice(xIn);
+  if (g.size == 1)
+    return clone(x);
+  std::string where =
+      std::string("all_reduce(") + kindName(kind) + ") over " + g.desc;
+  Tensor out(x.shape(), x.dtype());
+  if (!x.numel())
+    return out;
+  commAfterCompute(where);
+  checkNccl(ncclAllReduce(x.deviceData(), out.deviceData(), x.numel(),
+                          ncclType(x.dtype()), ncclOp(kind, x.dtype()), g.comm,
+                          ctx().comm),
+            where + ": ncclAllReduce");
+  computeAfterComm(where);
+  return out;
+}
+
+Tensor all_gather(const Tensor &xIn, const std::vector<int64_t> &ranks,
+                  int64_t dim) {
+  const Group &g = getGroup(ranks, "all_gather");
+  std::string where = "all_gather over " + g.desc;
+  Tensor x = onDevice(xIn);
+  dim = normalizeDim(x, dim, where);
+  if (g.size == 1)
+    return clone(x);
+  Tensor packed({g.size * x.numel()}, x.dtype());
+  if (x.numel()) {
+    commAfterCompute(where);
+    checkNccl(ncclAllGather(x.deviceData(), packed.deviceData(), x.numel(),
+                            ncclType(x.dtype()), g.comm, ctx().comm),
+              where + ": ncclAllGather");
+    computeAfterComm(where);
+  }
+  return concatPieces(packed, x.shape(), dim, g.size, where);
+}
+
+Tensor reduce_scatter(const Tensor &xIn, const std::vector<int64_t> &ranks,
+                      int64_t dim, ReduceKind kind) {
+  const Group &g = getGroup(ranks, "reduce_scatter");
+  std::string where =
+      std::string("reduce_scatter(") + kindName(kind) + ") over " + g.desc;
+  Tensor x = onDevice(xIn);
+  dim = normalizeDim(x, dim, where);
+  if (g.size == 1)
+    return clone(x);
+  Tensor packed = splitPieces(x, dim, g.size, where);
+  Shape pieceShape = x.shape();
+  pieceShape[dim] /= g.size;
+  Tensor out(pieceShape, x.dtype());
+  if (out.numel()) {
+    commAfterCompute(where);
+    checkNccl(ncclReduceScatter(packed.deviceData(), out.deviceData(),
+                                out.numel(), ncclType(x.dtype()),
+                                ncclOp(kind, x.dtype()), g.comm, ctx().comm),
+              where + ": ncclReduceScatter");
+    computeAfterComm(where);
+  }
+  return out;
+}
+
+Tensor all_to_all(const Tensor &xIn, const std::vector<int64_t> &ranks,
+                  int64_t splitDim, int64_t concatDim) {
+  const Group &g = getGroup(ranks, "all_to_all");
+  std::string where = "all_to_all over " + g.desc;
+  Tensor x = onDevice(xIn);
+  splitDim = normalizeDim(x, splitDim, where);
+  concatDim = normalizeDim(x, concatDim, where);
+  if (g.size == 1)
+    return clone(x);
+  Tensor packed = splitPieces(x, splitDim, g.size, where);
+  Shape pieceShape = x.shape();
+  pieceShape[splitDim] /= g.size;
+  int64_t piece = x.numel() / g.size;
+  Tensor received({x.numel()}, x.dtype());
+  if (piece) {
+    commAfterCompute(where);
+    int64_t bytes = piece * dtypeSize(x.dtype());
+    const char *src = static_cast<const char *>(packed.deviceData());
+    char *dst = static_cast<char *>(received.deviceData());
+    // NCCL has no all-to-all: grouped sends and receives, one per peer.
+    checkNccl(ncclGroupStart(), where + ": ncclGroupStart");
+    for (int j = 0; j < g.size; ++j) {
+      checkNccl(ncclSend(src + j * bytes, piece, ncclType(x.dtype()), j, g.comm,
+                         ctx().comm),
+                where + ": ncclSend");
+      checkNccl(ncclRecv(dst + j * bytes, piece, ncclType(x.dtype()), j, g.comm,
+                         ctx().comm),
+                where + ": ncclRecv");
+    }
+    checkNccl(ncclGroupEnd(), where + ": ncclGroupEnd");
+    computeAfterComm(where);
+  }
+  return concatPieces(received, pieceShape, concatDim, g.size, where);
+}
+
+Tensor broadcast(const Tensor &xIn, const std::vector<int64_t> &ranks,
+                 int64_t root) {
+  const Group &g = getGroup(ranks, "broadcast");
+  std::string where =
+      "broadcast from rank " + std::to_string(root) + " over " + g.desc;
+  int rootPos = -1;
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] == root)
+      rootPos = static_cast<int>(i);
+  if (rootPos < 0)
+    throw Error(where + ": the root is not in the group");
+  Tensor x = onDevice(xIn);
+  if (g.size == 1)
+    return clone(x);
+  Tensor out(x.shape(), x.dtype());
+  if (x.numel()) {
+    commAfterCompute(where);
+    checkNccl(ncclBroadcast(x.deviceData(), out.deviceData(), x.numel(),
+                            ncclType(x.dtype()), rootPos, g.comm, ctx().comm),
+              where + ": ncclBroadcast");
+    computeAfterComm(where);
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Point to point
+//===----------------------------------------------------------------------===//
+
+void send(const Tensor &xIn, int64_t peer, int64_t tag) {
+  std::string where = "send to rank " + std::to_string(peer) + " (tag " +
+                      std::to_string(tag) + ")";
+  checkPeer(peer, where);
+  checkTag(tag, where);
+  State &s = state();
+  Tensor x = onDevice(xIn);
+  ncclComm_t comm = worldComm(where);
+  // The header (user tag, dtype, shape) travels over MPI under one MPI tag,
+  // so headers arrive in the order of the NCCL messages they describe.
+  PendingSend p;
+  p.headerData.push_back(tag);
+  p.headerData.push_back(static_cast<int64_t>(x.dtype()));
+  p.headerData.push_back(x.rank());
+  p.headerData.insert(p.headerData.end(), x.shape().begin(), x.shape().end());
+  p.data = x;
+  p.what = where;
+  mpi::check(MPI_Isend(p.headerData.data(),
+                       static_cast<int>(p.headerData.size()), MPI_INT64_T,
+                       static_cast<int>(peer), kHeaderTag, s.boot, &p.header),
+             where + ": MPI_Isend");
+  if (x.numel()) {
+    commAfterCompute(where, ctx().p2p);
+    checkNccl(ncclSend(x.deviceData(), x.numel(), ncclType(x.dtype()),
+                       static_cast<int>(peer), comm, ctx().p2p),
+              where + ": ncclSend");
+    check(cudaEventCreateWithFlags(&p.done, cudaEventDisableTiming),
+          where + ": cudaEventCreate");
+    check(cudaEventRecord(p.done, ctx().p2p), where + ": cudaEventRecord");
+  }
+  pendingSends().push_back(std::move(p));
+}
+
+Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
+  std::string where = "recv from rank " + std::to_string(peer) + " (tag " +
+                      std::to_string(tag) + ")";
+  checkPeer(peer, where);
+  checkTag(tag, where);
+  State &s = state();
+  ncclComm_t comm = worldComm(where);
+  auto &queue = stash()[{peer, tag}];
+  Tensor got;
+  if (!queue.empty()) {
+    got = queue.front();
+    queue.pop_front();
+  }
+  while (!got.defined()) {
+    // The peer's next message, whatever its tag: NCCL delivers in order.
+    MPI_Status status;
+    mpi::check(MPI_Probe(static_cast<int>(peer), kHeaderTag, s.boot, &status),
+               where + ": MPI_Probe");
+    int length = 0;
+    mpi::check(MPI_Get_count(&status, MPI_INT64_T, &length),
+               where + ": MPI_Get_count");
+    std::vector<int64_t> header(std::max(length, 0));
+    mpi::check(MPI_Recv(header.data(), length, MPI_INT64_T,
+                        static_cast<int>(peer), kHeaderTag, s.boot,
+                        MPI_STATUS_IGNORE),
+               where + ": MPI_Recv");
+    if (header.size() < 3 || header[2] < 0 ||
+        header.size() != static_cast<size_t>(3 + header[2]) || header[1] < 0 ||
+        header[1] > static_cast<int64_t>(DType::i1))
+      throw Error(where + ": the message is not a tensor sent by send()");
+    Tensor t(Shape(header.begin() + 3, header.end()),
+             static_cast<DType>(header[1]));
+    if (t.numel()) {
+      // t's block may have been in use on the compute stream until now.
+      commAfterCompute(where, ctx().p2p);
+      checkNccl(ncclRecv(t.deviceData(), t.numel(), ncclType(t.dtype()),
+                         static_cast<int>(peer), comm, ctx().p2p),
+                where + ": ncclRecv");
+      computeAfterComm(where, ctx().p2p);
+    }
+    if (header[0] == tag)
+      got = t;
+    else
+      stash()[{peer, header[0]}].push_back(t);
+  }
+  if (got.dtype() != dtype || got.shape() != shape)
+    throw Error(where + ": expected " + typeAndShape(dtype, shape) + ", rank " +
+                std::to_string(peer) + " sent " +
+                typeAndShape(got.dtype(), got.shape()));
+  return got;
+}
+
+void waitSends() {
+  std::vector<PendingSend> all;
+  all.swap(pendingSends());
+  for (PendingSend &p : all) {
+    mpi::check(MPI_Wait(&p.header, MPI_STATUS_IGNORE), p.what + ": MPI_Wait");
+    if (p.done) {
+      cudaError_t rc = cudaEventSynchronize(p.done);
+      cudaEventDestroy(p.done);
+      check(rc, p.what + ": cudaEventSynchronize");
+    }
+  }
+}
+
+} // namespace rt
+} // namespace tessera

@@ -1,0 +1,234 @@
+//===- DeviceUtil.cuh - device helpers of the CUDA kernels (private) ------===//
+//
+// Strided n-d indexing for broadcasts and layout copies, float/double math
+// overloads, block reductions and the deferred-error report that the
+// kernels of Elementwise.cu and Normalization.cu share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_CUDA_DEVICEUTIL_CUH
+#define TESSERA_RUNTIME_CUDA_DEVICEUTIL_CUH
+
+#include "CudaRuntime.h"
+#include "Kernels.h"
+
+#include <array>
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+namespace tessera {
+namespace rt {
+namespace cuda {
+
+/// Grid-stride loop over [0, n).
+#define TESSERA_CUDA_LOOP(i, n)                                                \
+  for (int64_t i =                                                             \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;        \
+       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
+/// Launches `kernel` on the compute stream and checks the launch; errors
+/// name the kernel by `name` (the op, or the op's kernel). A function, not a
+/// macro, so that template kernels need no parentheses.
+template <typename... KArgs, typename... Args>
+void launch(const char *name, void (*kernel)(KArgs...), int grid, int block,
+            size_t sharedBytes, Args &&...args) {
+  kernel<<<grid, block, sharedBytes, ctx().compute>>>(
+      static_cast<KArgs>(args)...);
+  checkLaunch(name);
+}
+
+//===----------------------------------------------------------------------===//
+// Strided indexing
+//===----------------------------------------------------------------------===//
+
+/// The most dimensions an n-d kernel handles after merging contiguous ones
+/// (the model's tensors have at most 5).
+constexpr int kMaxDims = 8;
+
+/// N operands read over one iteration shape: operand k's element at index
+/// i sits at sum_d i_d * strides[k][d] (passed to kernels by value).
+template <int N> struct Strided {
+  int rank = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[N][kMaxDims] = {};
+};
+
+/// Drops size-1 dimensions and merges adjacent ones that are contiguous for
+/// every operand (as the CPU backend's forEachRun), so that the index
+/// arithmetic per element runs over as few dimensions as possible.
+template <int N>
+Strided<N> makeStrided(const Shape &shape,
+                       const std::array<std::vector<int64_t>, N> &strides,
+                       const char *op) {
+  Strided<N> s;
+  std::vector<int64_t> sizes;
+  std::array<std::vector<int64_t>, N> st;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1)
+      continue;
+    bool merge = !sizes.empty();
+    for (int k = 0; merge && k < N; ++k)
+      merge = st[k].back() == strides[k][d] * shape[d];
+    if (merge) {
+      sizes.back() *= shape[d];
+      for (int k = 0; k < N; ++k)
+        st[k].back() = strides[k][d];
+    } else {
+      sizes.push_back(shape[d]);
+      for (int k = 0; k < N; ++k)
+        st[k].push_back(strides[k][d]);
+    }
+  }
+  if (sizes.size() > static_cast<size_t>(kMaxDims))
+    detail::fail(op, "more than " + std::to_string(kMaxDims) +
+                         " non-mergeable dimensions in shape " +
+                         shapeToString(shape));
+  s.rank = static_cast<int>(sizes.size());
+  for (int d = 0; d < s.rank; ++d) {
+    s.sizes[d] = sizes[d];
+    for (int k = 0; k < N; ++k)
+      s.strides[k][d] = st[k][d];
+  }
+  return s;
+}
+
+template <int N>
+__device__ inline void stridedOffsets(const Strided<N> &s, int64_t i,
+                                      int64_t (&off)[N]) {
+  for (int k = 0; k < N; ++k)
+    off[k] = 0;
+  for (int d = s.rank - 1; d >= 0; --d) {
+    int64_t size = s.sizes[d];
+    int64_t idx = i % size;
+    i /= size;
+    for (int k = 0; k < N; ++k)
+      off[k] += idx * s.strides[k][d];
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Math overloads (float versions call the f-suffixed intrinsics)
+//===----------------------------------------------------------------------===//
+
+namespace dm {
+__device__ inline float exp(float v) { return ::expf(v); }
+__device__ inline double exp(double v) { return ::exp(v); }
+__device__ inline float log(float v) { return ::logf(v); }
+__device__ inline double log(double v) { return ::log(v); }
+__device__ inline float sqrt(float v) { return ::sqrtf(v); }
+__device__ inline double sqrt(double v) { return ::sqrt(v); }
+__device__ inline float erf(float v) { return ::erff(v); }
+__device__ inline double erf(double v) { return ::erf(v); }
+__device__ inline float tanh(float v) { return ::tanhf(v); }
+__device__ inline double tanh(double v) { return ::tanh(v); }
+__device__ inline float pow(float a, float b) { return ::powf(a, b); }
+__device__ inline double pow(double a, double b) { return ::pow(a, b); }
+__device__ inline bool isnan(float v) { return ::isnan(v); }
+__device__ inline bool isnan(double v) { return ::isnan(v); }
+/// -inf (std::numeric_limits is host-only without relaxed constexpr).
+template <typename T> __host__ __device__ inline T negInfinity() {
+  return -static_cast<T>(INFINITY);
+}
+} // namespace dm
+
+/// The conversion of `cast`: i1 is "nonzero", integers truncate toward 0.
+template <typename To, typename From>
+__host__ __device__ inline To convertValue(From v) {
+  if constexpr (std::is_same<To, uint8_t>::value)
+    return v != From(0) ? 1 : 0;
+  else
+    return static_cast<To>(v);
+}
+
+/// A one-element hyperparameter / step / grad operand of any dtype, read on
+/// the device so that the host never waits for it.
+__device__ inline double loadScalar(const void *p, int dtype, int64_t i = 0) {
+  switch (static_cast<DType>(dtype)) {
+  case DType::f32:
+    return static_cast<const float *>(p)[i];
+  case DType::f64:
+    return static_cast<const double *>(p)[i];
+  case DType::i32:
+    return static_cast<const int32_t *>(p)[i];
+  case DType::i64:
+    return static_cast<double>(static_cast<const int64_t *>(p)[i]);
+  case DType::i1:
+    return static_cast<const uint8_t *>(p)[i];
+  }
+  return 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Deferred errors
+//===----------------------------------------------------------------------===//
+
+/// Records the first failure; later ones are dropped (the host reports one).
+__device__ inline void reportError(DeviceErrorRecord *r, DeviceErrorCode code,
+                                   int64_t value, int64_t position,
+                                   int64_t bound, int64_t extra = 0) {
+  if (atomicCAS(&r->code, 0, -1) == 0) {
+    r->value = value;
+    r->position = position;
+    r->bound = bound;
+    r->extra = extra;
+    __threadfence();
+    atomicExch(&r->code, static_cast<int32_t>(code));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Block reductions (blockDim.x a multiple of 32, at most 1024)
+//===----------------------------------------------------------------------===//
+
+template <typename A, typename Op> __device__ inline A warpReduce(A v, Op op) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+/// The reduction of every thread's v, returned to all threads of the block.
+/// The tree is fixed by the thread layout, so results are deterministic.
+template <typename A, typename Op>
+__device__ inline A blockReduce(A v, Op op, A identity) {
+  __shared__ A partial[32];
+  __shared__ A result;
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warpReduce(v, op);
+  if (lane == 0)
+    partial[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    int warps = (blockDim.x + 31) / 32;
+    A w = lane < warps ? partial[lane] : identity;
+    w = warpReduce(w, op);
+    if (lane == 0)
+      result = w;
+  }
+  __syncthreads();
+  A out = result;
+  __syncthreads(); // partial/result may be reused by the next call
+  return out;
+}
+
+struct SumOp {
+  template <typename A> __device__ A operator()(A a, A b) const {
+    return a + b;
+  }
+};
+/// max that propagates NaN (as torch.amax and the CPU backend).
+struct MaxOp {
+  template <typename A> __device__ A operator()(A a, A b) const {
+    if (dm::isnan(a))
+      return a;
+    if (dm::isnan(b))
+      return b;
+    return b > a ? b : a;
+  }
+};
+
+} // namespace cuda
+} // namespace rt
+} // namespace tessera
+
+#endif // TESSERA_RUNTIME_CUDA_DEVICEUTIL_CUH

@@ -1,0 +1,778 @@
+//===- Elementwise.cu - elementwise, broadcast, layout and index kernels --===//
+//
+// The many small ops of Ops.h on the GPU: unary and binary (numpy
+// broadcasting), compare, where, cast, dropout, the layout copies
+// (transpose, broadcast_to, slice, split, concat), gather and the embedding
+// gradient. Each op checks its operands as the CPU backend does (same
+// messages, from the shared Kernels.h helpers), allocates its result and
+// launches one kernel on the compute stream. Broadcasts and layout copies
+// share one strided n-d kernel: dimensions are merged on the host first, so
+// the per-element index arithmetic covers one to three dimensions in
+// practice.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/runtime/Ops.h"
+
+#include "DeviceUtil.cuh"
+
+#include <cuda_bf16.h>
+
+namespace tessera {
+namespace rt {
+using namespace detail;
+using namespace cuda;
+
+namespace cuda {
+
+//===----------------------------------------------------------------------===//
+// Fill and bf16 conversion (used by Tensor.cpp and Matmul.cpp)
+//===----------------------------------------------------------------------===//
+
+template <typename T> __global__ void fillKernel(T *dst, int64_t n, T value) {
+  TESSERA_CUDA_LOOP(i, n) { dst[i] = value; }
+}
+
+void fillDevice(void *dst, DType dtype, int64_t n, double value) {
+  if (n == 0)
+    return;
+  dispatchAll(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    launch("fill", fillKernel<T>, gridFor(n), kBlock, 0, static_cast<T *>(dst),
+           n, convertFromDouble<T>(value));
+  });
+}
+
+__global__ void toBf16Kernel(const float *src, __nv_bfloat16 *dst, int64_t n) {
+  TESSERA_CUDA_LOOP(i, n) { dst[i] = __float2bfloat16_rn(src[i]); }
+}
+
+void convertToBf16(const float *src, void *dst, int64_t n) {
+  if (n == 0)
+    return;
+  launch("to_bf16", toBf16Kernel, gridFor(n), kBlock, 0, src,
+         static_cast<__nv_bfloat16 *>(dst), n);
+}
+
+} // namespace cuda
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Unary
+//===----------------------------------------------------------------------===//
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kGeluCoeff = 0.044715;
+
+struct NegOp {
+  template <typename T> __device__ T operator()(T v) const { return -v; }
+};
+struct ExpOp {
+  template <typename T> __device__ T operator()(T v) const {
+    return dm::exp(v);
+  }
+};
+struct LogOp {
+  template <typename T> __device__ T operator()(T v) const {
+    return dm::log(v);
+  }
+};
+struct SqrtOp {
+  template <typename T> __device__ T operator()(T v) const {
+    return dm::sqrt(v);
+  }
+};
+struct RsqrtOp {
+  // 1 / sqrt rather than the rsqrt intrinsic: the CPU backend's rounding.
+  template <typename T> __device__ T operator()(T v) const {
+    return T(1) / dm::sqrt(v);
+  }
+};
+struct ErfOp {
+  template <typename T> __device__ T operator()(T v) const {
+    return dm::erf(v);
+  }
+};
+struct TanhOp {
+  template <typename T> __device__ T operator()(T v) const {
+    return dm::tanh(v);
+  }
+};
+struct ReluOp {
+  // NaN stays NaN (as torch.relu).
+  template <typename T> __device__ T operator()(T v) const {
+    return v < T(0) ? T(0) : v;
+  }
+};
+struct GeluTanhOp {
+  template <typename T> __device__ T operator()(T v) const {
+    T inner = T(kSqrt2OverPi) * (v + T(kGeluCoeff) * v * v * v);
+    return T(0.5) * v * (T(1) + dm::tanh(inner));
+  }
+};
+struct GeluErfOp {
+  template <typename T> __device__ T operator()(T v) const {
+    return T(0.5) * v * (T(1) + dm::erf(v * T(kSqrt1_2)));
+  }
+};
+
+template <typename T, typename Op>
+__global__ void unaryKernel(const T *x, T *y, int64_t n, Op op) {
+  TESSERA_CUDA_LOOP(i, n) { y[i] = op(x[i]); }
+}
+
+template <typename Op>
+Tensor unaryFloat(const Tensor &xIn, const char *name, Op op) {
+  requireFloat(xIn, name, "input");
+  Tensor x = onDevice(xIn);
+  Tensor out(x.shape(), x.dtype());
+  if (!x.numel())
+    return out;
+  dispatchFloat(x.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    launch(name, unaryKernel<T, Op>, gridFor(x.numel()), kBlock, 0, dptr<T>(x),
+           dptrMut<T>(out), x.numel(), op);
+  });
+  return out;
+}
+
+template <typename T>
+__global__ void geluGradKernel(const T *x, const T *g, T *out, int64_t n,
+                               bool tanhApprox) {
+  TESSERA_CUDA_LOOP(i, n) {
+    T v = x[i];
+    if (tanhApprox) {
+      T t = dm::tanh(T(kSqrt2OverPi) * (v + T(kGeluCoeff) * v * v * v));
+      T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCoeff) * v * v);
+      out[i] =
+          g[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * dinner);
+    } else {
+      T cdf = T(0.5) * (T(1) + dm::erf(v * T(kSqrt1_2)));
+      T pdf = T(kInvSqrt2Pi) * dm::exp(T(-0.5) * v * v);
+      out[i] = g[i] * (cdf + v * pdf);
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Binary with broadcasting, compare, where
+//===----------------------------------------------------------------------===//
+
+/// same: both operands have the output's shape (no index arithmetic).
+template <typename T, typename U, typename Op>
+__global__ void binaryKernel(const T *a, const T *b, U *out, int64_t n,
+                             Strided<2> s, bool same, Op op) {
+  TESSERA_CUDA_LOOP(i, n) {
+    if (same) {
+      out[i] = op(a[i], b[i]);
+    } else {
+      int64_t off[2];
+      stridedOffsets(s, i, off);
+      out[i] = op(a[off[0]], b[off[1]]);
+    }
+  }
+}
+
+template <typename T, typename U, typename Op>
+void launchBinary(const Tensor &a, const Tensor &b, Tensor &out, Op op,
+                  const char *name) {
+  int64_t n = out.numel();
+  if (!n)
+    return;
+  const Shape &shape = out.shape();
+  bool same = a.shape() == shape && b.shape() == shape;
+  Strided<2> s;
+  if (!same)
+    s = makeStrided<2>(shape,
+                       {broadcastStrides(a.shape(), shape),
+                        broadcastStrides(b.shape(), shape)},
+                       name);
+  launch(name, binaryKernel<T, U, Op>, gridFor(n), kBlock, 0, dptr<T>(a),
+         dptr<T>(b), dptrMut<U>(out), n, s, same, op);
+}
+
+struct AddOp {
+  template <typename T> __device__ T operator()(T x, T y) const {
+    return x + y;
+  }
+};
+struct SubOp {
+  template <typename T> __device__ T operator()(T x, T y) const {
+    return x - y;
+  }
+};
+struct MulOp {
+  template <typename T> __device__ T operator()(T x, T y) const {
+    return x * y;
+  }
+};
+struct DivOp {
+  template <typename T> __device__ T operator()(T x, T y) const {
+    return x / y;
+  }
+};
+struct PowOp {
+  template <typename T> __device__ T operator()(T x, T y) const {
+    return dm::pow(x, y);
+  }
+};
+
+template <typename Op>
+Tensor binaryFloat(const Tensor &aIn, const Tensor &bIn, const char *name,
+                   Op op) {
+  requireFloat(aIn, name, "lhs");
+  requireFloat(bIn, name, "rhs");
+  requireSameDType(aIn, bIn, name);
+  Tensor a = onDevice(aIn), b = onDevice(bIn);
+  Tensor out(broadcastShapesFor(a.shape(), b.shape(), name), a.dtype());
+  dispatchFloat(a.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    launchBinary<T, T>(a, b, out, op, name);
+  });
+  return out;
+}
+
+template <Compare P> struct CompareOp {
+  template <typename T> __device__ uint8_t operator()(T x, T y) const {
+    switch (P) {
+    case Compare::eq:
+      return x == y;
+    case Compare::ne:
+      return x != y;
+    case Compare::lt:
+      return x < y;
+    case Compare::le:
+      return x <= y;
+    case Compare::gt:
+      return x > y;
+    case Compare::ge:
+      return x >= y;
+    }
+    return 0;
+  }
+};
+
+template <typename T>
+__global__ void whereKernel(const uint8_t *c, const T *a, const T *b, T *out,
+                            int64_t n, Strided<3> s) {
+  TESSERA_CUDA_LOOP(i, n) {
+    int64_t off[3];
+    stridedOffsets(s, i, off);
+    out[i] = c[off[0]] ? a[off[1]] : b[off[2]];
+  }
+}
+
+template <typename To, typename From>
+__global__ void castKernel(const From *x, To *out, int64_t n) {
+  TESSERA_CUDA_LOOP(i, n) { out[i] = convertValue<To, From>(x[i]); }
+}
+
+//===----------------------------------------------------------------------===//
+// Dropout (the CPU backend's hash, bit for bit)
+//===----------------------------------------------------------------------===//
+
+int64_t gBaseSeed = 0;
+uint64_t gCounter = 0;
+
+constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
+
+__host__ __device__ inline uint64_t mix(uint64_t z) {
+  z += kGamma;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+template <typename T>
+__global__ void dropoutKernel(const T *x, T *out, uint8_t *mask, int64_t n,
+                              uint64_t stream, double ratio, T scale) {
+  TESSERA_CUDA_LOOP(i, n) {
+    uint64_t bits = mix(stream + static_cast<uint64_t>(i) * kGamma);
+    double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
+    bool keep = u >= ratio;
+    mask[i] = keep;
+    out[i] = keep ? x[i] * scale : T(0);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Layout copies, gather, embedding gradient
+//===----------------------------------------------------------------------===//
+
+/// out[i] = in[base + strided offset of i]; T is a same-sized carrier type
+/// (the copy is dtype-agnostic).
+template <typename T>
+__global__ void stridedCopyKernel(const T *in, int64_t base, T *out, int64_t n,
+                                  Strided<1> s) {
+  TESSERA_CUDA_LOOP(i, n) {
+    int64_t off[1];
+    stridedOffsets(s, i, off);
+    out[i] = in[base + off[0]];
+  }
+}
+
+/// Calls f(Carrier{}) with an unsigned type of dtype's size.
+template <typename F> void dispatchBySize(DType dtype, F &&f) {
+  switch (dtypeSize(dtype)) {
+  case 1:
+    return f(uint8_t{});
+  case 4:
+    return f(uint32_t{});
+  default:
+    return f(uint64_t{});
+  }
+}
+
+void stridedCopy(const Tensor &in, int64_t base,
+                 const std::vector<int64_t> &inStrides, Tensor &out,
+                 const char *name) {
+  int64_t n = out.numel();
+  if (!n)
+    return;
+  Strided<1> s = makeStrided<1>(out.shape(), {inStrides}, name);
+  dispatchBySize(in.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    launch(name, stridedCopyKernel<C>, gridFor(n), kBlock, 0, dptr<C>(in), base,
+           dptrMut<C>(out), n, s);
+  });
+}
+
+template <typename C, typename I>
+__global__ void gatherKernel(const C *data, const I *idx, C *out, int64_t outer,
+                             int64_t size, int64_t count, int64_t inner,
+                             DeviceErrorRecord *errors) {
+  int64_t n = outer * count * inner;
+  TESSERA_CUDA_LOOP(e, n) {
+    int64_t j = e % inner;
+    int64_t i = (e / inner) % count;
+    int64_t o = e / (inner * count);
+    int64_t k = idx[i];
+    if (k < 0 || k >= size) {
+      reportError(errors, DeviceErrorCode::gatherIndex, k, i, size);
+      out[e] = C(0);
+    } else {
+      out[e] = data[(o * size + k) * inner + j];
+    }
+  }
+}
+
+template <typename T, typename I>
+__global__ void embeddingGradKernel(const T *grad, const I *idx, T *table,
+                                    int64_t count, int64_t rows, int64_t cols,
+                                    DeviceErrorRecord *errors) {
+  TESSERA_CUDA_LOOP(e, count * cols) {
+    int64_t i = e / cols, c = e % cols;
+    int64_t k = idx[i];
+    if (k < 0 || k >= rows) {
+      if (c == 0)
+        reportError(errors, DeviceErrorCode::embeddingIndex, k, i, rows);
+      continue;
+    }
+    // Repeated tokens add into one row: atomics (sum order not fixed).
+    atomicAdd(&table[k * cols + c], grad[e]);
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Ops
+//===----------------------------------------------------------------------===//
+
+Tensor neg(const Tensor &x) { return unaryFloat(x, "neg", NegOp{}); }
+Tensor exp(const Tensor &x) { return unaryFloat(x, "exp", ExpOp{}); }
+Tensor log(const Tensor &x) { return unaryFloat(x, "log", LogOp{}); }
+Tensor sqrt(const Tensor &x) { return unaryFloat(x, "sqrt", SqrtOp{}); }
+Tensor rsqrt(const Tensor &x) { return unaryFloat(x, "rsqrt", RsqrtOp{}); }
+Tensor erf(const Tensor &x) { return unaryFloat(x, "erf", ErfOp{}); }
+Tensor tanh(const Tensor &x) { return unaryFloat(x, "tanh", TanhOp{}); }
+Tensor relu(const Tensor &x) { return unaryFloat(x, "relu", ReluOp{}); }
+
+Tensor gelu(const Tensor &x, bool tanhApproximation) {
+  if (tanhApproximation)
+    return unaryFloat(x, "gelu", GeluTanhOp{});
+  return unaryFloat(x, "gelu", GeluErfOp{});
+}
+
+Tensor gelu_grad(const Tensor &xIn, const Tensor &gradIn,
+                 bool tanhApproximation) {
+  const char *name = "gelu_grad";
+  requireFloat(xIn, name, "input");
+  requireFloat(gradIn, name, "grad");
+  requireSameDType(xIn, gradIn, name);
+  requireSameShape(xIn, gradIn, name);
+  Tensor x = onDevice(xIn), grad = onDevice(gradIn);
+  Tensor out(x.shape(), x.dtype());
+  if (!x.numel())
+    return out;
+  dispatchFloat(x.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    launch(name, geluGradKernel<T>, gridFor(x.numel()), kBlock, 0, dptr<T>(x),
+           dptr<T>(grad), dptrMut<T>(out), x.numel(), tanhApproximation);
+  });
+  return out;
+}
+
+Shape broadcastShapes(const Shape &a, const Shape &b) {
+  return broadcastShapesFor(a, b, "broadcast");
+}
+
+Tensor add(const Tensor &a, const Tensor &b) {
+  return binaryFloat(a, b, "add", AddOp{});
+}
+Tensor sub(const Tensor &a, const Tensor &b) {
+  return binaryFloat(a, b, "sub", SubOp{});
+}
+Tensor mul(const Tensor &a, const Tensor &b) {
+  return binaryFloat(a, b, "mul", MulOp{});
+}
+Tensor div(const Tensor &a, const Tensor &b) {
+  return binaryFloat(a, b, "div", DivOp{});
+}
+Tensor pow(const Tensor &a, const Tensor &b) {
+  return binaryFloat(a, b, "pow", PowOp{});
+}
+
+Tensor compare(Compare predicate, const Tensor &aIn, const Tensor &bIn) {
+  const char *name = "compare";
+  requireDefined(aIn, name, "lhs");
+  requireDefined(bIn, name, "rhs");
+  requireSameDType(aIn, bIn, name);
+  if (aIn.dtype() == DType::i1)
+    fail(name, "operands must be f32, f64, i32 or i64, got i1");
+  Tensor a = onDevice(aIn), b = onDevice(bIn);
+  Tensor out(broadcastShapesFor(a.shape(), b.shape(), name), DType::i1);
+  dispatchAll(a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    switch (predicate) {
+    case Compare::eq:
+      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::eq>{},
+                                      name);
+    case Compare::ne:
+      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::ne>{},
+                                      name);
+    case Compare::lt:
+      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::lt>{},
+                                      name);
+    case Compare::le:
+      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::le>{},
+                                      name);
+    case Compare::gt:
+      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::gt>{},
+                                      name);
+    case Compare::ge:
+      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::ge>{},
+                                      name);
+    }
+  });
+  return out;
+}
+
+Tensor where(const Tensor &conditionIn, const Tensor &aIn, const Tensor &bIn) {
+  const char *name = "where";
+  requireDefined(conditionIn, name, "condition");
+  requireDefined(aIn, name, "lhs");
+  requireDefined(bIn, name, "rhs");
+  if (conditionIn.dtype() != DType::i1)
+    fail(name, std::string("condition must be i1, got ") +
+                   dtypeName(conditionIn.dtype()));
+  requireSameDType(aIn, bIn, name);
+  Tensor condition = onDevice(conditionIn), a = onDevice(aIn),
+         b = onDevice(bIn);
+  Shape shape = broadcastShapesFor(
+      condition.shape(), broadcastShapesFor(a.shape(), b.shape(), name), name);
+  Tensor out(shape, a.dtype());
+  int64_t n = out.numel();
+  if (!n)
+    return out;
+  Strided<3> s = makeStrided<3>(shape,
+                                {broadcastStrides(condition.shape(), shape),
+                                 broadcastStrides(a.shape(), shape),
+                                 broadcastStrides(b.shape(), shape)},
+                                name);
+  dispatchBySize(a.dtype(), [&](auto tag) {
+    using C = decltype(tag);
+    launch(name, whereKernel<C>, gridFor(n), kBlock, 0,
+           dptr<uint8_t>(condition), dptr<C>(a), dptr<C>(b), dptrMut<C>(out), n,
+           s);
+  });
+  return out;
+}
+
+Tensor cast(const Tensor &xIn, DType to) {
+  requireDefined(xIn, "cast", "input");
+  Tensor x = onDevice(xIn);
+  if (x.dtype() == to)
+    return x; // storage is immutable to ops, so sharing it is a copy
+  Tensor out(x.shape(), to);
+  int64_t n = x.numel();
+  if (!n)
+    return out;
+  dispatchAll(x.dtype(), [&](auto fromTag) {
+    using From = decltype(fromTag);
+    dispatchAll(to, [&](auto toTag) {
+      using To = decltype(toTag);
+      launch("cast", castKernel<To, From>, gridFor(n), kBlock, 0, dptr<From>(x),
+             dptrMut<To>(out), n);
+    });
+  });
+  return out;
+}
+
+void setBaseSeed(int64_t seed) {
+  gBaseSeed = seed;
+  gCounter = 0;
+}
+int64_t baseSeed() { return gBaseSeed; }
+uint64_t dropoutCounter() { return gCounter; }
+void setDropoutCounter(uint64_t counter) { gCounter = counter; }
+
+std::tuple<Tensor, Tensor> dropout(const Tensor &xIn, double ratio,
+                                   int64_t seed) {
+  const char *name = "dropout";
+  requireFloat(xIn, name, "input");
+  if (!(ratio >= 0 && ratio <= 1))
+    fail(name, "ratio must lie in [0, 1], got " + std::to_string(ratio));
+  Tensor x = onDevice(xIn);
+  uint64_t stream = mix(
+      mix(mix(static_cast<uint64_t>(gBaseSeed)) ^ static_cast<uint64_t>(seed)) ^
+      gCounter++);
+  Tensor out(x.shape(), x.dtype());
+  Tensor mask(x.shape(), DType::i1);
+  int64_t n = x.numel();
+  if (!n)
+    return {out, mask};
+  dispatchFloat(x.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    T scale = ratio < 1 ? static_cast<T>(1.0 / (1.0 - ratio)) : T(0);
+    launch(name, dropoutKernel<T>, gridFor(n), kBlock, 0, dptr<T>(x),
+           dptrMut<T>(out), dptrMut<uint8_t>(mask), n, stream, ratio, scale);
+  });
+  return {out, mask};
+}
+
+Tensor reshape(const Tensor &x, const Shape &shape) {
+  requireDefined(x, "reshape", "input");
+  if (shapeNumel(shape) != x.numel())
+    fail("reshape", "cannot reshape " + shapeToString(x.shape()) + " (" +
+                        std::to_string(x.numel()) + " elements) to " +
+                        shapeToString(shape));
+  return onDevice(x).view(shape);
+}
+
+Tensor transpose(const Tensor &xIn, const std::vector<int64_t> &perm) {
+  const char *name = "transpose";
+  requireDefined(xIn, name, "input");
+  if (static_cast<int64_t>(perm.size()) != xIn.rank())
+    fail(name, "perm has " + std::to_string(perm.size()) +
+                   " entries for rank " + std::to_string(xIn.rank()));
+  Tensor x = onDevice(xIn);
+  std::vector<bool> seen(x.rank(), false);
+  std::vector<int64_t> inStrides = contiguousStrides(x.shape());
+  Shape outShape(x.rank());
+  std::vector<int64_t> strides(x.rank());
+  for (int64_t i = 0; i < x.rank(); ++i) {
+    int64_t p = perm[i];
+    if (p < 0 || p >= x.rank() || seen[p])
+      fail(name,
+           "perm is not a permutation of 0.." + std::to_string(x.rank() - 1));
+    seen[p] = true;
+    outShape[i] = x.shape()[p];
+    strides[i] = inStrides[p];
+  }
+  Tensor out(outShape, x.dtype());
+  stridedCopy(x, 0, strides, out, name);
+  return out;
+}
+
+Tensor broadcast_to(const Tensor &xIn, const Shape &shape) {
+  const char *name = "broadcast_to";
+  requireDefined(xIn, name, "input");
+  if (xIn.rank() > static_cast<int64_t>(shape.size()) ||
+      broadcastShapesFor(xIn.shape(), shape, name) != shape)
+    fail(name, "cannot broadcast " + shapeToString(xIn.shape()) + " to " +
+                   shapeToString(shape));
+  Tensor x = onDevice(xIn);
+  if (x.shape() == shape)
+    return x;
+  Tensor out(shape, x.dtype());
+  stridedCopy(x, 0, broadcastStrides(x.shape(), shape), out, name);
+  return out;
+}
+
+Tensor slice(const Tensor &xIn, const std::vector<int64_t> &starts,
+             const std::vector<int64_t> &limits,
+             const std::vector<int64_t> &steps) {
+  const char *name = "slice";
+  requireDefined(xIn, name, "input");
+  Tensor x = onDevice(xIn);
+  size_t rank = x.shape().size();
+  if (starts.size() != rank || limits.size() != rank || steps.size() != rank)
+    fail(name, "starts, limits and steps need " + std::to_string(rank) +
+                   " entries each");
+  std::vector<int64_t> inStrides = contiguousStrides(x.shape());
+  Shape outShape(rank);
+  std::vector<int64_t> strides(rank);
+  int64_t base = 0;
+  for (size_t i = 0; i < rank; ++i) {
+    if (steps[i] < 1 || starts[i] < 0 || starts[i] > limits[i] ||
+        limits[i] > x.shape()[i])
+      fail(name, "dimension " + std::to_string(i) + " of size " +
+                     std::to_string(x.shape()[i]) + ": bad start " +
+                     std::to_string(starts[i]) + ", limit " +
+                     std::to_string(limits[i]) + ", step " +
+                     std::to_string(steps[i]));
+    outShape[i] = (limits[i] - starts[i] + steps[i] - 1) / steps[i];
+    strides[i] = inStrides[i] * steps[i];
+    base += starts[i] * inStrides[i];
+  }
+  Tensor out(outShape, x.dtype());
+  stridedCopy(x, base, strides, out, name);
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor &xIn, int64_t axis,
+                          const std::vector<int64_t> &sizes) {
+  const char *name = "split";
+  requireDefined(xIn, name, "input");
+  Tensor x = onDevice(xIn);
+  int64_t a = normalizeAxis(axis, x.rank(), name);
+  int64_t total = 0;
+  for (int64_t s : sizes) {
+    if (s < 0)
+      fail(name, "negative size " + std::to_string(s));
+    total += s;
+  }
+  if (total != x.shape()[a])
+    fail(name, "sizes add up to " + std::to_string(total) + ", dimension " +
+                   std::to_string(a) + " of " + shapeToString(x.shape()) +
+                   " is " + std::to_string(x.shape()[a]));
+  AxisSplit s = splitAt(x.shape(), a);
+  int64_t elt = dtypeSize(x.dtype());
+  const char *src =
+      x.numel() ? static_cast<const char *>(x.deviceData()) : nullptr;
+  std::vector<Tensor> pieces;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    Shape shape = x.shape();
+    shape[a] = size;
+    Tensor piece(shape, x.dtype());
+    // One 2-d copy per piece: `outer` runs of size*inner elements.
+    int64_t run = size * s.inner * elt;
+    if (piece.numel())
+      copy2D(piece.deviceData(), run, src + start * s.inner * elt,
+             s.size * s.inner * elt, run, s.outer, name);
+    pieces.push_back(std::move(piece));
+    start += size;
+  }
+  return pieces;
+}
+
+Tensor concat(const std::vector<Tensor> &inputsIn, int64_t axis) {
+  const char *name = "concat";
+  if (inputsIn.empty())
+    fail(name, "needs at least one input");
+  std::vector<Tensor> inputs;
+  for (const Tensor &t : inputsIn) {
+    requireDefined(t, name, "input");
+    inputs.push_back(onDevice(t));
+  }
+  const Tensor &first = inputs.front();
+  int64_t a = normalizeAxis(axis, first.rank(), name);
+  Shape outShape = first.shape();
+  outShape[a] = 0;
+  for (const Tensor &t : inputs) {
+    requireSameDType(first, t, name);
+    bool ok = t.rank() == first.rank();
+    for (int64_t d = 0; ok && d < t.rank(); ++d)
+      ok = d == a || t.shape()[d] == first.shape()[d];
+    if (!ok)
+      fail(name, "shapes " + shapeToString(first.shape()) + " and " +
+                     shapeToString(t.shape()) +
+                     " differ outside the concatenation axis " +
+                     std::to_string(a));
+    outShape[a] += t.shape()[a];
+  }
+  Tensor out(outShape, first.dtype());
+  if (!out.numel())
+    return out;
+  AxisSplit s = splitAt(outShape, a);
+  int64_t elt = dtypeSize(first.dtype());
+  char *dst = static_cast<char *>(out.deviceData());
+  int64_t start = 0;
+  for (const Tensor &t : inputs) {
+    int64_t run = t.shape()[a] * s.inner * elt;
+    if (run)
+      copy2D(dst + start * s.inner * elt, s.size * s.inner * elt,
+             t.deviceData(), run, run, s.outer, name);
+    start += t.shape()[a];
+  }
+  return out;
+}
+
+Tensor gather(const Tensor &dataIn, const Tensor &indicesIn, int64_t axis) {
+  const char *name = "gather";
+  requireDefined(dataIn, name, "data");
+  requireDefined(indicesIn, name, "indices");
+  Tensor data = onDevice(dataIn), indices = onDevice(indicesIn);
+  int64_t a = normalizeAxis(axis, data.rank(), name);
+  Shape outShape(data.shape().begin(), data.shape().begin() + a);
+  outShape.insert(outShape.end(), indices.shape().begin(),
+                  indices.shape().end());
+  outShape.insert(outShape.end(), data.shape().begin() + a + 1,
+                  data.shape().end());
+  Tensor out(outShape, data.dtype());
+  AxisSplit s = splitAt(data.shape(), a);
+  int64_t count = indices.numel();
+  dispatchIndex(indices.dtype(), name, [&](auto itag) {
+    using I = decltype(itag);
+    if (!out.numel())
+      return;
+    dispatchBySize(data.dtype(), [&](auto tag) {
+      using C = decltype(tag);
+      launch(name, gatherKernel<C, I>, gridFor(out.numel()), kBlock, 0,
+             dptr<C>(data), dptr<I>(indices), dptrMut<C>(out), s.outer, s.size,
+             count, s.inner, ctx().errors);
+    });
+  });
+  return out;
+}
+
+Tensor embedding_grad(const Tensor &gradIn, const Tensor &indicesIn,
+                      const Shape &tableShape) {
+  const char *name = "embedding_grad";
+  requireFloat(gradIn, name, "grad");
+  requireDefined(indicesIn, name, "indices");
+  if (tableShape.size() != 2)
+    fail(name, "table shape must be V x C, got " + shapeToString(tableShape));
+  Shape expected = indicesIn.shape();
+  expected.push_back(tableShape[1]);
+  if (gradIn.shape() != expected)
+    fail(name, "grad of shape " + shapeToString(gradIn.shape()) +
+                   " does not match indices " +
+                   shapeToString(indicesIn.shape()) + " and table " +
+                   shapeToString(tableShape) + " (expected " +
+                   shapeToString(expected) + ")");
+  Tensor grad = onDevice(gradIn), indices = onDevice(indicesIn);
+  Tensor out = zeros(tableShape, grad.dtype());
+  int64_t rows = tableShape[0], cols = tableShape[1];
+  int64_t n = indices.numel() * cols;
+  dispatchFloat(grad.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    dispatchIndex(indices.dtype(), name, [&](auto itag) {
+      using I = decltype(itag);
+      if (!n)
+        return;
+      launch(name, embeddingGradKernel<T, I>, gridFor(n), kBlock, 0,
+             dptr<T>(grad), dptr<I>(indices), dptrMut<T>(out), indices.numel(),
+             rows, cols, ctx().errors);
+    });
+  });
+  return out;
+}
+
+} // namespace rt
+} // namespace tessera

@@ -1,0 +1,371 @@
+//===- Matmul.cpp - batched matmul through cuBLASLt -----------------------===//
+//
+// Row-major C = A B is computed as the column-major C^T = B^T A^T, which
+// is the same memory: cuBLASLt gets (B, A) with no transposes. Batched
+// operands whose broadcast batch dimensions merge into one run with a
+// constant stride (stride 0 for a broadcast operand) become one strided
+// batched call; other broadcast patterns loop over the outer batch indices
+// on the host. A Linear layer ([B, T, C] times a shared [C, N]) is one GEMM
+// with M = B*T.
+//
+// Plans (descriptors and the heuristic's algorithm) are cached per shape,
+// precision and pointer alignment, so a training step after the first one
+// only enqueues cublasLtMatmul calls. f32 precision is chosen by
+// setMatmulPrecision (fp32 default, tf32, bf16: inputs rounded to bf16 by a
+// kernel, f32 accumulation and output).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/runtime/Cuda.h"
+#include "tessera/runtime/Ops.h"
+
+#include "CudaRuntime.h"
+#include "Kernels.h"
+
+#include <cublasLt.h>
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace tessera {
+namespace rt {
+using namespace detail;
+using namespace cuda;
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+void checkLt(cublasStatus_t status, const std::string &what) {
+  if (status == CUBLAS_STATUS_SUCCESS)
+    return;
+  throw Error(what + ": " + cublasLtGetStatusName(status) + ": " +
+              cublasLtGetStatusString(status));
+}
+
+cublasLtHandle_t handle() {
+  Context &c = ctx();
+  if (!c.cublasLt) {
+    cublasLtHandle_t h;
+    checkLt(cublasLtCreate(&h), "matmul: cublasLtCreate");
+    check(cudaMalloc(&c.workspace, kWorkspaceBytes),
+          "matmul: cudaMalloc(cuBLASLt workspace)");
+    c.workspaceBytes = kWorkspaceBytes;
+    c.cublasLt = h;
+  }
+  return static_cast<cublasLtHandle_t>(c.cublasLt);
+}
+
+enum class Epilogue { none, bias, geluBias };
+
+/// One GEMM problem: row-major [m x k] times [k x n], `batch` times with
+/// element strides sa, sb, sc between the matrices.
+struct Problem {
+  DType dtype;
+  MatmulPrecision precision;
+  int64_t m, n, k, batch, sa, sb, sc;
+  Epilogue epilogue;
+  int alignA, alignB, alignC; ///< bytes, powers of two up to 256
+  auto key() const {
+    return std::make_tuple(static_cast<int>(dtype), static_cast<int>(precision),
+                           m, n, k, batch, sa, sb, sc,
+                           static_cast<int>(epilogue), alignA, alignB, alignC);
+  }
+};
+
+struct Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo;
+};
+
+int alignmentOf(const void *p) {
+  uintptr_t v = reinterpret_cast<uintptr_t>(p);
+  int a = 1;
+  while (a < 256 && v % (a * 2) == 0)
+    a *= 2;
+  return a;
+}
+
+std::string describe(const Problem &p) {
+  return std::to_string(p.batch) + " x [" + std::to_string(p.m) + "x" +
+         std::to_string(p.k) + "] @ [" + std::to_string(p.k) + "x" +
+         std::to_string(p.n) + "] " + dtypeName(p.dtype);
+}
+
+cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols,
+                              int64_t ld, int64_t batch, int64_t stride,
+                              const std::string &what) {
+  cublasLtMatrixLayout_t l;
+  checkLt(cublasLtMatrixLayoutCreate(&l, type, rows, cols, ld),
+          what + ": cublasLtMatrixLayoutCreate");
+  if (batch > 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    checkLt(cublasLtMatrixLayoutSetAttribute(
+                l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+            what + ": batch count");
+    checkLt(cublasLtMatrixLayoutSetAttribute(
+                l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                sizeof(stride)),
+            what + ": batch stride");
+  }
+  return l;
+}
+
+const Plan &planFor(const Problem &p) {
+  static std::mutex mutex;
+  static std::map<decltype(p.key()), Plan> *plans =
+      new std::map<decltype(p.key()), Plan>(); // outlives static tensors
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = plans->find(p.key());
+  if (it != plans->end())
+    return it->second;
+  std::string what = "matmul " + describe(p);
+  bool f64 = p.dtype == DType::f64;
+  bool bf16 = !f64 && p.precision == MatmulPrecision::bf16;
+  cudaDataType_t io = f64 ? CUDA_R_64F : CUDA_R_32F;
+  cudaDataType_t in = bf16 ? CUDA_R_16BF : io;
+  cublasComputeType_t compute =
+      f64 ? CUBLAS_COMPUTE_64F
+          : (p.precision == MatmulPrecision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                  : CUBLAS_COMPUTE_32F);
+  Plan plan;
+  checkLt(cublasLtMatmulDescCreate(&plan.op, compute, io),
+          what + ": cublasLtMatmulDescCreate");
+  if (p.epilogue != Epilogue::none) {
+    cublasLtEpilogue_t e = p.epilogue == Epilogue::bias
+                               ? CUBLASLT_EPILOGUE_BIAS
+                               : CUBLASLT_EPILOGUE_GELU_BIAS;
+    checkLt(cublasLtMatmulDescSetAttribute(
+                plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof(e)),
+            what + ": epilogue");
+  }
+  // Column-major view: D^T (n x m) = B^T (n x k) * A^T (k x m).
+  plan.a = layout(in, p.n, p.k, p.n, p.batch, p.sb, what);
+  plan.b = layout(in, p.k, p.m, p.k, p.batch, p.sa, what);
+  plan.c = layout(io, p.n, p.m, p.n, p.batch, p.sc, what);
+
+  cublasLtMatmulPreference_t pref;
+  checkLt(cublasLtMatmulPreferenceCreate(&pref),
+          what + ": cublasLtMatmulPreferenceCreate");
+  uint64_t ws = kWorkspaceBytes;
+  uint32_t alignA = p.alignB, alignB = p.alignA, alignC = p.alignC;
+  checkLt(cublasLtMatmulPreferenceSetAttribute(
+              pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)),
+          what + ": workspace preference");
+  // The heuristic must only pick kernels valid for these pointers (batch
+  // offsets and broadcast loops can break 16-byte alignment).
+  checkLt(cublasLtMatmulPreferenceSetAttribute(
+              pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignA,
+              sizeof(alignA)),
+          what + ": alignment preference");
+  checkLt(cublasLtMatmulPreferenceSetAttribute(
+              pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignB,
+              sizeof(alignB)),
+          what + ": alignment preference");
+  checkLt(cublasLtMatmulPreferenceSetAttribute(
+              pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC,
+              sizeof(alignC)),
+          what + ": alignment preference");
+  checkLt(cublasLtMatmulPreferenceSetAttribute(
+              pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC,
+              sizeof(alignC)),
+          what + ": alignment preference");
+  cublasLtMatmulHeuristicResult_t result;
+  int found = 0;
+  cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle(), plan.op, plan.a, plan.b, plan.c,
+                                     plan.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  checkLt(st, what + ": cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0)
+    throw Error(what + ": cuBLASLt has no algorithm for this problem");
+  plan.algo = result.algo;
+  return plans->emplace(p.key(), plan).first->second;
+}
+
+/// Enqueues one (strided batched) GEMM: c = a @ b (+ bias, GELU).
+void gemm(Problem p, const void *a, const void *b, void *c,
+          const void *bias = nullptr) {
+  Context &cx = ctx();
+  p.alignA = alignmentOf(a);
+  p.alignB = alignmentOf(b);
+  p.alignC = alignmentOf(c);
+  const Plan &plan = planFor(p);
+  std::string what = "matmul " + describe(p);
+  if (bias)
+    checkLt(cublasLtMatmulDescSetAttribute(plan.op,
+                                           CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                           &bias, sizeof(bias)),
+            what + ": bias pointer");
+  float oneF = 1, zeroF = 0;
+  double oneD = 1, zeroD = 0;
+  bool f64 = p.dtype == DType::f64;
+  const void *alpha = f64 ? static_cast<const void *>(&oneD) : &oneF;
+  const void *beta = f64 ? static_cast<const void *>(&zeroD) : &zeroF;
+  checkLt(cublasLtMatmul(handle(), plan.op, alpha, b, plan.a, a, plan.b, beta,
+                         c, plan.c, c, plan.c, &plan.algo, cx.workspace,
+                         cx.workspaceBytes, cx.compute),
+          what + ": cublasLtMatmul");
+  if (cx.syncEachOp)
+    check(cudaStreamSynchronize(cx.compute), what);
+}
+
+/// In bf16 mode, f32 operands are rounded into scratch bf16 copies; the
+/// returned tensor keeps the copy alive (storage is stream-ordered, so it
+/// may be released as soon as the GEMM is enqueued).
+Tensor asGemmInput(const Tensor &x, MatmulPrecision precision,
+                   const void **ptr) {
+  if (x.dtype() != DType::f32 || precision != MatmulPrecision::bf16) {
+    *ptr = x.deviceData();
+    return x;
+  }
+  Tensor scratch({x.numel() * 2}, DType::i1); // 2 bytes per bf16
+  convertToBf16(static_cast<const float *>(x.deviceData()),
+                scratch.deviceData(), x.numel());
+  *ptr = scratch.deviceData();
+  return scratch;
+}
+
+} // namespace
+
+void setBlasThreads(int) {} // no host BLAS here
+
+Tensor matmul(const Tensor &aIn, const Tensor &bIn) {
+  const char *name = "matmul";
+  requireFloat(aIn, name, "lhs");
+  requireFloat(bIn, name, "rhs");
+  requireSameDType(aIn, bIn, name);
+  if (aIn.rank() < 2 || bIn.rank() < 2)
+    fail(name, "operands must have rank >= 2, got " +
+                   shapeToString(aIn.shape()) + " and " +
+                   shapeToString(bIn.shape()));
+  Tensor a = onDevice(aIn), b = onDevice(bIn);
+  int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
+  if (b.dim(-2) != k)
+    fail(name, "contracting dimensions differ: " + shapeToString(a.shape()) +
+                   " times " + shapeToString(b.shape()));
+  Shape aBatch(a.shape().begin(), a.shape().end() - 2);
+  Shape bBatch(b.shape().begin(), b.shape().end() - 2);
+  Shape batch = broadcastShapesFor(aBatch, bBatch, name);
+  Shape outShape = batch;
+  outShape.push_back(m);
+  outShape.push_back(n);
+  Tensor out(outShape, a.dtype());
+  if (out.numel() == 0)
+    return out;
+  if (k == 0) {
+    check(cudaMemsetAsync(out.deviceData(), 0, out.nbytes(), ctx().compute),
+          "matmul: cudaMemsetAsync");
+    return out;
+  }
+  MatmulPrecision precision = ctx().precision;
+  const void *pa, *pb;
+  Tensor ga = asGemmInput(a, precision, &pa);
+  Tensor gb = asGemmInput(b, precision, &pb);
+  int64_t inElt = a.dtype() == DType::f64              ? 8
+                  : precision == MatmulPrecision::bf16 ? 2
+                                                       : 4;
+  int64_t outElt = dtypeSize(a.dtype());
+  char *pc = static_cast<char *>(out.deviceData());
+  int64_t batchCount = shapeNumel(batch);
+  Problem p{a.dtype(), precision, m, n, k, 1, 0, 0, 0, Epilogue::none, 0, 0, 0};
+  // A shared b and stacked a batches: one GEMM with M = batch * m.
+  if (shapeNumel(bBatch) == 1 && shapeNumel(aBatch) == batchCount) {
+    p.m = batchCount * m;
+    gemm(p, pa, pb, pc);
+    return out;
+  }
+  // Merge the batch dims (in matrix units) that are contiguous for a, b and
+  // c alike; the innermost merged run is cuBLASLt's strided batch.
+  std::vector<int64_t> as = broadcastStrides(aBatch, batch),
+                       bs = broadcastStrides(bBatch, batch),
+                       cs = contiguousStrides(batch);
+  std::vector<int64_t> sizes, sa, sb, sc;
+  for (size_t d = 0; d < batch.size(); ++d) {
+    if (batch[d] == 1)
+      continue;
+    if (!sizes.empty() && sa.back() == as[d] * batch[d] &&
+        sb.back() == bs[d] * batch[d] && sc.back() == cs[d] * batch[d]) {
+      sizes.back() *= batch[d];
+      sa.back() = as[d];
+      sb.back() = bs[d];
+      sc.back() = cs[d];
+    } else {
+      sizes.push_back(batch[d]);
+      sa.push_back(as[d]);
+      sb.push_back(bs[d]);
+      sc.push_back(cs[d]);
+    }
+  }
+  if (sizes.empty()) { // every batch dim is 1
+    gemm(p, pa, pb, pc);
+    return out;
+  }
+  size_t inner = sizes.size() - 1;
+  p.batch = sizes[inner];
+  p.sa = sa[inner] * m * k;
+  p.sb = sb[inner] * k * n;
+  p.sc = sc[inner] * m * n;
+  int64_t outerCount = batchCount / p.batch;
+  std::vector<int64_t> index(inner, 0);
+  for (int64_t o = 0; o < outerCount; ++o) {
+    int64_t aOff = 0, bOff = 0, cOff = 0;
+    for (size_t d = 0; d < inner; ++d) {
+      aOff += index[d] * sa[d];
+      bOff += index[d] * sb[d];
+      cOff += index[d] * sc[d];
+    }
+    gemm(p, static_cast<const char *>(pa) + aOff * m * k * inElt,
+         static_cast<const char *>(pb) + bOff * k * n * inElt,
+         pc + cOff * m * n * outElt);
+    for (size_t d = inner; d-- > 0;) {
+      if (++index[d] < sizes[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
+Tensor matmul_bias(const Tensor &aIn, const Tensor &bIn, const Tensor &biasIn,
+                   bool gelu) {
+  const char *name = "matmul_bias";
+  requireFloat(aIn, name, "lhs");
+  requireFloat(bIn, name, "rhs");
+  requireFloat(biasIn, name, "bias");
+  requireSameDType(aIn, bIn, name);
+  requireSameDType(aIn, biasIn, name);
+  if (aIn.dtype() != DType::f32)
+    fail(name, "fused epilogues need f32 operands");
+  if (aIn.rank() < 1 || bIn.rank() != 2 || aIn.dim(-1) != bIn.dim(0) ||
+      biasIn.shape() != Shape{bIn.dim(1)})
+    fail(name, "expected a [..., k], b [k, n] and bias [n], got " +
+                   shapeToString(aIn.shape()) + ", " +
+                   shapeToString(bIn.shape()) + " and " +
+                   shapeToString(biasIn.shape()));
+  Tensor a = onDevice(aIn), b = onDevice(bIn), bias = onDevice(biasIn);
+  int64_t k = b.dim(0), n = b.dim(1), m = k ? a.numel() / k : 0;
+  Shape outShape = a.shape();
+  outShape.back() = n;
+  Tensor out(outShape, a.dtype());
+  if (!out.numel())
+    return out;
+  if (k == 0) // the epilogue alone
+    return gelu ? rt::gelu(broadcast_to(bias, outShape), true)
+                : broadcast_to(bias, outShape);
+  MatmulPrecision precision = ctx().precision;
+  const void *pa, *pb;
+  Tensor ga = asGemmInput(a, precision, &pa);
+  Tensor gb = asGemmInput(b, precision, &pb);
+  Problem p{
+      a.dtype(), precision, m, n, k,
+      1,         0,         0, 0, gelu ? Epilogue::geluBias : Epilogue::bias,
+      0,         0,         0};
+  gemm(p, pa, pb, out.deviceData(), bias.deviceData());
+  return out;
+}
+
+} // namespace rt
+} // namespace tessera

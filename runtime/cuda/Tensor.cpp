@@ -1,0 +1,660 @@
+//===- Tensor.cpp - device context, caching allocator, Tensor (CUDA) ------===//
+//
+// The CUDA backend's Tensor: storage of Device::cuda tensors comes from a
+// caching allocator over cudaMalloc (cudaMalloc and cudaFree synchronise
+// the device, so a step must not call them; after the first step every
+// allocation is a cache hit). Blocks are reused in the order of the one
+// compute stream, which is what makes reuse safe without events: the
+// communication stream's work is joined back to the compute stream by
+// events (Comm.cpp) before anything that follows it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaRuntime.h"
+
+#include "Kernels.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace tessera {
+namespace rt {
+
+namespace cuda {
+// Defined with the kernels (Elementwise.cu).
+void fillDevice(void *dst, DType dtype, int64_t n, double value);
+// Defined in Comm.cpp: the NCCL world communicator, once the GPU is chosen.
+void initCommDevice();
+} // namespace cuda
+
+//===----------------------------------------------------------------------===//
+// dtypes and shapes (as the CPU backend's)
+//===----------------------------------------------------------------------===//
+
+const char *deviceName(Device device) {
+  return device == Device::cuda ? "cuda" : "host";
+}
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return "f32";
+  case DType::f64:
+    return "f64";
+  case DType::i32:
+    return "i32";
+  case DType::i64:
+    return "i64";
+  case DType::i1:
+    return "i1";
+  }
+  return "?";
+}
+
+int64_t dtypeSize(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+  case DType::i32:
+    return 4;
+  case DType::f64:
+  case DType::i64:
+    return 8;
+  case DType::i1:
+    return 1;
+  }
+  return 0;
+}
+
+bool isFloat(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+
+std::string shapeToString(const Shape &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += 'x';
+    s += std::to_string(shape[i]);
+  }
+  return s;
+}
+
+int64_t shapeNumel(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error("negative dimension in shape " + shapeToString(shape));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      throw Error("shape " + shapeToString(shape) + " has too many elements");
+    n *= d;
+  }
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Device context and error checks
+//===----------------------------------------------------------------------===//
+
+namespace cuda {
+namespace {
+
+struct ContextHolder {
+  std::mutex mutex;
+  Context context;
+  bool ready = false;
+  int wantedDevice = -1; ///< chosen by initDevice; -1: by LOCAL_RANK
+};
+ContextHolder &holder() {
+  static ContextHolder *h = new ContextHolder(); // outlives static tensors
+  return *h;
+}
+
+int64_t envInt(const char *name, int64_t fallback) {
+  const char *v = std::getenv(name);
+  if (!v || !*v)
+    return fallback;
+  char *end = nullptr;
+  long long x = std::strtoll(v, &end, 10);
+  return end && *end == '\0' ? x : fallback;
+}
+
+/// The launcher's local rank: torchrun/deepspeed (LOCAL_RANK), Open MPI,
+/// MPICH/Hydra, Slurm; 0 when run alone.
+int64_t localRank() {
+  for (const char *name : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                           "MPI_LOCALRANKID", "SLURM_LOCALID"}) {
+    int64_t r = envInt(name, -1);
+    if (r >= 0)
+      return r;
+  }
+  return 0;
+}
+
+MatmulPrecision precisionFromEnv() {
+  const char *v = std::getenv("TESSERA_CUDA_MATMUL");
+  std::string s = v ? v : "";
+  if (s.empty() || s == "fp32")
+    return MatmulPrecision::fp32;
+  if (s == "tf32")
+    return MatmulPrecision::tf32;
+  if (s == "bf16")
+    return MatmulPrecision::bf16;
+  throw Error("TESSERA_CUDA_MATMUL must be fp32, tf32 or bf16, got '" + s +
+              "'");
+}
+
+void setUp(ContextHolder &h) {
+  int count = 0;
+  cudaError_t rc = cudaGetDeviceCount(&count);
+  if (rc != cudaSuccess) {
+    cudaGetLastError(); // clear the sticky launch error state
+    throw Error(std::string("no CUDA device: cudaGetDeviceCount: ") +
+                cudaGetErrorString(rc));
+  }
+  if (count == 0)
+    throw Error("no CUDA device: cudaGetDeviceCount found none");
+  Context &c = h.context;
+  int64_t wanted = h.wantedDevice >= 0 ? h.wantedDevice : localRank();
+  c.device = static_cast<int>(wanted % count);
+  check(cudaSetDevice(c.device),
+        "cudaSetDevice(" + std::to_string(c.device) + ")");
+  // Non-blocking streams: nothing of this runtime runs on the legacy
+  // default stream, whose implicit syncs would serialise compute and
+  // communication.
+  check(cudaStreamCreateWithFlags(&c.compute, cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags(compute)");
+  check(cudaStreamCreateWithFlags(&c.comm, cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags(comm)");
+  check(cudaStreamCreateWithFlags(&c.p2p, cudaStreamNonBlocking),
+        "cudaStreamCreateWithFlags(p2p)");
+  check(cudaMalloc(&c.errors, sizeof(DeviceErrorRecord)),
+        "cudaMalloc(error record)");
+  check(cudaMemset(c.errors, 0, sizeof(DeviceErrorRecord)),
+        "cudaMemset(error record)");
+  c.syncEachOp = envInt("TESSERA_CUDA_SYNC", 0) != 0;
+  c.poison = envInt("TESSERA_CUDA_POISON", 0) != 0;
+  c.precision = precisionFromEnv();
+  h.ready = true;
+}
+
+} // namespace
+
+Context &ctx() {
+  ContextHolder &h = holder();
+  if (h.ready)
+    return h.context;
+  std::lock_guard<std::mutex> lock(h.mutex);
+  if (!h.ready)
+    setUp(h);
+  return h.context;
+}
+
+bool contextReady() { return holder().ready; }
+
+void check(cudaError_t rc, const std::string &what) {
+  if (rc == cudaSuccess)
+    return;
+  throw Error(what + ": " + cudaGetErrorName(rc) + ": " +
+              cudaGetErrorString(rc));
+}
+
+void checkLaunch(const char *kernel) {
+  check(cudaGetLastError(), std::string("launch of kernel ") + kernel);
+  if (ctx().syncEachOp) {
+    check(cudaStreamSynchronize(ctx().compute),
+          std::string("kernel ") + kernel);
+    checkDeviceErrors();
+  }
+}
+
+void checkDeviceErrors() {
+  Context &c = ctx();
+  DeviceErrorRecord r;
+  check(cudaMemcpyAsync(&r, c.errors, sizeof(r), cudaMemcpyDeviceToHost,
+                        c.compute),
+        "reading the kernels' error record");
+  check(cudaStreamSynchronize(c.compute), "cudaStreamSynchronize(compute)");
+  if (r.code == 0)
+    return;
+  // Reset, so that the next op starts clean (the error is thrown once).
+  check(cudaMemsetAsync(c.errors, 0, sizeof(r), c.compute),
+        "resetting the kernels' error record");
+  std::string index = std::to_string(r.value), at = std::to_string(r.position),
+              bound = std::to_string(r.bound);
+  switch (static_cast<DeviceErrorCode>(r.code)) {
+  case DeviceErrorCode::gatherIndex:
+    throw Error("gather: index " + index + " at position " + at +
+                " is outside [0, " + bound + ")");
+  case DeviceErrorCode::embeddingIndex:
+    throw Error("embedding_grad: index " + index + " at position " + at +
+                " is outside [0, " + bound + ")");
+  case DeviceErrorCode::crossEntropyLabel:
+    throw Error("softmax_cross_entropy: label " + index + " at position " + at +
+                " is outside [0, " + bound + ") (ignore_index is " +
+                std::to_string(r.extra) + ")");
+  case DeviceErrorCode::adamwStep:
+    throw Error("adamw_update: step must start at 1, got " + index);
+  case DeviceErrorCode::none:
+    break;
+  }
+  throw Error("a CUDA kernel reported error code " + std::to_string(r.code));
+}
+
+int gridFor(int64_t n) {
+  // Enough blocks to fill an H100 several times over; grid-stride loops do
+  // the rest, so huge tensors never overflow the grid limits.
+  int64_t blocks = (n + kBlock - 1) / kBlock;
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(blocks, 65536)));
+}
+
+void copy2D(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
+            int64_t runBytes, int64_t rows, const char *what) {
+  if (runBytes == 0 || rows == 0)
+    return;
+  check(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, runBytes, rows,
+                          cudaMemcpyDeviceToDevice, ctx().compute),
+        std::string(what) + ": cudaMemcpy2DAsync");
+}
+
+Tensor onDevice(const Tensor &t) {
+  return t.defined() && t.device() == Device::host ? toDevice(t) : t;
+}
+
+} // namespace cuda
+
+using namespace cuda;
+
+void initDevice() {
+  ContextHolder &h = holder();
+  if (!h.ready) {
+    {
+      std::lock_guard<std::mutex> lock(h.mutex);
+      if (!h.ready)
+        setUp(h);
+    }
+  }
+  initCommDevice();
+}
+
+CudaDeviceInfo cudaDeviceInfo() {
+  Context &c = ctx();
+  CudaDeviceInfo info;
+  info.device = c.device;
+  check(cudaGetDeviceCount(&info.count), "cudaGetDeviceCount");
+  cudaDeviceProp prop;
+  check(cudaGetDeviceProperties(&prop, c.device), "cudaGetDeviceProperties");
+  info.name = prop.name;
+  info.major = prop.major;
+  info.minor = prop.minor;
+  info.totalBytes = static_cast<int64_t>(prop.totalGlobalMem);
+  return info;
+}
+
+void setMatmulPrecision(MatmulPrecision precision) {
+  ctx().precision = precision;
+}
+MatmulPrecision matmulPrecision() { return ctx().precision; }
+
+//===----------------------------------------------------------------------===//
+// Caching allocator (GPU memory)
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+// cudaMalloc aligns to 256 bytes; size classes keep that alignment and, as
+// the CPU allocator, round to a quarter of the enclosing power of two.
+constexpr int64_t kAlignment = 512;
+
+int64_t sizeClass(int64_t bytes) {
+  if (bytes <= 4096)
+    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  int64_t pow2 = 1;
+  while (pow2 * 2 < bytes)
+    pow2 *= 2;
+  int64_t quantum = pow2 / 4;
+  return (bytes + quantum - 1) / quantum * quantum;
+}
+
+struct DeviceAllocator {
+  std::mutex mutex;
+  std::unordered_map<int64_t, std::vector<void *>> freeLists;
+  AllocatorStats stats;
+
+  void *allocate(int64_t bytes) {
+    Context &c = ctx(); // before the lock: it may throw "no CUDA device"
+    int64_t cls = sizeClass(bytes);
+    std::lock_guard<std::mutex> lock(mutex);
+    void *ptr = nullptr;
+    auto it = freeLists.find(cls);
+    if (it != freeLists.end() && !it->second.empty()) {
+      ptr = it->second.back();
+      it->second.pop_back();
+      stats.cachedBytes -= cls;
+      ++stats.cacheHits;
+    } else {
+      cudaError_t rc = cudaMalloc(&ptr, cls);
+      if (rc == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        // The cache may hold the memory in other size classes: give it
+        // back (after the queued work that may still use it) and retry.
+        check(cudaStreamSynchronize(c.compute), "cudaStreamSynchronize");
+        releaseCacheLocked();
+        rc = cudaMalloc(&ptr, cls);
+      }
+      if (rc == cudaErrorMemoryAllocation) {
+        cudaGetLastError();
+        throw Error("out of GPU memory allocating " + std::to_string(bytes) +
+                    " bytes of tensor storage (live " +
+                    std::to_string(stats.liveBytes) + " bytes)");
+      }
+      check(rc, "cudaMalloc(" + std::to_string(cls) + ")");
+      ++stats.systemAllocs;
+    }
+    stats.liveBytes += bytes;
+    if (stats.liveBytes > stats.peakBytes)
+      stats.peakBytes = stats.liveBytes;
+    if (c.poison)
+      check(cudaMemsetAsync(ptr, 0xff, bytes, c.compute), "poisoning storage");
+    return ptr;
+  }
+
+  // Never calls CUDA: a block goes back to the cache, to be reused in
+  // stream order. (So tensors destroyed at exit, after CUDA's teardown,
+  // are harmless.)
+  void deallocate(void *ptr, int64_t bytes) {
+    int64_t cls = sizeClass(bytes);
+    std::lock_guard<std::mutex> lock(mutex);
+    stats.liveBytes -= bytes;
+    freeLists[cls].push_back(ptr);
+    stats.cachedBytes += cls;
+  }
+
+  void releaseCacheLocked() {
+    for (auto &entry : freeLists)
+      for (void *ptr : entry.second)
+        cudaFree(ptr);
+    freeLists.clear();
+    stats.cachedBytes = 0;
+  }
+};
+
+DeviceAllocator &deviceAllocator() {
+  static DeviceAllocator *instance = new DeviceAllocator();
+  return *instance;
+}
+
+// Host tensors (files, token batches, MPI buffers) are few and short-lived:
+// plain aligned memory, not counted in liveBytes (which is GPU memory).
+void *hostAllocate(int64_t bytes) {
+  int64_t rounded = (bytes + 63) / 64 * 64;
+  void *p = std::aligned_alloc(64, rounded);
+  if (!p)
+    throw Error("out of host memory allocating " + std::to_string(bytes) +
+                " bytes");
+  return p;
+}
+
+} // namespace
+
+namespace detail {
+Storage::Storage(int64_t bytes) : bytes(bytes) {
+  if (bytes > 0)
+    ptr = hostAllocate(bytes);
+}
+Storage::Storage(int64_t bytes, Device device) : bytes(bytes), device(device) {
+  if (bytes > 0)
+    ptr = device == Device::cuda ? deviceAllocator().allocate(bytes)
+                                 : hostAllocate(bytes);
+}
+Storage::~Storage() {
+  if (!ptr)
+    return;
+  if (device == Device::cuda)
+    deviceAllocator().deallocate(ptr, bytes);
+  else
+    std::free(ptr);
+}
+} // namespace detail
+
+int64_t liveBytes() {
+  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
+  return deviceAllocator().stats.liveBytes;
+}
+
+int64_t peakBytes() {
+  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
+  return deviceAllocator().stats.peakBytes;
+}
+
+void resetPeak() {
+  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
+  deviceAllocator().stats.peakBytes = deviceAllocator().stats.liveBytes;
+}
+
+AllocatorStats allocatorStats() {
+  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
+  return deviceAllocator().stats;
+}
+
+void emptyCache() {
+  if (contextReady())
+    check(cudaStreamSynchronize(ctx().compute), "emptyCache");
+  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
+  deviceAllocator().releaseCacheLocked();
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor
+//===----------------------------------------------------------------------===//
+
+Tensor::Tensor(Shape shape, DType dtype)
+    : Tensor(std::move(shape), dtype, Device::cuda) {}
+
+Tensor::Tensor(Shape shape, DType dtype, Device device)
+    : shape_(std::move(shape)), dtype_(dtype), device_(device) {
+  numel_ = shapeNumel(shape_);
+  int64_t elt = dtypeSize(dtype);
+  if (numel_ > std::numeric_limits<int64_t>::max() / elt)
+    throw Error("tensor of shape " + shapeToString(shape_) + " is too large");
+  storage_ = std::make_shared<detail::Storage>(numel_ * elt, device);
+}
+
+const Shape &Tensor::shape() const { return shape_; }
+DType Tensor::dtype() const { return dtype_; }
+Device Tensor::device() const { return device_; }
+int64_t Tensor::rank() const { return static_cast<int64_t>(shape_.size()); }
+int64_t Tensor::numel() const { return numel_; }
+bool Tensor::defined() const { return storage_ != nullptr; }
+int64_t Tensor::nbytes() const { return numel_ * dtypeSize(dtype_); }
+
+int64_t Tensor::dim(int64_t i) const {
+  int64_t r = rank();
+  if (i < -r || i >= r)
+    throw Error("dimension " + std::to_string(i) + " out of range for shape " +
+                shapeToString(shape_));
+  return shape_[i < 0 ? i + r : i];
+}
+
+void *Tensor::rawData() {
+  if (!storage_)
+    throw Error("access to an undefined (or released) tensor");
+  if (device_ != Device::host)
+    throw Error("host access to a GPU tensor of shape " +
+                shapeToString(shape_) + " (copy it with toHost first)");
+  return storage_->ptr;
+}
+
+const void *Tensor::rawData() const {
+  return const_cast<Tensor *>(this)->rawData();
+}
+
+void *Tensor::deviceData() {
+  if (!storage_)
+    throw Error("access to an undefined (or released) tensor");
+  if (device_ != Device::cuda)
+    throw Error("device access to a host tensor of shape " +
+                shapeToString(shape_) + " (copy it with toDevice first)");
+  return storage_->ptr;
+}
+
+const void *Tensor::deviceData() const {
+  return const_cast<Tensor *>(this)->deviceData();
+}
+
+template <typename T> T *Tensor::data() {
+  if (dtype_ != detail::DTypeOf<T>::value)
+    throw Error(std::string("data<") + dtypeName(detail::DTypeOf<T>::value) +
+                ">() on a tensor of dtype " + dtypeName(dtype_));
+  return static_cast<T *>(rawData());
+}
+
+template <typename T> const T *Tensor::data() const {
+  if (dtype_ != detail::DTypeOf<T>::value)
+    throw Error(std::string("data<") + dtypeName(detail::DTypeOf<T>::value) +
+                ">() on a tensor of dtype " + dtypeName(dtype_));
+  return static_cast<const T *>(rawData());
+}
+
+template float *Tensor::data<float>();
+template double *Tensor::data<double>();
+template int32_t *Tensor::data<int32_t>();
+template int64_t *Tensor::data<int64_t>();
+template uint8_t *Tensor::data<uint8_t>();
+template const float *Tensor::data<float>() const;
+template const double *Tensor::data<double>() const;
+template const int32_t *Tensor::data<int32_t>() const;
+template const int64_t *Tensor::data<int64_t>() const;
+template const uint8_t *Tensor::data<uint8_t>() const;
+
+void Tensor::release() { storage_.reset(); }
+
+Tensor Tensor::view(Shape shape) const {
+  if (!storage_)
+    throw Error("view of an undefined (or released) tensor");
+  int64_t n = shapeNumel(shape);
+  if (n != numel_)
+    throw Error("cannot view " + shapeToString(shape_) + " (" +
+                std::to_string(numel_) + " elements) as " +
+                shapeToString(shape) + " (" + std::to_string(n) + ")");
+  Tensor result = *this;
+  result.shape_ = std::move(shape);
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Backend hooks and constants
+//===----------------------------------------------------------------------===//
+
+Device defaultDevice() { return Device::cuda; }
+
+Tensor toDevice(const Tensor &x) {
+  if (!x.defined())
+    throw Error("toDevice of an undefined (or released) tensor");
+  if (x.device() == Device::cuda)
+    return x;
+  Tensor out(x.shape(), x.dtype(), Device::cuda);
+  if (x.nbytes())
+    check(cudaMemcpyAsync(out.deviceData(), x.rawData(), x.nbytes(),
+                          cudaMemcpyHostToDevice, ctx().compute),
+          "toDevice: cudaMemcpyAsync");
+  // Pageable host memory: the copy has been staged when the call returns,
+  // so x may go away now.
+  return out;
+}
+
+Tensor toHost(const Tensor &x) {
+  if (!x.defined())
+    throw Error("toHost of an undefined (or released) tensor");
+  if (x.device() == Device::host)
+    return x;
+  Tensor out(x.shape(), x.dtype(), Device::host);
+  if (x.nbytes())
+    check(cudaMemcpyAsync(out.rawData(), x.deviceData(), x.nbytes(),
+                          cudaMemcpyDeviceToHost, ctx().compute),
+          "toHost: cudaMemcpyAsync");
+  // The copy reports nothing wrong with data a kernel flagged: check the
+  // record, which also waits for the copy.
+  checkDeviceErrors();
+  return out;
+}
+
+void synchronize() {
+  if (!contextReady())
+    return;
+  Context &c = ctx();
+  check(cudaStreamSynchronize(c.comm), "cudaStreamSynchronize(comm)");
+  check(cudaStreamSynchronize(c.p2p), "cudaStreamSynchronize(p2p)");
+  checkDeviceErrors(); // syncs the compute stream
+}
+
+Tensor full(const Shape &shape, DType dtype, double value) {
+  Tensor t(shape, dtype);
+  fillDevice(t.numel() ? t.deviceData() : nullptr, dtype, t.numel(), value);
+  return t;
+}
+
+Tensor zeros(const Shape &shape, DType dtype) {
+  Tensor t(shape, dtype);
+  if (t.nbytes())
+    check(cudaMemsetAsync(t.deviceData(), 0, t.nbytes(), ctx().compute),
+          "zeros: cudaMemsetAsync");
+  return t;
+}
+
+Tensor scalar(double value, DType dtype) { return full({}, dtype, value); }
+
+Tensor fromValues(const Shape &shape, DType dtype,
+                  const std::vector<double> &values) {
+  Tensor host(shape, dtype, Device::host);
+  if (static_cast<int64_t>(values.size()) != host.numel())
+    throw Error("fromValues: " + std::to_string(values.size()) +
+                " values for shape " + shapeToString(shape) + " (" +
+                std::to_string(host.numel()) + " elements)");
+  detail::dispatchAll(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T *p = host.data<T>();
+    for (int64_t i = 0, n = host.numel(); i < n; ++i)
+      p[i] = detail::convertFromDouble<T>(values[i]);
+  });
+  return toDevice(host);
+}
+
+std::vector<double> toDoubles(const Tensor &x) {
+  Tensor h = toHost(x);
+  std::vector<double> out(h.numel());
+  detail::dispatchAll(h.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = h.data<T>();
+    for (int64_t i = 0, n = h.numel(); i < n; ++i)
+      out[i] = static_cast<double>(p[i]);
+  });
+  return out;
+}
+
+double item(const Tensor &x) {
+  if (x.numel() != 1)
+    throw Error("item() of a tensor of shape " + shapeToString(x.shape()) +
+                " (" + std::to_string(x.numel()) + " elements)");
+  return toDoubles(x)[0];
+}
+
+Tensor clone(const Tensor &x) {
+  if (!x.defined())
+    throw Error("clone of an undefined (or released) tensor");
+  Tensor t(x.shape(), x.dtype(), x.device());
+  if (!t.nbytes())
+    return t;
+  if (x.device() == Device::host)
+    std::memcpy(t.rawData(), x.rawData(), t.nbytes());
+  else
+    check(cudaMemcpyAsync(t.deviceData(), x.deviceData(), t.nbytes(),
+                          cudaMemcpyDeviceToDevice, ctx().compute),
+          "clone: cudaMemcpyAsync");
+  return t;
+}
+
+} // namespace rt
+} // namespace tessera
