@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PlanUtils.h"
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
@@ -42,6 +43,7 @@ namespace dist {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::dist;
+using namespace tessera::dist::plan_detail;
 
 namespace {
 
@@ -66,10 +68,10 @@ int64_t dimOfName(const annotation::TensorSpec &spec, const std::string &name) {
   return -1;
 }
 
-struct LogicalDim {
-  llvm::DenseMap<Value, int64_t> carriers; ///< value -> dimension
-  llvm::DenseMap<Operation *, std::string> names;
-};
+} // namespace
+
+// Shared with the auto policy (AutoPlan.cpp) through PlanUtils.h.
+namespace tessera::dist::plan_detail {
 
 /// Traces a logical dimension of size `factor`-divisible extent from the
 /// seeds through the ops of `body`, both from operands to results and, if
@@ -186,6 +188,87 @@ std::string nameOfOp(Operation *op) {
   }
 }
 
+Units groupUnits(Block &body) {
+  Units units;
+  // Units: the forward ops grouped by layer ("h.3", "layers.3", ...); ops
+  // before the first layer form the first unit, after the last the last.
+  llvm::Regex layer("[/.]([A-Za-z_]+)\\.([0-9]+)[/.]");
+  for (Operation &op : body)
+    if (isForward(&op) && !isa<tsr::ConstantOp, func::ReturnOp>(op))
+      units.forward.push_back(&op);
+  std::vector<int64_t> unitOf(units.forward.size(), -1);
+  llvm::StringMap<int64_t> layerUnit;
+  std::vector<std::string> names{"(before the layers)"};
+  int64_t lastLayerOp = -1;
+  for (auto [i, op] : llvm::enumerate(units.forward)) {
+    SmallVector<StringRef> m;
+    std::string name = nameOfOp(op);
+    if (layer.match(name, &m)) {
+      std::string key = (m[1] + "." + m[2]).str();
+      if (!layerUnit.count(key)) {
+        layerUnit[key] = layerUnit.size() + 1;
+        names.push_back(key);
+      }
+      unitOf[i] = layerUnit[key];
+      lastLayerOp = i;
+    }
+  }
+  names.push_back("(after the layers)");
+  int64_t numUnits = layerUnit.size() + 2;
+  int64_t current = 0;
+  for (size_t i = 0; i < units.forward.size(); ++i) {
+    if (unitOf[i] >= 0)
+      current = unitOf[i];
+    else if (int64_t(i) > lastLayerOp && lastLayerOp >= 0)
+      current = numUnits - 1;
+    unitOf[i] = current;
+  }
+  // Drop empty units (e.g. no ops after the last layer).
+  std::vector<int64_t> compact(numUnits, -1);
+  for (int64_t u : unitOf)
+    compact[u] = 0;
+  for (int64_t u = 0; u < numUnits; ++u)
+    if (compact[u] == 0) {
+      compact[u] = units.names.size();
+      units.names.push_back(names[u]);
+    }
+  for (int64_t u : unitOf)
+    units.unitOf.push_back(compact[u]);
+  return units;
+}
+
+void tensorParallelSeeds(Block &body,
+                         SmallVectorImpl<std::pair<Value, int64_t>> &heads,
+                         SmallVectorImpl<std::pair<Value, int64_t>> &hidden) {
+  for (Operation &op : body) {
+    if (!isForward(&op))
+      continue;
+    if (auto r = dyn_cast<tsr::ReshapeOp>(op)) {
+      auto in = r.getInput().getType(), out = r.getType();
+      if (out.getRank() == in.getRank() + 1 && out.getRank() >= 3 &&
+          in.getShape().drop_back() == out.getShape().drop_back(2) &&
+          out.getShape().back() * out.getShape()[out.getRank() - 2] ==
+              in.getShape().back())
+        heads.push_back({r.getResult(), out.getRank() - 2});
+    }
+    // The MLP's nonlinearity: its last dimension is the hidden one.
+    if (isa<tsr::GeluOp, tsr::ReluOp>(op))
+      hidden.push_back(
+          {op.getResult(0),
+           cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
+    // An MLP written with erf (the exported exact GELU): x * (1 + erf(x/s))
+    // * 0.5 -- seed at the erf, whose operand is the hidden activation.
+    if (isa<tsr::ErfOp>(op))
+      hidden.push_back(
+          {op.getResult(0),
+           cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
+  }
+}
+
+} // namespace tessera::dist::plan_detail
+
+namespace {
+
 /// Splits `costs` (one per unit, in order) into `parts` contiguous groups
 /// minimising the largest group: returns the first unit of each group.
 std::vector<size_t> balance(const std::vector<double> &costs, int64_t parts) {
@@ -240,6 +323,9 @@ struct PlanSpec {
   std::vector<Assign> assign;
   std::vector<std::pair<std::string, std::string>> order;
   std::vector<std::string> policies;
+  /// From the auto policy: the first unit of each stage (instead of
+  /// balancing the units by FLOPs).
+  std::vector<size_t> stageStarts;
 };
 
 struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
@@ -276,6 +362,29 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     auto fail = [&](const Twine &why) {
       return module.emitError("dist-plan: plan '") << text << "': " << why;
     };
+    if (text == "auto") {
+      if (stagesPerDevice != 1)
+        return fail("plans one stage per device (use the 1f1b or gpipe "
+                    "schedule)");
+      AutoPlanOptions options;
+      options.devices = devices;
+      options.microBatches = microBatches;
+      options.deviceSpec = deviceSpec;
+      options.memoryGiB = memoryGiB;
+      options.schedule = schedule;
+      options.zero1 = zero1;
+      options.report = report;
+      AutoPlanChoice choice;
+      if (failed(planAuto(module, options, choice)))
+        return failure();
+      spec.dp = choice.dp;
+      spec.tp = choice.tp;
+      spec.pp = choice.pp;
+      spec.microBatches = choice.microBatches;
+      spec.stageStarts = choice.stageStarts;
+      spec.policies = {"dp", "tp", "pp"};
+      return success();
+    }
     if (text == "dp" || text == "tp" || text == "pp") {
       (text == "dp" ? spec.dp : text == "tp" ? spec.tp : spec.pp) = devices;
       spec.policies.push_back(text.str());
@@ -464,31 +573,10 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   LogicalResult planTensorParallel(func::FuncOp f, const PlanSpec &spec) {
     Block &body = f.getBody().front();
     int64_t tp = spec.tp;
-    // Heads: reshapes [..., C] -> [..., H, D] of the forward.
+    // Heads: reshapes [..., C] -> [..., H, D] of the forward; the MLP
+    // hidden dimension from its nonlinearity.
     SmallVector<std::pair<Value, int64_t>> heads, hidden;
-    for (Operation &op : body) {
-      if (!isForward(&op))
-        continue;
-      if (auto r = dyn_cast<tsr::ReshapeOp>(op)) {
-        auto in = r.getInput().getType(), out = r.getType();
-        if (out.getRank() == in.getRank() + 1 && out.getRank() >= 3 &&
-            in.getShape().drop_back() == out.getShape().drop_back(2) &&
-            out.getShape().back() * out.getShape()[out.getRank() - 2] ==
-                in.getShape().back())
-          heads.push_back({r.getResult(), out.getRank() - 2});
-      }
-      // The MLP's nonlinearity: its last dimension is the hidden one.
-      if (isa<tsr::GeluOp, tsr::ReluOp>(op))
-        hidden.push_back(
-            {op.getResult(0),
-             cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
-      // An MLP written with erf (the exported exact GELU): x * (1 + erf(x/s))
-      // * 0.5 -- seed at the erf, whose operand is the hidden activation.
-      if (isa<tsr::ErfOp>(op))
-        hidden.push_back(
-            {op.getResult(0),
-             cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
-    }
+    tensorParallelSeeds(body, heads, hidden);
     for (auto [v, d] : heads) {
       int64_t h = cast<RankedTensorType>(v.getType()).getDimSize(d);
       if (h % tp != 0)
@@ -591,47 +679,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     Block &body = f.getBody().front();
     MLIRContext *ctx = &getContext();
     auto i64 = IntegerType::get(ctx, 64);
-    // Units: the forward ops grouped by layer ("h.3", "layers.3", ...); ops
-    // before the first layer form the first unit, after the last the last.
-    llvm::Regex layer("[/.]([A-Za-z_]+)\\.([0-9]+)[/.]");
-    SmallVector<Operation *> forward;
-    for (Operation &op : body)
-      if (isForward(&op) && !isa<tsr::ConstantOp, func::ReturnOp>(op))
-        forward.push_back(&op);
-    std::vector<int64_t> unitOf(forward.size(), -1);
-    llvm::StringMap<int64_t> layerUnit;
-    int64_t lastLayerOp = -1;
-    for (auto [i, op] : llvm::enumerate(forward)) {
-      SmallVector<StringRef> m;
-      std::string name = nameOfOp(op);
-      if (layer.match(name, &m)) {
-        std::string key = (m[1] + "." + m[2]).str();
-        if (!layerUnit.count(key))
-          layerUnit[key] = layerUnit.size() + 1;
-        unitOf[i] = layerUnit[key];
-        lastLayerOp = i;
-      }
-    }
-    int64_t numUnits = layerUnit.size() + 2;
-    int64_t current = 0;
-    for (size_t i = 0; i < forward.size(); ++i) {
-      if (unitOf[i] >= 0)
-        current = unitOf[i];
-      else if (int64_t(i) > lastLayerOp && lastLayerOp >= 0)
-        current = numUnits - 1;
-      unitOf[i] = current;
-    }
-    std::vector<double> costs(numUnits, 0);
+    Units units = groupUnits(body);
+    SmallVector<Operation *> &forward = units.forward;
+    std::vector<double> used(units.names.size(), 0);
     for (auto [i, op] : llvm::enumerate(forward))
-      costs[unitOf[i]] += flops(op);
-    // Drop empty units (e.g. no ops after the last layer).
-    std::vector<int64_t> compact(numUnits, -1);
-    std::vector<double> used;
-    for (int64_t u = 0; u < numUnits; ++u)
-      if (costs[u] > 0) {
-        compact[u] = used.size();
-        used.push_back(costs[u]);
-      }
+      used[units.unitOf[i]] += flops(op);
     int64_t numStages = spec.pp * stagesPerDevice;
     if (int64_t(used.size()) < numStages)
       return f.emitError("dist-plan: pp=")
@@ -643,9 +695,14 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
              << " needs at least " << numStages
              << " layer groups, but the model has " << used.size()
              << " (embedding, layers, head): a stage would have no work";
-    std::vector<size_t> starts = balance(used, numStages);
-    auto stageOfUnit = [&](int64_t u) {
-      int64_t c = compact[u];
+    std::vector<size_t> starts = spec.stageStarts;
+    if (starts.empty())
+      starts = balance(used, numStages);
+    if (int64_t(starts.size()) != numStages)
+      return f.emitError("dist-plan: internal error: ")
+             << starts.size() << " stage boundaries for " << numStages
+             << " stages";
+    auto stageOfUnit = [&](int64_t c) {
       int64_t s = 0;
       for (int64_t k = 0; k < numStages; ++k)
         if (c >= int64_t(starts[k]))
@@ -665,7 +722,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     for (auto [i, op] : llvm::enumerate(forward)) {
       if (!op->hasAttr("dist.stage"))
         op->setAttr("dist.stage",
-                    IntegerAttr::get(i64, stageOfUnit(unitOf[i])));
+                    IntegerAttr::get(i64, stageOfUnit(units.unitOf[i])));
       for (Value r : op->getResults())
         stageOf[r] = op->getAttrOfType<IntegerAttr>("dist.stage").getInt();
     }

@@ -28,13 +28,21 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     and their updates live with their first use; with `stages-per-device`
     v > 1 there are p*v virtual stages, listed by device in the module's
     `dist.stage_devices`) and any product
-    (`dp2xtp2xpp2`); or a JSON plan file (docs/plans.md). With `zero1` the
+    (`dp2xtp2xpp2`); `auto` (the mesh, micro-batches and stage boundaries
+    chosen from a cost model of the step on `device-spec` under
+    `memory-gib` per device: every uniform dp x tp x pp mesh is tried, the
+    planner library cuts the layer groups into stages, and the fastest plan
+    that fits wins; the built-in dp, tp and pp policies then annotate it,
+    with the planner's stages; `report` prints the plan and its predicted
+    memory, step time and bubble to stderr); or a JSON plan file
+    (docs/plans.md). With `zero1` the
     optimizer updates are split over `dp` (ZeRO-1). An infeasible plan is an
     error naming the op and the plan entry.
   }];
   let options = [
     Option<"plan", "plan", "std::string", /*default=*/"\"dp\"",
-           "dp, tp, pp, a product like dp2xtp2xpp2, or a plan file (.json)">,
+           "dp, tp, pp, a product like dp2xtp2xpp2, auto, or a plan file "
+           "(.json)">,
     Option<"devices", "devices", "int64_t", /*default=*/"1",
            "Number of devices">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
@@ -47,6 +55,16 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     Option<"vShape", "vshape", "bool", /*default=*/"false",
            "Place virtual stages in a V (ZB-V): stage s and 2p-1-s share a "
            "device; otherwise round-robin (interleaved)">,
+    Option<"deviceSpec", "device-spec", "std::string", /*default=*/"\"cpu\"",
+           "For auto: the device spec, h100, a100, cpu, a bundled name "
+           "(h100-sxm, a100-sxm) or a JSON file (docs/planner.md)">,
+    Option<"memoryGiB", "memory-gib", "double", /*default=*/"16",
+           "For auto: memory per device in GiB">,
+    Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
+           "For auto: the pipeline schedule the plan will run (1f1b or "
+           "gpipe); it decides the activations a stage holds">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "For auto: print the chosen plan and its predictions to stderr">,
   ];
   let dependentDialects = ["::tessera::dist::DistDialect"];
 }

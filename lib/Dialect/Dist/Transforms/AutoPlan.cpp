@@ -1,0 +1,349 @@
+//===- AutoPlan.cpp - dist-plan plan=auto ---------------------------------===//
+//
+// Describes a training step as the layer graph the search needs
+// (AutoPlanSearch.h) and turns its answer into the choices the built-in
+// policies annotate: the mesh, the micro-batches and the first unit of each
+// stage. The description follows what those policies will do to the step,
+// using their own code (PlanUtils.h): the units are planPipeline's layer
+// groups, an op runs once per micro-batch when the batch trace reaches it,
+// and it is divided by tp when Megatron's trace does; a tp-split reduced
+// dimension costs an all-reduce of the result, and a replicated op reading a
+// tp-split value an all-gather.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AutoPlanSearch.h"
+#include "PlanUtils.h"
+
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::dist;
+using namespace tessera::dist::plan_detail;
+
+namespace {
+
+double bytesOf(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return 0;
+  unsigned bits = t.getElementType().getIntOrFloatBitWidth();
+  return double(t.getNumElements()) * double(std::max(8u, bits) / 8);
+}
+
+/// The device spec's name for a float element type, or "".
+std::string dtypeName(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return "";
+  Type e = t.getElementType();
+  if (e.isF32())
+    return "fp32";
+  if (e.isBF16())
+    return "bf16";
+  if (e.isF16())
+    return "fp16";
+  if (e.isF64())
+    return "fp64";
+  return "";
+}
+
+/// Three significant digits: the report spans KiB-sized test models and
+/// 80 GiB devices.
+std::string sig3(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", x);
+  return buf;
+}
+
+std::string gib(double bytes) { return sig3(bytes / double(1ull << 30)); }
+
+std::string seconds(double s) {
+  if (s < 1e-3)
+    return llvm::formatv("{0:f1} us", s * 1e6).str();
+  if (s < 1)
+    return llvm::formatv("{0:f2} ms", s * 1e3).str();
+  return llvm::formatv("{0:f3} s", s).str();
+}
+
+/// The step to model: the one with the most arguments (AdamW's, whose
+/// optimizer state is the largest).
+func::FuncOp pickStep(ModuleOp module) {
+  func::FuncOp best;
+  for (auto f : module.getOps<func::FuncOp>())
+    if (f.getSymName().starts_with("train_step_") &&
+        (!best || f.getNumArguments() > best.getNumArguments()))
+      best = f;
+  return best;
+}
+
+} // namespace
+
+namespace tessera::dist::plan_detail {
+
+LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
+                       AutoPlanChoice &choice) {
+  // Reported at the module's location only: the step is too large to
+  // print with the diagnostic.
+  auto fail = [&](const Twine &why) {
+    return mlir::emitError(module.getLoc(), "dist-plan: plan 'auto': ") << why;
+  };
+  if (!(options.memoryGiB > 0))
+    return fail("memory-gib must be positive, got " + sig3(options.memoryGiB));
+  if (options.schedule != "1f1b" && options.schedule != "gpipe")
+    return fail("plans for the 1f1b or gpipe schedule, not '" +
+                options.schedule + "'");
+  std::string specError = autoplan::checkDeviceSpec(options.deviceSpec);
+  if (!specError.empty())
+    return fail("unknown device spec '" + options.deviceSpec +
+                "' (use h100, a100, cpu or a JSON file): " + specError);
+  func::FuncOp f = pickStep(module);
+  if (!f)
+    return fail("no train_step_* function (run tsr-optimizer first)");
+  Block &body = f.getBody().front();
+  auto all = [](Operation *) { return true; };
+
+  autoplan::Problem problem;
+  problem.devices = options.devices;
+  problem.fixedMicroBatches =
+      options.microBatches > 1 ? options.microBatches : 0;
+  problem.deviceSpec = options.deviceSpec;
+  problem.memoryBytes = options.memoryGiB * double(1ull << 30);
+  problem.schedule = options.schedule;
+  problem.zero1 = options.zero1;
+
+  // The batch, as planStep traces it.
+  SmallVector<std::pair<Value, int64_t>> batchSeeds;
+  int64_t batch = 0;
+  for (BlockArgument arg : body.getArguments())
+    if (f.getArgAttr(arg.getArgNumber(), "tsr.input")) {
+      batchSeeds.push_back({arg, 0});
+      auto t = cast<RankedTensorType>(arg.getType());
+      if (t.getRank() > 0)
+        batch = std::gcd(batch, t.getDimSize(0));
+    }
+  if (batch < 1)
+    return fail("the step has no batched data input");
+  problem.batch = batch;
+  LogicalDim batchFlow = traceDim(body, batchSeeds, 1, /*backward=*/false, all);
+
+  // Megatron's splits, as planTensorParallel traces them.
+  SmallVector<std::pair<Value, int64_t>> heads, hidden;
+  tensorParallelSeeds(body, heads, hidden);
+  llvm::DenseMap<Operation *, std::string> tpNames;
+  llvm::DenseSet<Value> tpValues;
+  for (auto *seeds : {&heads, &hidden}) {
+    if (seeds->empty())
+      continue;
+    LogicalDim flow = traceDim(body, *seeds, 1, /*backward=*/true, all);
+    for (auto &[op, name] : flow.names)
+      if (!isa<tsr::ConstantOp>(op))
+        tpNames.try_emplace(op, name);
+    for (auto &[v, d] : flow.carriers)
+      tpValues.insert(v);
+  }
+  // tp must divide the heads and the MLP's hidden dimension.
+  int64_t tpLimit = 0;
+  for (auto [v, d] : heads)
+    tpLimit =
+        std::gcd(tpLimit, cast<RankedTensorType>(v.getType()).getDimSize(d));
+  for (auto [v, d] : hidden)
+    tpLimit =
+        std::gcd(tpLimit, cast<RankedTensorType>(v.getType()).getDimSize(d));
+  for (int64_t t = 1; t <= std::max<int64_t>(tpLimit, 1); ++t)
+    if (t == 1 || tpLimit % t == 0)
+      problem.tpDegrees.push_back(t);
+
+  // Units: forward ops by layer group; the backward with the forward op it
+  // differentiates; the rest with their earliest operand's unit.
+  Units units = groupUnits(body);
+  size_t numUnits = units.names.size();
+  llvm::DenseMap<Operation *, int> unitOf;
+  llvm::StringMap<int> unitOfName;
+  for (auto [i, op] : llvm::enumerate(units.forward)) {
+    unitOf[op] = int(units.unitOf[i]);
+    std::string n = nameOfOp(op);
+    if (!n.empty() && !unitOfName.count(n))
+      unitOfName[n] = int(units.unitOf[i]);
+  }
+  // Parameters and their state live with the first forward use.
+  llvm::DenseMap<Value, int> unitOfValue;
+  llvm::StringMap<int> paramUnit;
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tsr.param");
+    if (!name)
+      continue;
+    int u = 0;
+    for (Operation *op : units.forward)
+      if (llvm::is_contained(op->getOperands(), arg)) {
+        u = unitOf[op];
+        break;
+      }
+    paramUnit[name.getValue()] = u;
+    unitOfValue[arg] = u;
+  }
+  problem.units.resize(numUnits);
+  for (size_t u = 0; u < numUnits; ++u)
+    problem.units[u].name = units.names[u];
+  std::string mainDtype;
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    bool split = tpValues.contains(arg);
+    double bytes = bytesOf(arg.getType());
+    if (auto name = f.getArgAttrOfType<StringAttr>(i, "tsr.param")) {
+      autoplan::Unit &unit = problem.units[paramUnit[name.getValue()]];
+      (split ? unit.paramBytesSplit : unit.paramBytes) += bytes;
+      if (mainDtype.empty())
+        mainDtype = dtypeName(arg.getType());
+    } else if (auto st = f.getArgAttrOfType<StringAttr>(i, "tsr.state")) {
+      int u = paramUnit.lookup(st.getValue().split('/').second);
+      autoplan::Unit &unit = problem.units[u];
+      (split ? unit.stateBytesSplit : unit.stateBytes) += bytes;
+      unitOfValue[arg] = u;
+    }
+  }
+  problem.mainDtype = mainDtype.empty() ? "fp32" : mainDtype;
+
+  for (Operation &op : body) {
+    if (isa<func::ReturnOp, tsr::ConstantOp>(op))
+      continue;
+    int u = -1;
+    if (auto it = unitOf.find(&op); it != unitOf.end())
+      u = it->second;
+    else if (auto of = op.getAttrOfType<StringAttr>("tsr.backward");
+             of && unitOfName.count(of.getValue()))
+      u = unitOfName.lookup(of.getValue());
+    else
+      for (Value v : op.getOperands())
+        if (auto it = unitOfValue.find(v); it != unitOfValue.end())
+          u = u < 0 ? it->second : std::min(u, it->second);
+    if (u < 0)
+      u = 0;
+    for (Value r : op.getResults())
+      unitOfValue[r] = u;
+
+    autoplan::OpCost c;
+    c.unit = u;
+    c.flops = flops(&op);
+    c.isMatmul = isa<tsr::MatmulOp>(op);
+    c.perMicroBatch = batchFlow.names.count(&op);
+    auto tpIt = tpNames.find(&op);
+    c.tpSplit = tpIt != tpNames.end();
+    std::string dtype;
+    auto account = [&](Value v) {
+      double b = bytesOf(v.getType());
+      (batchFlow.carriers.count(v) ? c.batchBytes : c.fixedBytes) += b;
+      if (dtype.empty())
+        dtype = dtypeName(v.getType());
+    };
+    for (Value v : op.getResults())
+      account(v);
+    for (Value v : op.getOperands())
+      account(v);
+    c.dtype = dtype.empty() ? problem.mainDtype : dtype;
+    if (c.tpSplit) {
+      // Split along a dimension no result has: partial sums, all-reduced.
+      auto iface = dyn_cast<DimAnnotationOpInterface>(&op);
+      if (iface)
+        if (auto bound = bindOpAnnotation(iface)) {
+          bool reduced = true;
+          for (const annotation::TensorSpec &spec : bound->annotation.outputs)
+            for (const auto &dim : spec.dims)
+              for (const auto &atom : dim.atoms)
+                if (atom.name == tpIt->second)
+                  reduced = false;
+          if (reduced)
+            for (Value r : op.getResults())
+              c.allReduceBytes += bytesOf(r.getType());
+        }
+    } else {
+      for (Value v : op.getOperands())
+        if (tpValues.contains(v))
+          c.allGatherBytes += bytesOf(v.getType());
+    }
+    problem.ops.push_back(c);
+
+    if (!isForward(&op))
+      continue;
+    // Forward values the backward reads stay alive per micro-batch; values
+    // read by a later unit's forward cross the stage boundary there.
+    for (Value r : op.getResults()) {
+      if (!batchFlow.carriers.count(r))
+        continue;
+      double b = bytesOf(r.getType());
+      bool kept = false;
+      llvm::SmallDenseSet<int> readers;
+      for (Operation *user : r.getUsers()) {
+        if (!isForward(user))
+          kept = true;
+        else if (auto it = unitOf.find(user);
+                 it != unitOf.end() && it->second > u)
+          readers.insert(it->second);
+      }
+      if (kept)
+        (tpValues.contains(r) ? problem.units[u].actBytesSplit
+                              : problem.units[u].actBytes) += b;
+      for (int v : readers)
+        problem.edges.push_back({u, v, b});
+    }
+  }
+
+  autoplan::Result result = autoplan::searchAutoPlan(problem);
+  if (!result.error.empty())
+    return fail(result.error);
+  choice.dp = result.dp;
+  choice.tp = result.tp;
+  choice.pp = result.pp;
+  choice.microBatches = result.microBatches;
+  if (result.pp > 1)
+    for (const autoplan::StagePrediction &s : result.stages)
+      choice.stageStarts.push_back(s.firstUnit);
+
+  if (options.report) {
+    llvm::raw_ostream &os = llvm::errs();
+    os << llvm::formatv("dist-plan: auto plan for {0} on {1} x {2} ({3} GiB "
+                        "each): mesh [dp = {4}, tp = {5}, pp = {6}], {7} "
+                        "micro-batch(es) of {8}, schedule {9}\n",
+                        f.getSymName(), options.devices, result.specName,
+                        sig3(options.memoryGiB), result.dp, result.tp,
+                        result.pp, result.microBatches,
+                        batch / (result.dp * result.microBatches),
+                        options.schedule);
+    for (auto [i, s] : llvm::enumerate(result.stages)) {
+      std::string names = units.names[s.firstUnit];
+      if (s.lastUnit > s.firstUnit)
+        names += " .. " + units.names[s.lastUnit];
+      os << llvm::formatv("  stage {0}: units {1} ({2} of {3}), {4} GiB per "
+                          "device ({5} micro-batch(es) in flight), {6} per "
+                          "micro-batch\n",
+                          i, names, s.lastUnit - s.firstUnit + 1, numUnits,
+                          gib(s.memoryBytes), s.inFlight,
+                          seconds(s.microSeconds));
+    }
+    os << llvm::formatv("  predicted step {0}, bubble {1:f1}%, MFU {2:f1}% "
+                        "({3} model FLOPs per step)\n",
+                        seconds(result.stepSeconds), result.bubble * 100,
+                        result.mfu * 100, sig3(result.modelFlops));
+    for (const autoplan::Candidate &c : result.runnersUp)
+      os << llvm::formatv("  also fits: [dp = {0}, tp = {1}, pp = {2}], {3} "
+                          "micro-batch(es): {4}\n",
+                          c.dp, c.tp, c.pp, c.microBatches,
+                          seconds(c.stepSeconds));
+    os << llvm::formatv("  planner: {0} candidate(s), {1} fit, {2} planner "
+                        "run(s), {3:f3} s CPU\n",
+                        result.candidates, result.feasible, result.plannerCalls,
+                        result.cpuSeconds);
+  }
+  return success();
+}
+
+} // namespace tessera::dist::plan_detail

@@ -1,0 +1,505 @@
+//===- AutoPlanSearch.cpp - the auto policy's search, plain C++ -----------===//
+//
+// The partitioner runs uniform meshes only: every stage has the same dp and
+// tp degree, and pp = devices / (dp * tp). So the search enumerates (tp, dp,
+// micro-batches) and, for each, needs the best cut of the unit chain into
+// exactly pp stages. That cut is Piper's problem restricted to t = tp and
+// d = 1 per stage, which the planner solves exactly when it is given one
+// dp replica: maxDevices = tp * pp, only tp configurations, and a prime
+// micro-batch count N >= pp, so that no d > 1 fits (see cut()). Times are
+// per micro-batch ("sample" in Piper's terms) and y (the in-flight count)
+// is the number of stages from a stage to the last, as under 1F1B; the
+// objective is Piper's (the slowest stage), which for a fixed pp is what
+// the pipeline's step time depends on. The step time then adds the pipeline's
+// fill and drain (from the schedule library) and the once-per-step work
+// (optimizer updates and the data-parallel gradient all-reduce).
+//
+// Links follow the partitioner's rank order (row-major dp, tp, pp: pp
+// fastest): a group of n ranks at stride s stays inside a node only when
+// n * s <= devices_per_node.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AutoPlanSearch.h"
+
+#include "tessera/Cost/Collectives.h"
+#include "tessera/Cost/DeviceSpec.h"
+#include "tessera/Cost/MemoryModel.h"
+#include "tessera/Cost/Roofline.h"
+#include "tessera/Planner/PiperPlanner.h"
+#include "tessera/Schedule/PipelineOrder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <exception>
+#include <limits>
+#include <map>
+
+namespace tessera::dist::autoplan {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::string resolveSpecName(const std::string &name) {
+  if (name == "h100")
+    return "h100-sxm";
+  if (name == "a100")
+    return "a100-sxm";
+  return name;
+}
+
+/// The link of a group of `ranks` ranks at stride `stride` in rank order.
+const cost::LinkSpec &groupLink(const cost::DeviceSpec &spec, int64_t ranks,
+                                int64_t stride) {
+  return ranks * stride <= spec.devicesPerNode ? spec.intraNode
+                                               : spec.interNode;
+}
+
+double collective(cost::Collective kind, double bytes, int64_t ranks,
+                  const cost::LinkSpec &link) {
+  if (ranks <= 1 || bytes <= 0)
+    return 0;
+  return std::min(cost::collectiveTime(kind, cost::CollectiveAlgorithm::Ring,
+                                       bytes, static_cast<int>(ranks), link),
+                  cost::collectiveTime(kind, cost::CollectiveAlgorithm::Tree,
+                                       bytes, static_cast<int>(ranks), link));
+}
+
+/// Per-unit costs of one candidate (tp, dp, micro-batches).
+struct UnitCosts {
+  std::vector<double> micro; ///< forward + backward per micro-batch
+  std::vector<double> step;  ///< once per step
+  std::vector<double> memA;  ///< activations per in-flight micro-batch
+  std::vector<double> memB;  ///< parameters, gradients, optimizer state
+  std::vector<double> grads; ///< gradient bytes per device (dp sync)
+};
+
+class Search {
+public:
+  Search(const Problem &p, const cost::DeviceSpec &spec) : p(p), spec(spec) {}
+
+  Result run();
+
+private:
+  UnitCosts unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const;
+  /// Memory of units [a, b] holding y micro-batches.
+  double stageMemory(const UnitCosts &c, size_t a, size_t b, int y) const;
+  int inFlight(int stage, int64_t pp, int64_t m) const;
+  /// The least per-device memory any cut into pp stages needs.
+  double leastMemory(const UnitCosts &c, int64_t pp, int64_t m) const;
+  /// Stage boundaries from the planner (first unit of each stage), or empty
+  /// when no cut fits.
+  std::vector<size_t> cut(const UnitCosts &c, int64_t t, int64_t pp, int64_t m,
+                          double edgeScale, double bandwidth);
+  void evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
+                int64_t t, int64_t d, int64_t m, int64_t pp, double edgeScale,
+                std::vector<StagePrediction> &stages, double &micro,
+                double &step) const;
+  double boundaryBytes(size_t a, size_t b, double edgeScale) const;
+
+  const Problem &p;
+  const cost::DeviceSpec &spec;
+  size_t plannerCalls = 0;
+  double plannerSeconds = 0;
+};
+
+UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
+  size_t n = p.units.size();
+  UnitCosts c;
+  c.micro.assign(n, 0);
+  c.step.assign(n, 0);
+  c.memA.assign(n, 0);
+  c.memB.assign(n, 0);
+  c.grads.assign(n, 0);
+  // The fraction of the global batch one micro-batch of one replica holds.
+  double s = 1.0 / double(d * m);
+  const cost::LinkSpec &tpLink = groupLink(spec, t, pp);
+  for (const OpCost &op : p.ops) {
+    double split = op.tpSplit ? double(t) : 1.0;
+    double scale = op.perMicroBatch ? s : 1.0;
+    double time = cost::rooflineTime(
+        spec, op.flops * scale / split,
+        (op.batchBytes * scale + op.fixedBytes) / split, op.dtype);
+    time += collective(cost::Collective::AllReduce, op.allReduceBytes * scale,
+                       t, tpLink);
+    time += collective(cost::Collective::AllGather, op.allGatherBytes * scale,
+                       t, tpLink);
+    (op.perMicroBatch ? c.micro : c.step)[op.unit] += time;
+  }
+  for (size_t u = 0; u < n; ++u) {
+    const Unit &unit = p.units[u];
+    double params = unit.paramBytes + unit.paramBytesSplit / double(t);
+    double state = unit.stateBytes + unit.stateBytesSplit / double(t);
+    c.grads[u] = params;
+    cost::MemoryModelInputs in;
+    in.parameterBytes = params;
+    in.gradientBytes = params;
+    in.optimizerStateBytes = state;
+    in.zero1 = p.zero1;
+    in.dataParallel = static_cast<int>(d);
+    in.activationBytesPerMicroBatch = 0;
+    in.inFlightMicroBatches = 0;
+    c.memB[u] = cost::deviceMemory(in).total();
+    c.memA[u] = (unit.actBytes + unit.actBytesSplit / double(t)) * s;
+  }
+  return c;
+}
+
+int Search::inFlight(int stage, int64_t pp, int64_t m) const {
+  return cost::inFlightMicroBatches(
+      p.schedule == "gpipe" ? cost::PipelineSchedule::GPipe
+                            : cost::PipelineSchedule::OneFOneB,
+      stage, static_cast<int>(pp), static_cast<int>(m));
+}
+
+double Search::stageMemory(const UnitCosts &c, size_t a, size_t b,
+                           int y) const {
+  double mem = 0;
+  for (size_t u = a; u <= b; ++u)
+    mem += c.memA[u] * y + c.memB[u];
+  return mem;
+}
+
+double Search::leastMemory(const UnitCosts &c, int64_t pp, int64_t m) const {
+  // Later stages hold fewer micro-batches, so for a bound M the best cut
+  // fills stages greedily from the last one; bisect on M.
+  size_t n = p.units.size();
+  auto fits = [&](double limit) {
+    size_t end = n; // units [0, end) are left for stages 0..k
+    for (int64_t k = pp - 1; k >= 0; --k) {
+      int y = inFlight(static_cast<int>(k), pp, m);
+      size_t a = end;
+      while (a > size_t(k) && stageMemory(c, a - 1, end - 1, y) <= limit)
+        --a;
+      if (a == end)
+        return false;
+      end = a;
+    }
+    return end == 0;
+  };
+  double lo = 0, hi = 0;
+  for (size_t u = 0; u < n; ++u)
+    hi += c.memA[u] * std::max<int64_t>(m, pp) + c.memB[u];
+  for (int i = 0; i < 100 && hi - lo > 1e-6 * hi; ++i) {
+    double mid = (lo + hi) / 2;
+    (fits(mid) ? hi : lo) = mid;
+  }
+  return hi;
+}
+
+double Search::boundaryBytes(size_t a, size_t b, double edgeScale) const {
+  double bytes = 0;
+  for (const Edge &e : p.edges) {
+    bool fromIn = size_t(e.from) >= a && size_t(e.from) <= b;
+    bool toIn = size_t(e.to) >= a && size_t(e.to) <= b;
+    if (fromIn != toIn)
+      bytes += e.bytes * edgeScale;
+  }
+  return bytes;
+}
+
+std::vector<size_t> Search::cut(const UnitCosts &c, int64_t t, int64_t pp,
+                                int64_t m, double edgeScale, double bandwidth) {
+  size_t n = p.units.size();
+  if (pp == 1)
+    return {0};
+  planner::PiperInstance ins;
+  ins.maxMemoryPerDevice = p.memoryBytes;
+  ins.maxDevices = static_cast<int>(t * pp);
+  ins.bandwidth = bandwidth;
+  // d must divide Piper's micro-batch count N and the d's sum to at most N:
+  // with N the smallest prime >= pp, d = N would need more devices than
+  // the replica has, so every stage gets d = 1, and up to pp stages fit.
+  int primeN = static_cast<int>(std::max<int64_t>(pp, 2));
+  auto isPrime = [](int x) {
+    for (int q = 2; q * q <= x; ++q)
+      if (x % q == 0)
+        return false;
+    return true;
+  };
+  while (!isPrime(primeN))
+    ++primeN;
+  ins.mbsInBatch = primeN;
+  // Unit edges, plus the chain u -> u+1 so that the downsets are suffixes
+  // and stages contiguous unit ranges.
+  std::map<std::pair<int, int>, double> edges;
+  for (size_t u = 0; u + 1 < n; ++u)
+    edges[{int(u), int(u + 1)}] = 0;
+  for (const Edge &e : p.edges)
+    edges[{e.from, e.to}] += e.bytes * edgeScale;
+  std::vector<std::vector<int>> ins_(n), outs(n);
+  for (auto &[k, bytes] : edges) {
+    ins.edges.push_back({k.first, k.second, bytes});
+    outs[k.first].push_back(k.second);
+    ins_[k.second].push_back(k.first);
+  }
+  // GPipe holds all m micro-batches on every stage, where Piper's y is N.
+  double yScale = p.schedule == "gpipe" ? double(m) / primeN : 1.0;
+  for (size_t u = 0; u < n; ++u) {
+    planner::PiperNode node;
+    node.id = static_cast<int>(u);
+    node.name = p.units[u].name;
+    planner::PiperConfig cfg;
+    cfg.id = "vanilla";
+    // Once-per-step work amortised over the micro-batches, so that the cut
+    // balances it too.
+    cfg.timePerSample = c.micro[u] + c.step[u] / double(m);
+    cfg.parameterSize = 0; // d = 1: no resync inside one replica
+    cfg.memoryA = c.memA[u] * yScale;
+    cfg.memoryB = c.memB[u];
+    for (int v : ins_[u])
+      cfg.syncFw[v] = 0;
+    for (int v : outs[u])
+      cfg.syncBw[v] = 0;
+    node.configs[static_cast<int>(t)].push_back(cfg);
+    ins.nodes.push_back(std::move(node));
+  }
+  planner::PlannerOptions options;
+  options.objective = planner::Objective::Piper;
+  options.schedule = p.schedule == "gpipe" ? planner::Schedule::GPipe
+                                           : planner::Schedule::OneFOneB;
+  ++plannerCalls;
+  planner::Plan plan;
+  try {
+    plan = planner::planPiper(ins, options);
+  } catch (const planner::PlanError &) {
+    return {}; // nothing fits
+  }
+  plannerSeconds += plan.stats.cpuSeconds;
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (const planner::PlannedStage &s : plan.stages)
+    ranges.push_back({size_t(s.nodeIds.front()), size_t(s.nodeIds.back())});
+  // The planner may leave devices unused when more stages would not lower
+  // the bottleneck; the mesh needs exactly pp stages, so split the slowest
+  // stages further (memory is checked again by the caller).
+  auto time = [&](std::pair<size_t, size_t> r) {
+    double x = 0;
+    for (size_t u = r.first; u <= r.second; ++u)
+      x += c.micro[u];
+    return x;
+  };
+  while (int64_t(ranges.size()) < pp) {
+    int best = -1;
+    for (size_t i = 0; i < ranges.size(); ++i)
+      if (ranges[i].second > ranges[i].first &&
+          (best < 0 || time(ranges[i]) > time(ranges[best])))
+        best = static_cast<int>(i);
+    if (best < 0)
+      return {};
+    auto [a, b] = ranges[best];
+    size_t mid = a;
+    double total = time(ranges[best]), run = 0, gap = kInf;
+    for (size_t u = a; u < b; ++u) {
+      run += c.micro[u];
+      if (std::abs(total - 2 * run) < gap) {
+        gap = std::abs(total - 2 * run);
+        mid = u;
+      }
+    }
+    ranges[best] = {a, mid};
+    ranges.insert(ranges.begin() + best + 1, {mid + 1, b});
+  }
+  std::vector<size_t> starts;
+  for (auto &r : ranges)
+    starts.push_back(r.first);
+  return starts;
+}
+
+void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
+                      int64_t t, int64_t d, int64_t m, int64_t pp,
+                      double edgeScale, std::vector<StagePrediction> &stages,
+                      double &micro, double &step) const {
+  size_t n = p.units.size();
+  stages.clear();
+  micro = step = 0;
+  const cost::LinkSpec &ppLink = groupLink(spec, pp, 1);
+  const cost::LinkSpec &dpLink = groupLink(spec, d, t * pp);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    StagePrediction s;
+    s.firstUnit = starts[i];
+    s.lastUnit = i + 1 < starts.size() ? starts[i + 1] - 1 : n - 1;
+    s.inFlight = inFlight(static_cast<int>(i), pp, m);
+    s.memoryBytes = stageMemory(c, s.firstUnit, s.lastUnit, s.inFlight);
+    double grads = 0;
+    for (size_t u = s.firstUnit; u <= s.lastUnit; ++u) {
+      s.microSeconds += c.micro[u];
+      s.stepSeconds += c.step[u];
+      grads += c.grads[u];
+    }
+    // Activations forward and their gradients backward, per micro-batch.
+    if (pp > 1)
+      s.microSeconds +=
+          2 * collective(cost::Collective::SendRecv,
+                         boundaryBytes(s.firstUnit, s.lastUnit, edgeScale), 2,
+                         ppLink);
+    // The gradient all-reduce before the update (ZeRO-1: reduce-scatter
+    // and all-gather, the same bytes).
+    s.stepSeconds += collective(cost::Collective::AllReduce, grads, d, dpLink);
+    micro = std::max(micro, s.microSeconds);
+    step = std::max(step, s.stepSeconds);
+    stages.push_back(s);
+  }
+}
+
+Result Search::run() {
+  std::clock_t start = std::clock();
+  Result best;
+  best.specName = spec.name;
+  best.stepSeconds = kInf;
+  size_t n = p.units.size();
+  double leastNeeded = kInf;
+  std::vector<Candidate> feasible;
+  for (int64_t t : p.tpDegrees) {
+    if (p.devices % t != 0)
+      continue;
+    for (int64_t d = 1; d <= p.devices / t; ++d) {
+      if ((p.devices / t) % d != 0 || p.batch % d != 0)
+        continue;
+      int64_t pp = p.devices / (t * d);
+      if (pp > int64_t(n))
+        continue;
+      int64_t perReplica = p.batch / d;
+      for (int64_t m = 1; m <= perReplica; ++m) {
+        if (perReplica % m != 0 ||
+            (p.fixedMicroBatches > 0 && m != p.fixedMicroBatches))
+          continue;
+        ++best.candidates;
+        UnitCosts c = unitCosts(t, d, m, pp);
+        double edgeScale = 1.0 / double(d * m);
+        // A lower bound first: the pipeline cannot beat its total work
+        // spread over the stages, nor its slowest unit.
+        double work = 0, slowest = 0, once = 0;
+        for (size_t u = 0; u < n; ++u) {
+          work += c.micro[u];
+          slowest = std::max(slowest, c.micro[u]);
+          once += c.step[u];
+        }
+        double bound = double(m + pp - 1) * std::max(work / pp, slowest) +
+                       once / double(pp);
+        double least = leastMemory(c, pp, m);
+        if (least > p.memoryBytes) {
+          leastNeeded = std::min(leastNeeded, least);
+          continue;
+        }
+        if (bound >= best.stepSeconds && feasible.size() >= 4)
+          continue;
+        const cost::LinkSpec &ppLink = groupLink(spec, pp, 1);
+        std::vector<size_t> starts =
+            cut(c, t, pp, m, edgeScale, ppLink.bandwidth);
+        if (starts.empty()) {
+          leastNeeded = std::min(leastNeeded, least);
+          continue;
+        }
+        std::vector<StagePrediction> stages;
+        double micro = 0, step = 0;
+        evaluate(c, starts, t, d, m, pp, edgeScale, stages, micro, step);
+        bool fits = true;
+        for (const StagePrediction &s : stages)
+          fits = fits && s.memoryBytes <= p.memoryBytes * (1 + 1e-12);
+        if (!fits) {
+          leastNeeded = std::min(leastNeeded, least);
+          continue;
+        }
+        ++best.feasible;
+        // Spans 1 (F) : 2 (B): the fill and drain are those of the schedule
+        // (closed form here; the schedule library for the winner below).
+        double total = double(m + pp - 1) * micro + step;
+        feasible.push_back({d, t, pp, m, total});
+        if (total < best.stepSeconds) {
+          best.dp = d;
+          best.tp = t;
+          best.pp = pp;
+          best.microBatches = m;
+          best.stages = stages;
+          best.stepSeconds = total;
+        }
+      }
+    }
+  }
+  best.plannerCalls = plannerCalls;
+  if (best.stepSeconds == kInf) {
+    char buf[64];
+    if (leastNeeded < kInf) {
+      std::snprintf(buf, sizeof buf, "%.3g", leastNeeded / double(1 << 30));
+      char have[64];
+      std::snprintf(have, sizeof have, "%.3g", p.memoryBytes / double(1 << 30));
+      best.error = std::string("no plan fits in ") + have +
+                   " GiB per device: the step needs at least " + buf +
+                   " GiB per device on " + std::to_string(p.devices) +
+                   " device(s)";
+    } else {
+      best.error = "no mesh of " + std::to_string(p.devices) +
+                   " devices divides the batch (" + std::to_string(p.batch) +
+                   "), the attention heads and the " + std::to_string(n) +
+                   " layer groups";
+    }
+    return best;
+  }
+  // The winner's fill and drain from the schedule library.
+  if (best.pp > 1) {
+    schedule::PipelineSpec ps;
+    ps.stages = static_cast<int>(best.pp);
+    ps.forwardSpan = 1;
+    ps.backwardSpan = 2;
+    schedule::PipelineOrder order = schedule::pipelineOrder(
+        p.schedule, ps, static_cast<int>(best.microBatches), std::nullopt);
+    if (!order.error.empty()) {
+      best.error = p.schedule + ": " + order.error;
+      return best;
+    }
+    double micro = 0, step = 0;
+    for (const StagePrediction &s : best.stages) {
+      micro = std::max(micro, s.microSeconds);
+      step = std::max(step, s.stepSeconds);
+    }
+    double busy = 3.0 * double(best.microBatches);
+    best.bubble = 1 - busy / double(order.makespan);
+    best.stepSeconds = double(order.makespan) / 3.0 * micro + step;
+  }
+  std::sort(feasible.begin(), feasible.end(),
+            [](const Candidate &a, const Candidate &b) {
+              return a.stepSeconds < b.stepSeconds;
+            });
+  for (size_t i = 1; i < feasible.size() && best.runnersUp.size() < 3; ++i)
+    best.runnersUp.push_back(feasible[i]);
+  for (const OpCost &op : p.ops)
+    if (op.isMatmul)
+      best.modelFlops += op.flops;
+  best.mfu = best.modelFlops / (best.stepSeconds * double(p.devices) *
+                                spec.peakFlopsFor(p.mainDtype));
+  best.cpuSeconds = double(std::clock() - start) / CLOCKS_PER_SEC;
+  (void)plannerSeconds;
+  return best;
+}
+
+} // namespace
+
+std::string checkDeviceSpec(const std::string &nameOrPath) noexcept {
+  try {
+    cost::loadDeviceSpec(resolveSpecName(nameOrPath));
+    return "";
+  } catch (const std::exception &e) {
+    return e.what();
+  }
+}
+
+Result searchAutoPlan(const Problem &problem) noexcept {
+  try {
+    cost::DeviceSpec spec =
+        cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
+    Search search(problem, spec);
+    return search.run();
+  } catch (const std::exception &e) {
+    Result r;
+    r.error = e.what();
+    return r;
+  } catch (...) {
+    Result r;
+    r.error = "unknown error in the auto planner";
+    return r;
+  }
+}
+
+} // namespace tessera::dist::autoplan

@@ -1,0 +1,108 @@
+//===- AutoPlanSearch.h - the auto policy's search, plain C++ --*- C++ -*-===//
+//
+// The cost model and search of `dist-plan plan=auto`, without MLIR types:
+// AutoPlan.cpp describes the training step as a layer graph (units with
+// their ops, parameters, optimizer state, activations and boundary bytes),
+// this file tries every uniform mesh dp x tp x pp and micro-batch count the
+// partitioner can run, cuts the units into stages with the planner library
+// and returns the fastest plan that fits. It is compiled with exceptions
+// (the cost, planner and schedule libraries report errors by throwing) and
+// its entry point never throws, so the pass (built without exceptions) can
+// call it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_LIB_DIALECT_DIST_TRANSFORMS_AUTOPLANSEARCH_H
+#define TESSERA_LIB_DIALECT_DIST_TRANSFORMS_AUTOPLANSEARCH_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::dist::autoplan {
+
+/// One op of the step, measured at the full batch.
+struct OpCost {
+  int unit = 0;
+  std::string dtype = "fp32"; ///< the device spec's peak_flops key
+  double flops = 0;
+  double batchBytes = 0;      ///< operand and result bytes that carry the batch
+  double fixedBytes = 0;      ///< the rest (weights, optimizer state)
+  bool perMicroBatch = false; ///< carries the batch: runs per micro-batch
+  bool tpSplit = false;       ///< Megatron splits it over tp
+  /// Bytes of its (full) result that tp leaves as partial sums, all-reduced
+  /// over tp; bytes of tp-split operands a replicated op gathers.
+  double allReduceBytes = 0;
+  double allGatherBytes = 0;
+  bool isMatmul = false; ///< counted in the model FLOPs (MFU)
+};
+
+/// One layer group ("unit") of the step; bytes at the full batch.
+struct Unit {
+  std::string name;
+  /// Parameters first used in the unit, and their optimizer state; the
+  /// split part is divided by tp.
+  double paramBytes = 0, paramBytesSplit = 0;
+  double stateBytes = 0, stateBytesSplit = 0;
+  /// Forward values the backward reads (kept per in-flight micro-batch).
+  double actBytes = 0, actBytesSplit = 0;
+};
+
+struct Edge {
+  int from = 0, to = 0;
+  double bytes = 0; ///< at the full batch
+};
+
+struct Problem {
+  std::vector<Unit> units;
+  std::vector<OpCost> ops;
+  std::vector<Edge> edges;
+  int64_t batch = 1;
+  std::vector<int64_t> tpDegrees; ///< allowed tp degrees (divide the heads)
+  int64_t devices = 1;
+  int64_t fixedMicroBatches = 0; ///< 0: chosen
+  std::string deviceSpec = "cpu";
+  double memoryBytes = 0;
+  std::string schedule = "1f1b"; ///< 1f1b or gpipe
+  bool zero1 = false;
+  std::string mainDtype = "fp32";
+};
+
+struct StagePrediction {
+  size_t firstUnit = 0, lastUnit = 0;
+  int inFlight = 1;
+  double memoryBytes = 0;
+  double microSeconds = 0; ///< forward + backward of one micro-batch
+  double stepSeconds = 0;  ///< once per step: updates, dp gradient sync
+};
+
+struct Candidate {
+  int64_t dp = 1, tp = 1, pp = 1, microBatches = 1;
+  double stepSeconds = 0;
+};
+
+struct Result {
+  std::string error; ///< non-empty: no plan
+  std::string specName;
+  int64_t dp = 1, tp = 1, pp = 1, microBatches = 1;
+  std::vector<StagePrediction> stages;
+  double stepSeconds = 0;
+  double bubble = 0; ///< idle fraction of the schedule (schedule library)
+  double modelFlops = 0;
+  double mfu = 0;
+  double cpuSeconds = 0;
+  size_t candidates = 0, feasible = 0, plannerCalls = 0;
+  std::vector<Candidate> runnersUp; ///< the next best feasible meshes
+};
+
+/// Never throws; errors come back in Result::error.
+Result searchAutoPlan(const Problem &problem) noexcept;
+
+/// Resolves "h100" / "a100" / "cpu" / a bundled name / a file; "" when it
+/// loads, else the error.
+std::string checkDeviceSpec(const std::string &nameOrPath) noexcept;
+
+} // namespace tessera::dist::autoplan
+
+#endif // TESSERA_LIB_DIALECT_DIST_TRANSFORMS_AUTOPLANSEARCH_H

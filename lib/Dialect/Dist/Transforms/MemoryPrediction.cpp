@@ -1,0 +1,124 @@
+//===- MemoryPrediction.cpp - peak tensor memory of a step ----------------===//
+//
+// A replay of the step in program order with reference-counted storage, the
+// way the emitted program and the runtime behave (see the header). Values
+// that share storage (views) form one storage; a storage dies after the
+// last use of its last value, unless the driver holds it (arguments,
+// results) or a send keeps it until the step ends.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Dialect/Dist/Transforms/MemoryPrediction.h"
+#include "tessera/Dialect/Dist/IR/DistOps.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+using namespace mlir;
+
+namespace tessera {
+namespace dist {
+
+namespace {
+
+int64_t bytesOf(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return 0;
+  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
+  int64_t elementBytes = bits == 1 ? 1 : (bits + 7) / 8;
+  return t.getNumElements() * elementBytes;
+}
+
+/// The operand whose storage the op's result shares, if the op is a view.
+std::optional<Value> viewOf(Operation *op) {
+  if (auto r = dyn_cast<tsr::ReshapeOp>(op))
+    return r.getInput();
+  if (auto c = dyn_cast<tsr::CastOp>(op))
+    if (c.getInput().getType() == c.getType())
+      return c.getInput();
+  if (auto b = dyn_cast<tsr::BroadcastToOp>(op))
+    if (b.getInput().getType() == b.getType())
+      return b.getInput();
+  return std::nullopt;
+}
+
+} // namespace
+
+int64_t predictPeakBytes(func::FuncOp step) {
+  Block &body = step.getBody().front();
+  // Storage of each value, its size, and whether something outside the
+  // step's ops (driver, pending send) holds it to the end.
+  llvm::DenseMap<Value, int> storageOf;
+  std::vector<int64_t> size;
+  std::vector<bool> pinned;
+  std::vector<Operation *> lastUse;
+  auto newStorage = [&](int64_t bytes, bool pin) {
+    size.push_back(bytes);
+    pinned.push_back(pin);
+    lastUse.push_back(nullptr);
+    return int(size.size()) - 1;
+  };
+  int64_t live = 0;
+  for (BlockArgument arg : body.getArguments()) {
+    storageOf[arg] = newStorage(bytesOf(arg.getType()), /*pin=*/true);
+    live += size.back();
+  }
+  // Last uses (per storage), and pins for results and sends.
+  for (Operation &op : body) {
+    bool holds = isa<func::ReturnOp, SendOp>(op);
+    for (Value v : op.getOperands()) {
+      auto it = storageOf.find(v);
+      if (it == storageOf.end())
+        continue;
+      lastUse[it->second] = &op;
+      if (holds)
+        pinned[it->second] = true;
+    }
+    for (Value r : op.getResults()) {
+      if (auto base = viewOf(&op)) {
+        auto it = storageOf.find(*base);
+        if (it != storageOf.end()) {
+          storageOf[r] = it->second;
+          continue;
+        }
+      }
+      storageOf[r] = newStorage(bytesOf(r.getType()), /*pin=*/false);
+    }
+  }
+  // Replay.
+  int64_t peak = live;
+  std::vector<bool> allocated(size.size(), false);
+  for (BlockArgument arg : body.getArguments())
+    allocated[storageOf[arg]] = true;
+  for (Operation &op : body) {
+    for (Value r : op.getResults()) {
+      int s = storageOf[r];
+      if (!allocated[s]) {
+        allocated[s] = true;
+        live += size[s];
+      }
+    }
+    peak = std::max(peak, live);
+    // Storage whose last use is this op (or never used) dies now.
+    auto release = [&](int s) {
+      if (allocated[s] && !pinned[s] &&
+          (lastUse[s] == &op || lastUse[s] == nullptr)) {
+        live -= size[s];
+        allocated[s] = false;
+        pinned[s] = true; // never count it twice
+      }
+    };
+    for (Value v : op.getOperands()) {
+      auto it = storageOf.find(v);
+      if (it != storageOf.end())
+        release(it->second);
+    }
+    for (Value r : op.getResults())
+      release(storageOf[r]);
+  }
+  return peak;
+}
+
+} // namespace dist
+} // namespace tessera

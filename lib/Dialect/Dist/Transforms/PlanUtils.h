@@ -1,0 +1,89 @@
+//===- PlanUtils.h - dist-plan pieces shared with auto ----------*- C++ -*-===//
+//
+// The auto policy (AutoPlan.cpp) models the same program the built-in
+// policies annotate: the same layer groups ("units") the pipeline policy
+// cuts into stages, the same logical-dimension traces that decide which ops
+// the batch and Megatron's tensor parallelism split. Sharing the code keeps
+// the model and the plan that is finally written from drifting apart.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANUTILS_H
+#define TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANUTILS_H
+
+#include "mlir/IR/Block.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LogicalResult.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <string>
+#include <vector>
+
+namespace tessera::dist::plan_detail {
+
+struct LogicalDim {
+  llvm::DenseMap<mlir::Value, int64_t> carriers; ///< value -> dimension
+  llvm::DenseMap<mlir::Operation *, std::string> names;
+};
+
+/// Traces a logical dimension of size `factor`-divisible extent from the
+/// seeds through the ops of `body`, both from operands to results and, if
+/// `backward`, from results to operands. `accept` may veto an op.
+LogicalDim traceDim(mlir::Block &body,
+                    llvm::ArrayRef<std::pair<mlir::Value, int64_t>> seeds,
+                    int64_t factor, bool backward,
+                    llvm::function_ref<bool(mlir::Operation *)> accept);
+
+/// Neither a backward op nor an optimizer update.
+bool isForward(mlir::Operation *op);
+/// FLOPs of an op, roughly: GEMMs dominate; everything else counts its
+/// output elements.
+double flops(mlir::Operation *op);
+/// The op's name (its NameLoc, e.g. the ONNX node name), or "".
+std::string nameOfOp(mlir::Operation *op);
+
+/// The forward ops of a step grouped into layer units, in program order.
+struct Units {
+  llvm::SmallVector<mlir::Operation *> forward; ///< no constants, no return
+  std::vector<int64_t> unitOf;    ///< per forward op: its (non-empty) unit
+  std::vector<std::string> names; ///< per unit: "h.3", "(before the layers)"
+};
+Units groupUnits(mlir::Block &body);
+
+/// Megatron's seeds: the head dimension of each reshape that splits the
+/// hidden dimension into heads, and the hidden dimension of each MLP
+/// nonlinearity.
+void tensorParallelSeeds(
+    mlir::Block &body,
+    llvm::SmallVectorImpl<std::pair<mlir::Value, int64_t>> &heads,
+    llvm::SmallVectorImpl<std::pair<mlir::Value, int64_t>> &hidden);
+
+struct AutoPlanOptions {
+  int64_t devices = 1;
+  int64_t microBatches = 1; ///< > 1: fixed; 1: chosen by the policy
+  std::string deviceSpec = "cpu";
+  double memoryGiB = 16;
+  std::string schedule = "1f1b";
+  bool zero1 = false;
+  bool report = false;
+};
+
+/// What the auto policy decides; the built-in policies then annotate it.
+struct AutoPlanChoice {
+  int64_t dp = 1, tp = 1, pp = 1;
+  int64_t microBatches = 1;
+  std::vector<size_t> stageStarts; ///< first unit of each stage (pp > 1)
+};
+
+/// The auto policy (AutoPlan.cpp): models the largest train step of
+/// `module` and picks the fastest uniform mesh that fits in memory. Errors
+/// are emitted on the module.
+mlir::LogicalResult planAuto(mlir::ModuleOp module,
+                             const AutoPlanOptions &options,
+                             AutoPlanChoice &choice);
+
+} // namespace tessera::dist::plan_detail
+
+#endif // TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANUTILS_H

@@ -1,0 +1,80 @@
+// dist-plan plan=auto: the mesh, micro-batches and stages chosen by the cost
+// model (AutoPlanSearch.cpp) on the tiny GPT (2 layers, 2 heads, width 32,
+// batch 4), then annotated by the built-in dp, tp and pp policies. The
+// memory limits are in GiB: the AdamW step of the tiny GPT holds about
+// 0.65 MiB per replica, so they are tiny too.
+// RUN: tessera-translate --import-onnx %tessera_src/examples/gpt/tiny/model.onnx --mlir-print-debuginfo | tessera-opt -tsr-autodiff -tsr-decompose-means -tsr-optimizer=optimizer=adamw -inline -symbol-dce -canonicalize -cse -mlir-print-debuginfo -o %t.mlir
+
+// Plenty of memory: data parallelism over the 4 devices is the fastest.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=cpu memory-gib=1 report=true" 2>%t.dp.err | FileCheck %s --check-prefix=DP
+// RUN: FileCheck %s --check-prefix=DPREPORT < %t.dp.err
+// DP: module attributes {dist.mesh = #dist.mesh<[dp = 4, tp = 1, pp = 1]>, dist.micro_batches = 1 : i64
+// DP-LABEL: func.func @train_step_adamw
+// DP: tsr.matmul {{.*}}dist.split = {_0 = "dp"}
+// DPREPORT: dist-plan: auto plan for train_step_adamw on 4 x cpu (1 GiB each): mesh [dp = 4, tp = 1, pp = 1], 1 micro-batch(es) of 1, schedule 1f1b
+// DPREPORT-NEXT: stage 0: units (before the layers) .. (after the layers) (4 of 4), 0.000652 GiB per device (1 micro-batch(es) in flight), {{.*}} per micro-batch
+// DPREPORT-NEXT: predicted step {{[0-9.]+}} {{u|m}}s, bubble 0.0%, MFU {{[0-9.]+}}% (2.41e+07 model FLOPs per step)
+// DPREPORT: also fits: [dp = 2, tp = 1, pp = 2]
+// DPREPORT: planner: 11 candidate(s), {{[0-9]+}} fit, {{[0-9]+}} planner run(s), {{[0-9.]+}} s CPU
+
+// Less memory than a whole replica: the layers go to two pipeline stages
+// (the planner's cut: embedding and h.0, then h.1 and the head), each op's
+// backward with it, with 2 micro-batches per replica.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0005 report=true" -mlir-print-debuginfo -mlir-print-local-scope 2>%t.pp.err | FileCheck %s --check-prefix=PP
+// RUN: FileCheck %s --check-prefix=PPREPORT < %t.pp.err
+// PP: module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 2]>, dist.micro_batches = 2 : i64
+// PP-LABEL: func.func @train_step_adamw
+// PP: tsr.matmul {{.*}}dist.stage = 0 : i64{{.*}}"/h.0/mlp/c_proj/MatMul"
+// PP: tsr.matmul {{.*}}dist.stage = 1 : i64{{.*}}"/h.1/attn/c_attn/MatMul"
+// PP: tsr.matmul {{.*}}dist.stage = 1 : i64{{.*}}"/MatMul"
+// PP: tsr.matmul {{.*}}dist.stage = 1 : i64, tsr.backward = "/h.1/mlp/c_proj/MatMul"
+// PP: tsr.matmul {{.*}}dist.stage = 0 : i64, tsr.backward = "/h.0/mlp/c_proj/MatMul"
+// PPREPORT: mesh [dp = 2, tp = 1, pp = 2], 2 micro-batch(es) of 1, schedule 1f1b
+// PPREPORT-NEXT: stage 0: units (before the layers) .. h.0 (2 of 4), 0.000452 GiB per device (2 micro-batch(es) in flight)
+// PPREPORT-NEXT: stage 1: units h.1 .. (after the layers) (2 of 4), 0.000304 GiB per device (1 micro-batch(es) in flight)
+// PPREPORT-NEXT: predicted step {{.*}}, bubble 33.3%
+
+// Less again: tensor parallelism splits the heads and the MLP as well.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0003 report=true" 2>%t.tp.err | FileCheck %s --check-prefix=TP
+// RUN: FileCheck %s --check-prefix=TPREPORT < %t.tp.err
+// TP: module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 2, pp = 2]>, dist.micro_batches = 4 : i64
+// TP-LABEL: func.func @train_step_adamw
+// TP: tsr.matmul {{.*}}dist.split = {_1 = "tp"}, dist.stage = 0 : i64
+// TP: tsr.matmul {{.*}}dist.split = {n = "tp"}, dist.stage = 0 : i64
+// TP: tsr.matmul {{.*}}dist.split = {k = "tp"}, dist.stage = 0 : i64
+// TPREPORT: mesh [dp = 1, tp = 2, pp = 2], 4 micro-batch(es) of 1
+// TPREPORT: stage 0: {{.*}}, 0.000298 GiB per device (2 micro-batch(es) in flight)
+// TPREPORT: predicted step {{.*}}, bubble 20.0%
+
+// The micro-batch count can be fixed; the rest is still chosen.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0005 micro-batches=4" | FileCheck %s --check-prefix=FIXED
+// FIXED: dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 4]>, dist.micro_batches = 4 : i64
+
+// GPipe holds every micro-batch's activations on every stage.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0005 schedule=gpipe report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPIPE
+// GPIPE: schedule gpipe
+// GPIPE: stage 1: {{.*}} ({{[0-9]+}} micro-batch(es) in flight)
+
+// Errors: too little memory names what the step needs; impossible meshes,
+// unknown specs and bad limits are named.
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0002" 2>&1 | FileCheck %s --check-prefix=MEMORY
+// MEMORY: error: dist-plan: plan 'auto': no plan fits in 0.0002 GiB per device: the step needs at least 0.000298 GiB per device on 4 device(s)
+// MEMORY-NOT: see current operation
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=64" 2>&1 | FileCheck %s --check-prefix=MESH
+// MESH: error: dist-plan: plan 'auto': no mesh of 64 devices divides the batch (4), the attention heads and the 4 layer groups
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=tpu9" 2>&1 | FileCheck %s --check-prefix=SPEC
+// SPEC: error: dist-plan: plan 'auto': unknown device spec 'tpu9' (use h100, a100, cpu or a JSON file)
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0" 2>&1 | FileCheck %s --check-prefix=NONPOS
+// NONPOS: error: dist-plan: plan 'auto': memory-gib must be positive, got 0
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=-2" 2>&1 | FileCheck %s --check-prefix=NEG
+// NEG: error: dist-plan: plan 'auto': memory-gib must be positive, got -2
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 schedule=zb-h1" 2>&1 | FileCheck %s --check-prefix=SCHED
+// SCHED: error: dist-plan: plan 'auto': plans for the 1f1b or gpipe schedule, not 'zb-h1'
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 stages-per-device=2" 2>&1 | FileCheck %s --check-prefix=VIRTUAL
+// VIRTUAL: error: dist-plan: plan 'auto': plans one stage per device (use the 1f1b or gpipe schedule)
+
+// The bundled H100 spec by its short name, on the hand-written MLP step
+// (no heads: the MLP's hidden dimension alone bounds tp; at this size every
+// mesh costs the same few microseconds of latency).
+// RUN: tessera-opt %S/Inputs/step.mlir -dist-plan="plan=auto devices=2 device-spec=h100 memory-gib=80 report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=H100
+// H100: dist-plan: auto plan for train_step_sgd on 2 x h100-sxm (80 GiB each): mesh [dp = {{[12]}}, tp = {{[12]}}, pp = {{[12]}}]
