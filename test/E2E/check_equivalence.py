@@ -4,9 +4,12 @@
   check_equivalence.py REF_DIR PLAN_DIR [--rtol 1e-5]
 
 Each directory holds train.jsonl (the program's stdout: one JSON line per
-step) and final.safetensors (--save). Every step's loss must agree to the
+step), final.safetensors (--save) and memory.json (tessera-compile's
+predicted peak tensor memory per rank). Every step's loss must agree to the
 relative tolerance, and every parameter norm-wise; the same parameter names
-must be saved. Exit 1 on any failure, with what was compared.
+must be saved; and each rank's measured peak tensor memory must be within
+--memory-rtol (10 %) of the prediction. Exit 1 on any failure, with what was
+compared.
 """
 import argparse
 import json
@@ -29,6 +32,7 @@ def main():
     ap.add_argument("reference")
     ap.add_argument("plan")
     ap.add_argument("--rtol", type=float, default=1e-5)
+    ap.add_argument("--memory-rtol", type=float, default=0.10)
     args = ap.parse_args()
     name = os.path.basename(os.path.normpath(args.plan))
     failures = []
@@ -63,10 +67,27 @@ def main():
     if worst_w > args.rtol:
         failures.append(f"weights differ: {worst_name} by {worst_w:.2e}")
 
+    # Memory: the prediction against the runtime's measured per-rank peaks.
+    worst_mem = 0.0
+    for d in (args.reference, args.plan):
+        with open(os.path.join(d, "memory.json")) as f:
+            predicted = json.load(f)["adamw"]
+        with open(os.path.join(d, "train.jsonl")) as f:
+            last = json.loads([l for l in f if l.strip()][-1])
+        measured = last.get("peak_bytes_per_rank", [last["peak_bytes"]])
+        if len(measured) != len(predicted):
+            failures.append(f"{d}: {len(measured)} measured peaks, "
+                            f"{len(predicted)} predicted")
+            continue
+        for p, m in zip(predicted, measured):
+            worst_mem = max(worst_mem, abs(p - m) / m)
+    if worst_mem > args.memory_rtol:
+        failures.append(f"memory prediction off by {worst_mem:.1%}")
+
     status = "FAIL" if failures else "ok"
     print(f"{status} {name}: {len(got_l)} steps, worst loss difference "
           f"{worst_loss:.1e}, worst weight difference {worst_w:.1e} "
-          f"({worst_name or '-'})")
+          f"({worst_name or '-'}), memory prediction within {worst_mem:.2%}")
     for f in failures:
         print(f"  {f}")
     return 1 if failures else 0

@@ -1,6 +1,6 @@
 //===- tessera-compile.cpp - the one-shot driver --------------------------===//
 //
-//   tessera-compile MODEL.onnx -o OUT [--devices 1] [--target cpu]
+//   tessera-compile MODEL.onnx -o OUT [--devices 1] [--target cpu|cuda]
 //
 // Runs the standard pipeline and builds the program:
 //   import (ONNX -> tsr)            OUT/model.mlir, OUT/init.safetensors
@@ -16,6 +16,7 @@
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
+#include "tessera/Dialect/Dist/Transforms/MemoryPrediction.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
@@ -51,8 +52,16 @@ static cl::opt<std::string> outDir("o", cl::desc("Output directory"),
                                    cl::cat(category));
 static cl::opt<int> devices("devices", cl::desc("Number of devices"),
                             cl::init(1), cl::cat(category));
-static cl::opt<std::string> target("target", cl::desc("cpu"), cl::init("cpu"),
-                                   cl::cat(category));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("cpu (OpenBLAS + MPI) or cuda (cuBLASLt + NCCL; the "
+                    "same emitted C++, linked with runtime/cuda)"),
+           cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string>
+    cudaArch("cuda-arch",
+             cl::desc("--target cuda: the GPU architecture the runtime's "
+                      "kernels are compiled for (CMAKE_CUDA_ARCHITECTURES)"),
+             cl::init("90a"), cl::cat(category));
 static cl::opt<std::string>
     lossOutput("loss-output",
                cl::desc("Graph output that is the loss (default: the only "
@@ -64,8 +73,8 @@ static cl::opt<double>
              cl::init(0.0), cl::cat(category));
 static cl::opt<std::string>
     plan("plan",
-         cl::desc("Parallel plan: dp, tp, pp, a product like dp2xtp2xpp2, or "
-                  "a plan file (.json); see docs/plans.md"),
+         cl::desc("Parallel plan: dp, tp, pp, a product like dp2xtp2xpp2, "
+                  "auto, or a plan file (.json); see docs/plans.md"),
          cl::init("dp"), cl::cat(category));
 static cl::opt<int> microBatches(
     "micro-batches",
@@ -81,6 +90,15 @@ static cl::opt<std::string>
              cl::desc("Pipeline schedule of the micro-batches: 1f1b, gpipe, "
                       "interleaved, zb-h1, zb-h2, zb-v or search"),
              cl::init("1f1b"), cl::cat(category));
+static cl::opt<std::string> deviceSpec(
+    "device-spec",
+    cl::desc("For --plan auto: the device, h100, a100, cpu or a spec file "
+             "(JSON, docs/planner.md)"),
+    cl::init("cpu"), cl::cat(category));
+static cl::opt<double>
+    memoryGiB("memory-gib",
+              cl::desc("For --plan auto: memory per device in GiB"),
+              cl::init(16.0), cl::cat(category));
 static cl::opt<bool> noBuild("no-build",
                              cl::desc("Emit sources but do not build them"),
                              cl::cat(category));
@@ -138,8 +156,12 @@ LogicalResult run(StringRef program, ArrayRef<StringRef> args, StringRef log) {
 }
 
 /// The CMakeLists.txt of the emitted programs: one executable per rank
-/// (`dirs` empty string: a single program at the top).
-std::string cmakeLists(ArrayRef<std::string> dirs) {
+/// (`dirs` empty string: a single program at the top). The CPU target links
+/// the runtime library built beside this tool; the CUDA target builds
+/// runtime/cuda from its sources once for the chosen architecture
+/// (runtime/cuda/TesseraCuda.cmake), since the kernels are compiled per
+/// architecture.
+std::string cmakeLists(ArrayRef<std::string> dirs, bool cuda) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "# Emitted by tessera-compile: the training program(s), one per "
@@ -154,8 +176,25 @@ std::string cmakeLists(ArrayRef<std::string> dirs) {
         "# The emitted code is a straight sequence of runtime calls (the\n"
         "# kernels are in the runtime library): -O1 compiles it 4x faster\n"
         "# than -O3 and runs as fast.\n"
-        "set(CMAKE_CXX_FLAGS_RELEASE \"-O1 -DNDEBUG\")\n"
-        "find_package(MPI REQUIRED COMPONENTS CXX)\n"
+        "set(CMAKE_CXX_FLAGS_RELEASE \"-O1 -DNDEBUG\")\n";
+  if (cuda) {
+    os << "include(\"" TESSERA_RUNTIME_SOURCE_DIR
+          "/cuda/TesseraCuda.cmake\")\n";
+    for (const std::string &dir : dirs) {
+      std::string target = dir.empty() ? "program" : dir;
+      std::string source = dir.empty() ? "program.cpp" : dir + "/program.cpp";
+      std::string out = dir.empty() ? "${CMAKE_CURRENT_SOURCE_DIR}"
+                                    : "${CMAKE_CURRENT_SOURCE_DIR}/" + dir;
+      os << "\nadd_executable(" << target << " " << source << ")\n"
+         << "set_target_properties(" << target
+         << " PROPERTIES OUTPUT_NAME program\n  RUNTIME_OUTPUT_DIRECTORY "
+         << out << ")\n"
+         << "tessera_link_cuda_runtime(" << target << " CUDA_ARCH " << cudaArch
+         << ")\n";
+    }
+    return s;
+  }
+  os << "find_package(MPI REQUIRED COMPONENTS CXX)\n"
         "set(TESSERA_RUNTIME_INCLUDE_DIR \"" TESSERA_RUNTIME_INCLUDE_DIR
         "\" CACHE PATH \"Tessera runtime headers\")\n"
         "set(TESSERA_RUNTIME_LIBRARY \"" TESSERA_RUNTIME_LIBRARY
@@ -255,8 +294,8 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "Tessera: compile a single-device ONNX model "
                               "into a training program\n");
-  if (target != "cpu")
-    return fail("--target " + target + " is not supported yet (use cpu)");
+  if (target != "cpu" && target != "cuda")
+    return fail("--target " + target + " is unknown (use cpu or cuda)");
   if (devices < 1)
     return fail("--devices must be >= 1");
   if (microBatches < 1)
@@ -342,6 +381,10 @@ int main(int argc, char **argv) {
     planOptions.devices = devices;
     planOptions.microBatches = microBatches;
     planOptions.zero1 = zero1;
+    planOptions.deviceSpec = deviceSpec;
+    planOptions.memoryGiB = memoryGiB;
+    planOptions.schedule = schedule;
+    planOptions.report = !quiet;
     // Interleaved 1F1B and ZB-V run two virtual stages per device.
     if (schedule == "interleaved" || schedule == "zb-v")
       planOptions.stagesPerDevice = 2;
@@ -362,6 +405,37 @@ int main(int argc, char **argv) {
                        [&](raw_ostream &os) { module->print(os); })))
     return 1;
   progress("training steps (adamw, sgd) -> " + path("train.mlir"));
+
+  // The predicted peak tensor memory of each rank's step (OUT/memory.json;
+  // the tests check it against the runtime's measured peaks).
+  {
+    std::string json;
+    llvm::raw_string_ostream os(json);
+    os << "{";
+    bool firstOpt = true;
+    for (const char *opt : {"adamw", "sgd"}) {
+      os << (firstOpt ? "" : ", ") << "\"" << opt << "\": [";
+      firstOpt = false;
+      for (int64_t r = 0; r < worldSize; ++r) {
+        std::string name = std::string("train_step_") + opt;
+        if (distributed)
+          name += "_rank" + std::to_string(r);
+        auto f = module->lookupSymbol<func::FuncOp>(name);
+        int64_t bytes = f ? dist::predictPeakBytes(f) : 0;
+        os << (r ? ", " : "") << bytes;
+        if (std::string(opt) == "adamw")
+          progress(llvm::formatv("  rank {0}: predicted peak tensor memory "
+                                 "{1:F2} MiB (adamw)",
+                                 r, bytes / (1024.0 * 1024.0))
+                       .str());
+      }
+      os << "]";
+    }
+    os << "}\n";
+    if (failed(
+            writeFile(path("memory.json"), [&](raw_ostream &o) { o << json; })))
+      return 1;
+  }
 
   // Emission: one program per rank.
   std::vector<std::string> programs;
@@ -405,7 +479,9 @@ int main(int argc, char **argv) {
     programs.push_back(dir);
   }
   if (failed(writeFile(path("CMakeLists.txt"),
-                       [&](raw_ostream &os) { os << cmakeLists(programs); })) ||
+                       [&](raw_ostream &os) {
+                         os << cmakeLists(programs, target == "cuda");
+                       })) ||
       failed(writeFile(path("run"), [&](raw_ostream &os) {
         os << runScript(programs, worldSize);
       })))
