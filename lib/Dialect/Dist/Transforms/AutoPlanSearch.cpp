@@ -81,6 +81,7 @@ public:
   Search(const Problem &p, const cost::DeviceSpec &spec) : p(p), spec(spec) {}
 
   Result run();
+  PlanEvaluation evaluatePlan(const PlanChoice &choice) const;
 
 private:
   UnitCosts unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const;
@@ -93,11 +94,24 @@ private:
   /// when no cut fits.
   std::vector<size_t> cut(const UnitCosts &c, int64_t t, int64_t pp, int64_t m,
                           double edgeScale, double bandwidth);
+  /// The cut that minimises the closed-form step time exactly (a dynamic
+  /// program per threshold on the once-per-step work), or empty when no cut
+  /// fits; `tooLarge` when that would take more than kExactCutWork steps
+  /// (the caller then uses cut()).
+  std::vector<size_t> exactCut(const UnitCosts &c, int64_t t, int64_t d,
+                               int64_t pp, int64_t m, double edgeScale,
+                               bool &tooLarge) const;
   void evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
                 int64_t t, int64_t d, int64_t m, int64_t pp, double edgeScale,
                 std::vector<StagePrediction> &stages, double &micro,
                 double &step) const;
   double boundaryBytes(size_t a, size_t b, double edgeScale) const;
+  bool fitsMemory(const std::vector<StagePrediction> &stages) const;
+  /// The step time with the schedule library's fill and drain (the closed
+  /// form when pp == 1); "" or the schedule library's error.
+  std::string scheduledStep(int64_t pp, int64_t m,
+                            const std::vector<StagePrediction> &stages,
+                            double &stepSeconds, double &bubble) const;
 
   const Problem &p;
   const cost::DeviceSpec &spec;
@@ -307,6 +321,105 @@ std::vector<size_t> Search::cut(const UnitCosts &c, int64_t t, int64_t pp,
   return starts;
 }
 
+/// Inner steps of exactCut's dynamic programs above which the planner's cut
+/// is used instead: small models (GPT-2's 14 layer groups at any pp) are
+/// cut exactly, a 98-group GPT-3 at large pp by the planner.
+constexpr double kExactCutWork = 4e6;
+
+std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
+                                     int64_t pp, int64_t m, double edgeScale,
+                                     bool &tooLarge) const {
+  size_t n = p.units.size();
+  tooLarge = false;
+  // Per range [a, b]: its time per micro-batch and once-per-step time, as
+  // evaluate() computes them.
+  const cost::LinkSpec &ppLink = groupLink(spec, pp, 1);
+  const cost::LinkSpec &dpLink = groupLink(spec, d, t * pp);
+  std::vector<double> micro(n * n, 0), step(n * n, 0), memA(n * n, 0),
+      memB(n * n, 0);
+  std::vector<double> thresholds;
+  for (size_t a = 0; a < n; ++a) {
+    double mi = 0, st = 0, grads = 0, ma = 0, mb = 0;
+    for (size_t b = a; b < n; ++b) {
+      mi += c.micro[b];
+      st += c.step[b];
+      grads += c.grads[b];
+      ma += c.memA[b];
+      mb += c.memB[b];
+      memA[a * n + b] = ma;
+      memB[a * n + b] = mb;
+      double x = mi;
+      if (pp > 1)
+        x += 2 * collective(cost::Collective::SendRecv,
+                            boundaryBytes(a, b, edgeScale), 2, ppLink);
+      micro[a * n + b] = x;
+      step[a * n + b] =
+          st + collective(cost::Collective::AllReduce, grads, d, dpLink);
+      thresholds.push_back(step[a * n + b]);
+    }
+  }
+  std::sort(thresholds.begin(), thresholds.end());
+  thresholds.erase(std::unique(thresholds.begin(), thresholds.end()),
+                   thresholds.end());
+  if (double(thresholds.size()) * double(pp) * double(n) * double(n) / 2 >
+      kExactCutWork) {
+    tooLarge = true;
+    return {};
+  }
+  std::vector<int> y(pp);
+  for (int64_t i = 0; i < pp; ++i)
+    y[i] = inFlight(static_cast<int>(i), pp, m);
+  double limit = p.memoryBytes * (1 + 1e-12);
+  double k = double(m + pp - 1);
+  // f[i][b]: the least slowest-stage time of stages 0..i over units 0..b,
+  // every stage's once-per-step time at most tau; from[i][b]: stage i's
+  // first unit.
+  std::vector<double> f(pp * n);
+  std::vector<size_t> from(pp * n);
+  auto solve = [&](double tau) {
+    std::fill(f.begin(), f.end(), kInf);
+    for (int64_t i = 0; i < pp; ++i)
+      for (size_t b = size_t(i); b < n; ++b)
+        for (size_t a = size_t(i); a <= b; ++a) {
+          if (step[a * n + b] > tau ||
+              memA[a * n + b] * y[i] + memB[a * n + b] > limit)
+            continue;
+          double before = i == 0 ? (a == 0 ? 0 : kInf) : f[(i - 1) * n + a - 1];
+          double v = std::max(before, micro[a * n + b]);
+          if (v < f[i * n + b]) {
+            f[i * n + b] = v;
+            from[i * n + b] = a;
+          }
+        }
+    return f[(pp - 1) * n + n - 1];
+  };
+  // g(tau) only falls as tau grows: g(largest) bounds every later tau.
+  double floor = solve(thresholds.back());
+  if (floor == kInf)
+    return {};
+  double best = kInf;
+  std::vector<size_t> bestStarts;
+  for (double tau : thresholds) {
+    if (tau + k * floor >= best)
+      break;
+    double g = solve(tau);
+    if (g == kInf || k * g + tau >= best)
+      continue;
+    std::vector<size_t> starts(pp);
+    double realStep = 0;
+    for (int64_t i = pp - 1, b = int64_t(n) - 1; i >= 0; --i) {
+      starts[i] = from[i * n + size_t(b)];
+      realStep = std::max(realStep, step[starts[i] * n + size_t(b)]);
+      b = int64_t(starts[i]) - 1;
+    }
+    if (k * g + realStep < best) {
+      best = k * g + realStep;
+      bestStarts = starts;
+    }
+  }
+  return bestStarts;
+}
+
 void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
                       int64_t t, int64_t d, int64_t m, int64_t pp,
                       double edgeScale, std::vector<StagePrediction> &stages,
@@ -341,6 +454,74 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
     step = std::max(step, s.stepSeconds);
     stages.push_back(s);
   }
+}
+
+bool Search::fitsMemory(const std::vector<StagePrediction> &stages) const {
+  bool fits = true;
+  for (const StagePrediction &s : stages)
+    fits = fits && s.memoryBytes <= p.memoryBytes * (1 + 1e-12);
+  return fits;
+}
+
+/// Spans 1 (F) : 2 (B): the fill and drain are those of the schedule.
+static double closedFormStep(int64_t pp, int64_t m, double micro, double step) {
+  return double(m + pp - 1) * micro + step;
+}
+
+std::string Search::scheduledStep(int64_t pp, int64_t m,
+                                  const std::vector<StagePrediction> &stages,
+                                  double &stepSeconds, double &bubble) const {
+  double micro = 0, step = 0;
+  for (const StagePrediction &s : stages) {
+    micro = std::max(micro, s.microSeconds);
+    step = std::max(step, s.stepSeconds);
+  }
+  bubble = 0;
+  stepSeconds = closedFormStep(pp, m, micro, step);
+  if (pp <= 1)
+    return "";
+  schedule::PipelineSpec ps;
+  ps.stages = static_cast<int>(pp);
+  ps.forwardSpan = 1;
+  ps.backwardSpan = 2;
+  schedule::PipelineOrder order = schedule::pipelineOrder(
+      p.schedule, ps, static_cast<int>(m), std::nullopt);
+  if (!order.error.empty())
+    return p.schedule + ": " + order.error;
+  double busy = 3.0 * double(m);
+  bubble = 1 - busy / double(order.makespan);
+  stepSeconds = double(order.makespan) / 3.0 * micro + step;
+  return "";
+}
+
+PlanEvaluation Search::evaluatePlan(const PlanChoice &choice) const {
+  PlanEvaluation out;
+  size_t n = p.units.size();
+  const std::vector<size_t> &starts = choice.stageStarts;
+  if (choice.dp < 1 || choice.tp < 1 || choice.pp < 1 ||
+      choice.microBatches < 1) {
+    out.error = "dp, tp, pp and the micro-batch count must be >= 1";
+    return out;
+  }
+  if (int64_t(starts.size()) != choice.pp || starts.front() != 0 ||
+      starts.back() >= n) {
+    out.error = "need pp stage starts, the first 0, all below the unit count";
+    return out;
+  }
+  for (size_t i = 1; i < starts.size(); ++i)
+    if (starts[i] <= starts[i - 1]) {
+      out.error = "stage starts must ascend";
+      return out;
+    }
+  int64_t t = choice.tp, d = choice.dp, pp = choice.pp, m = choice.microBatches;
+  UnitCosts c = unitCosts(t, d, m, pp);
+  double micro = 0, step = 0;
+  evaluate(c, starts, t, d, m, pp, 1.0 / double(d * m), out.stages, micro,
+           step);
+  out.fits = fitsMemory(out.stages);
+  out.closedFormSeconds = closedFormStep(pp, m, micro, step);
+  out.error = scheduledStep(pp, m, out.stages, out.stepSeconds, out.bubble);
+  return out;
 }
 
 Result Search::run() {
@@ -386,8 +567,12 @@ Result Search::run() {
         if (bound >= best.stepSeconds && feasible.size() >= 4)
           continue;
         const cost::LinkSpec &ppLink = groupLink(spec, pp, 1);
+        bool tooLarge = false;
         std::vector<size_t> starts =
-            cut(c, t, pp, m, edgeScale, ppLink.bandwidth);
+            p.exactCuts ? exactCut(c, t, d, pp, m, edgeScale, tooLarge)
+                        : std::vector<size_t>();
+        if (!p.exactCuts || tooLarge)
+          starts = cut(c, t, pp, m, edgeScale, ppLink.bandwidth);
         if (starts.empty()) {
           leastNeeded = std::min(leastNeeded, least);
           continue;
@@ -395,17 +580,13 @@ Result Search::run() {
         std::vector<StagePrediction> stages;
         double micro = 0, step = 0;
         evaluate(c, starts, t, d, m, pp, edgeScale, stages, micro, step);
-        bool fits = true;
-        for (const StagePrediction &s : stages)
-          fits = fits && s.memoryBytes <= p.memoryBytes * (1 + 1e-12);
-        if (!fits) {
+        if (!fitsMemory(stages)) {
           leastNeeded = std::min(leastNeeded, least);
           continue;
         }
         ++best.feasible;
-        // Spans 1 (F) : 2 (B): the fill and drain are those of the schedule
-        // (closed form here; the schedule library for the winner below).
-        double total = double(m + pp - 1) * micro + step;
+        // The closed form here; the schedule library for the winner below.
+        double total = closedFormStep(pp, m, micro, step);
         feasible.push_back({d, t, pp, m, total});
         if (total < best.stepSeconds) {
           best.dp = d;
@@ -439,24 +620,10 @@ Result Search::run() {
   }
   // The winner's fill and drain from the schedule library.
   if (best.pp > 1) {
-    schedule::PipelineSpec ps;
-    ps.stages = static_cast<int>(best.pp);
-    ps.forwardSpan = 1;
-    ps.backwardSpan = 2;
-    schedule::PipelineOrder order = schedule::pipelineOrder(
-        p.schedule, ps, static_cast<int>(best.microBatches), std::nullopt);
-    if (!order.error.empty()) {
-      best.error = p.schedule + ": " + order.error;
+    best.error = scheduledStep(best.pp, best.microBatches, best.stages,
+                               best.stepSeconds, best.bubble);
+    if (!best.error.empty())
       return best;
-    }
-    double micro = 0, step = 0;
-    for (const StagePrediction &s : best.stages) {
-      micro = std::max(micro, s.microSeconds);
-      step = std::max(step, s.stepSeconds);
-    }
-    double busy = 3.0 * double(best.microBatches);
-    best.bubble = 1 - busy / double(order.makespan);
-    best.stepSeconds = double(order.makespan) / 3.0 * micro + step;
   }
   std::sort(feasible.begin(), feasible.end(),
             [](const Candidate &a, const Candidate &b) {
@@ -475,6 +642,24 @@ Result Search::run() {
 }
 
 } // namespace
+
+PlanEvaluation evaluatePlan(const Problem &problem,
+                            const PlanChoice &choice) noexcept {
+  try {
+    cost::DeviceSpec spec =
+        cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
+    Search search(problem, spec);
+    return search.evaluatePlan(choice);
+  } catch (const std::exception &e) {
+    PlanEvaluation r;
+    r.error = e.what();
+    return r;
+  } catch (...) {
+    PlanEvaluation r;
+    r.error = "unknown error in the auto planner";
+    return r;
+  }
+}
 
 std::string checkDeviceSpec(const std::string &nameOrPath) noexcept {
   try {

@@ -67,6 +67,11 @@ struct Problem {
   std::string schedule = "1f1b"; ///< 1f1b or gpipe
   bool zero1 = false;
   std::string mainDtype = "fp32";
+  /// Cut the units into stages exactly (a dynamic program on the step time)
+  /// where that is cheap, else with the planner library (Piper's objective,
+  /// the slowest stage, which can miss the best step time: within 8.3 % on
+  /// the unit test's random instances). false: always the planner.
+  bool exactCuts = true;
 };
 
 struct StagePrediction {
@@ -98,6 +103,29 @@ struct Result {
 
 /// Never throws; errors come back in Result::error.
 Result searchAutoPlan(const Problem &problem) noexcept;
+
+/// One fully specified plan: a mesh, a micro-batch count and the first unit
+/// of each of the pp stages (ascending, starting at 0).
+struct PlanChoice {
+  int64_t dp = 1, tp = 1, pp = 1, microBatches = 1;
+  std::vector<size_t> stageStarts = {0};
+};
+
+struct PlanEvaluation {
+  std::string error; ///< non-empty: the choice is malformed
+  bool fits = false; ///< every stage fits in Problem::memoryBytes
+  std::vector<StagePrediction> stages;
+  /// The step time searchAutoPlan reports for this plan (the schedule
+  /// library's fill and drain when pp > 1), and the closed form
+  /// (m + pp - 1) * slowest micro + slowest step it ranks candidates by.
+  double stepSeconds = 0, closedFormSeconds = 0;
+  double bubble = 0;
+};
+
+/// Evaluates one plan with the search's cost and memory model. Does not
+/// check that the mesh is one the search would try. Never throws.
+PlanEvaluation evaluatePlan(const Problem &problem,
+                            const PlanChoice &choice) noexcept;
 
 /// Resolves "h100" / "a100" / "cpu" / a bundled name / a file; "" when it
 /// loads, else the error.

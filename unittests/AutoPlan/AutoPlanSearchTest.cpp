@@ -1,0 +1,341 @@
+//===- AutoPlanSearchTest.cpp - the auto policy's search vs brute force ---===//
+//
+// searchAutoPlan against an exhaustive search over the same space: every
+// uniform mesh and micro-batch count the search tries, and every contiguous
+// cut of the units into pp stages, each scored by evaluatePlan (the search's
+// own cost and memory model).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AutoPlanSearch.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <random>
+
+using namespace tessera::dist::autoplan;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Platform-independent uniform draws (std distributions are not).
+struct Rng {
+  std::mt19937_64 gen;
+  explicit Rng(uint64_t seed) : gen(seed) {}
+  double uniform(double lo, double hi) {
+    return lo + (hi - lo) * double(gen() >> 11) * 0x1.0p-53;
+  }
+  /// Log-uniform in [lo, hi].
+  double logUniform(double lo, double hi) {
+    return std::exp(uniform(std::log(lo), std::log(hi)));
+  }
+  int64_t pick(std::initializer_list<int64_t> xs) {
+    return xs.begin()[gen() % xs.size()];
+  }
+  bool coin(double p) { return uniform(0, 1) < p; }
+};
+
+Problem randomProblem(uint64_t seed) {
+  Rng r(seed);
+  Problem p;
+  int n = int(r.pick({3, 4, 5, 6}));
+  for (int u = 0; u < n; ++u) {
+    Unit unit;
+    unit.name = "u" + std::to_string(u);
+    unit.paramBytes = r.coin(0.5) ? r.logUniform(1e5, 1e8) : 0;
+    unit.paramBytesSplit = r.logUniform(1e6, 2e9);
+    unit.stateBytes = 2 * unit.paramBytes;
+    unit.stateBytesSplit = 2 * unit.paramBytesSplit;
+    unit.actBytes = r.logUniform(1e6, 1e9);
+    unit.actBytesSplit = r.coin(0.7) ? r.logUniform(1e6, 4e9) : 0;
+    p.units.push_back(unit);
+    int ops = int(r.pick({1, 2, 3}));
+    for (int k = 0; k < ops; ++k) {
+      OpCost op;
+      op.unit = u;
+      op.flops = r.logUniform(1e9, 1e13);
+      op.batchBytes = r.logUniform(1e6, 1e9);
+      op.fixedBytes = r.logUniform(1e5, 1e8);
+      op.perMicroBatch = r.coin(0.85);
+      op.tpSplit = r.coin(0.6);
+      if (r.coin(0.5))
+        op.allReduceBytes = r.logUniform(1e5, 1e9);
+      if (r.coin(0.3))
+        op.allGatherBytes = r.logUniform(1e5, 1e9);
+      op.isMatmul = r.coin(0.7);
+      p.ops.push_back(op);
+    }
+    if (u + 1 < n)
+      p.edges.push_back({u, u + 1, r.logUniform(1e5, 1e9)});
+    if (u + 2 < n && r.coin(0.3))
+      p.edges.push_back({u, u + 2, r.logUniform(1e5, 1e9)});
+  }
+  p.batch = r.pick({4, 8});
+  p.devices = r.pick({1, 2, 4, 8});
+  switch (r.gen() % 4) {
+  case 0:
+    p.tpDegrees = {1};
+    break;
+  case 1:
+    p.tpDegrees = {1, 2};
+    break;
+  case 2:
+    p.tpDegrees = {1, 2, 4};
+    break;
+  default:
+    p.tpDegrees = {2, 4}; // sometimes no mesh at all
+    break;
+  }
+  p.fixedMicroBatches = r.coin(0.2) ? 2 : 0;
+  p.deviceSpec = r.coin(0.5) ? "cpu" : "h100";
+  p.schedule = r.coin(0.5) ? "1f1b" : "gpipe";
+  p.zero1 = r.coin(0.5);
+  // Relative to everything on one device with one micro-batch, so that
+  // some meshes (or all) do not fit.
+  double total = 0;
+  for (const Unit &u : p.units)
+    total += 2 * (u.paramBytes + u.paramBytesSplit) + u.stateBytes +
+             u.stateBytesSplit + u.actBytes + u.actBytesSplit;
+  p.memoryBytes = total * r.logUniform(0.03, 1.5);
+  return p;
+}
+
+struct BruteForce {
+  double best = kInf;       ///< least reported step time
+  double bestClosed = kInf; ///< least closed-form step time
+  size_t plans = 0, fits = 0;
+  PlanChoice bestChoice;
+};
+
+std::string describe(const PlanChoice &c) {
+  std::string s = "dp " + std::to_string(c.dp) + " tp " + std::to_string(c.tp) +
+                  " pp " + std::to_string(c.pp) + " m " +
+                  std::to_string(c.microBatches) + " starts";
+  for (size_t u : c.stageStarts)
+    s += " " + std::to_string(u);
+  return s;
+}
+
+/// Every mesh and micro-batch count the search tries, every cut.
+BruteForce bruteForce(const Problem &p) {
+  BruteForce out;
+  int64_t n = int64_t(p.units.size());
+  for (int64_t t : p.tpDegrees) {
+    if (p.devices % t != 0)
+      continue;
+    for (int64_t d = 1; d <= p.devices / t; ++d) {
+      if ((p.devices / t) % d != 0 || p.batch % d != 0)
+        continue;
+      int64_t pp = p.devices / (t * d);
+      if (pp > n)
+        continue;
+      int64_t perReplica = p.batch / d;
+      for (int64_t m = 1; m <= perReplica; ++m) {
+        if (perReplica % m != 0 ||
+            (p.fixedMicroBatches > 0 && m != p.fixedMicroBatches))
+          continue;
+        // Stage starts: 0 plus a (pp-1)-subset of {1..n-1}, as a bitmask.
+        for (uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {
+          if (__builtin_popcount(mask) != pp - 1)
+            continue;
+          PlanChoice c;
+          c.dp = d;
+          c.tp = t;
+          c.pp = pp;
+          c.microBatches = m;
+          for (int64_t u = 1; u < n; ++u)
+            if (mask & (1u << (u - 1)))
+              c.stageStarts.push_back(size_t(u));
+          PlanEvaluation e = evaluatePlan(p, c);
+          EXPECT_EQ(e.error, "");
+          ++out.plans;
+          if (!e.error.empty() || !e.fits)
+            continue;
+          ++out.fits;
+          if (e.stepSeconds < out.best) {
+            out.best = e.stepSeconds;
+            out.bestChoice = c;
+          }
+          out.bestClosed = std::min(out.bestClosed, e.closedFormSeconds);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/// The search against the brute force on 200 seeded random problems: the
+/// same feasibility, a plan that re-evaluates to the reported time, and a
+/// step time at most (1 + tolerance) times the best.
+void checkAgainstBruteForce(bool exactCuts, double kTolerance) {
+  constexpr int kInstances = 200;
+  double worstGap = 0;
+  int worstSeed = -1, feasibleInstances = 0, suboptimal = 0;
+  size_t plans = 0;
+  for (int seed = 0; seed < kInstances; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Problem p = randomProblem(uint64_t(seed));
+    p.exactCuts = exactCuts;
+    BruteForce bf = bruteForce(p);
+    plans += bf.plans;
+    Result r = searchAutoPlan(p);
+    bool bruteFeasible = bf.best < kInf;
+    ASSERT_EQ(r.error.empty(), bruteFeasible) << r.error;
+    if (!bruteFeasible)
+      continue;
+    ++feasibleInstances;
+    // The search's plan, re-evaluated.
+    ASSERT_EQ(r.dp * r.tp * r.pp, p.devices);
+    ASSERT_EQ(int64_t(r.stages.size()), r.pp);
+    PlanChoice c;
+    c.dp = r.dp;
+    c.tp = r.tp;
+    c.pp = r.pp;
+    c.microBatches = r.microBatches;
+    c.stageStarts.clear();
+    for (const StagePrediction &s : r.stages)
+      c.stageStarts.push_back(s.firstUnit);
+    PlanEvaluation e = evaluatePlan(p, c);
+    ASSERT_EQ(e.error, "");
+    EXPECT_TRUE(e.fits);
+    EXPECT_NEAR(e.stepSeconds, r.stepSeconds, 1e-9 * r.stepSeconds);
+    EXPECT_NEAR(e.bubble, r.bubble, 1e-12);
+    // The schedule library's fill and drain equal the closed form the
+    // search ranks by.
+    EXPECT_NEAR(e.stepSeconds, e.closedFormSeconds, 1e-9 * e.stepSeconds);
+    double gap = r.stepSeconds / bf.best - 1;
+    if (gap > 1e-12)
+      ++suboptimal;
+    if (gap > worstGap) {
+      worstGap = gap;
+      worstSeed = seed;
+    }
+    EXPECT_LE(r.stepSeconds, bf.best * (1 + kTolerance + 1e-12))
+        << "search " << r.stepSeconds << " s (" << describe(c)
+        << "), brute force " << bf.best << " s (" << describe(bf.bestChoice)
+        << ")";
+  }
+  std::printf(
+      "[auto-plan] %s cuts: %d instances (%d feasible), %zu plans evaluated; "
+      "%d suboptimal, worst gap %.6g (seed %d)\n",
+      exactCuts ? "exact" : "planner", kInstances, feasibleInstances, plans,
+      suboptimal, worstGap, worstSeed);
+  // Both outcomes occur, or the check above proves little.
+  EXPECT_GT(feasibleInstances, kInstances / 4);
+  EXPECT_LT(feasibleInstances, kInstances);
+}
+
+TEST(AutoPlanSearch, ExactCutsMatchBruteForce) {
+  // Small unit chains are cut by exactCut's dynamic program: optimal.
+  checkAgainstBruteForce(/*exactCuts=*/true, 1e-9);
+}
+
+TEST(AutoPlanSearch, PlannerCutsNearBruteForce) {
+  // Large chains fall back to the planner's cut, which is not exact. It
+  // minimises Piper's objective, the slowest stage's time per micro-batch
+  // (plus its updates amortised over m), while the step time is
+  // (m + pp - 1) * the slowest stage's micro-batch time + the slowest
+  // stage's once-per-step work, which also holds the dp gradient all-reduce
+  // the planner is not told about; and when the planner returns fewer than
+  // pp stages the search splits them by micro-batch time alone. Measured on
+  // these 200 seeds (deterministic): 3 instances are suboptimal, the worst
+  // by 8.29% (seed 70: dp 1 tp 2 pp 4 m 8 at 13.943 s where dp 2 tp 2 pp 2
+  // m 4 cut 0|3 takes 12.875 s); the others by 8.25% (seed 149) and 0.65%
+  // (seed 151). The bound sits just above that worst gap: a regression
+  // guard, not a guarantee.
+  checkAgainstBruteForce(/*exactCuts=*/false, 0.09);
+}
+
+Problem handProblem() {
+  Problem p;
+  for (int u = 0; u < 4; ++u) {
+    Unit unit;
+    unit.name = "layer" + std::to_string(u);
+    unit.paramBytesSplit = 1e7;
+    unit.stateBytesSplit = 2e7;
+    unit.actBytes = 1e6;
+    p.units.push_back(unit);
+    OpCost op;
+    op.unit = u;
+    op.flops = 1e11;
+    op.batchBytes = 1e6;
+    op.perMicroBatch = true;
+    op.tpSplit = true;
+    op.allReduceBytes = 1e8; // tp is expensive
+    p.ops.push_back(op);
+    if (u + 1 < 4)
+      p.edges.push_back({u, u + 1, 1e8}); // and so is pp
+  }
+  p.batch = 8;
+  p.tpDegrees = {1, 2, 4};
+  p.deviceSpec = "h100";
+  p.memoryBytes = 80e9;
+  return p;
+}
+
+TEST(AutoPlanSearch, OneDeviceIsOneStage) {
+  Problem p = handProblem();
+  p.devices = 1;
+  Result r = searchAutoPlan(p);
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.dp, 1);
+  EXPECT_EQ(r.tp, 1);
+  EXPECT_EQ(r.pp, 1);
+  ASSERT_EQ(r.stages.size(), 1u);
+  EXPECT_EQ(r.stages[0].firstUnit, 0u);
+  EXPECT_EQ(r.stages[0].lastUnit, 3u);
+  EXPECT_EQ(r.bubble, 0);
+}
+
+TEST(AutoPlanSearch, PureDataParallelWhenMemoryIsAmple) {
+  Problem p = handProblem();
+  p.devices = 8;
+  Result r = searchAutoPlan(p);
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.dp, 8);
+  EXPECT_EQ(r.tp, 1);
+  EXPECT_EQ(r.pp, 1);
+  EXPECT_EQ(r.microBatches, 1);
+  EXPECT_EQ(r.bubble, 0);
+}
+
+TEST(AutoPlanSearch, TooLittleMemoryIsAnError) {
+  Problem p = handProblem();
+  p.devices = 8;
+  p.memoryBytes = 1e6;
+  Result r = searchAutoPlan(p);
+  EXPECT_NE(r.error.find("no plan fits"), std::string::npos) << r.error;
+}
+
+TEST(AutoPlanSearch, NoMeshIsAnError) {
+  Problem p = handProblem();
+  p.devices = 3;
+  p.tpDegrees = {2};
+  Result r = searchAutoPlan(p);
+  EXPECT_NE(r.error.find("no mesh"), std::string::npos) << r.error;
+}
+
+TEST(AutoPlanSearch, EvaluatePlanRejectsMalformedCuts) {
+  Problem p = handProblem();
+  PlanChoice c;
+  c.pp = 2;
+  c.stageStarts = {0};
+  EXPECT_NE(evaluatePlan(p, c).error, "");
+  c.stageStarts = {0, 4};
+  EXPECT_NE(evaluatePlan(p, c).error, "");
+  c.stageStarts = {1, 2};
+  EXPECT_NE(evaluatePlan(p, c).error, "");
+  c.stageStarts = {0, 2};
+  PlanEvaluation e = evaluatePlan(p, c);
+  EXPECT_EQ(e.error, "");
+  ASSERT_EQ(e.stages.size(), 2u);
+  EXPECT_EQ(e.stages[1].firstUnit, 2u);
+  EXPECT_EQ(e.stages[1].lastUnit, 3u);
+}
+
+} // namespace
