@@ -309,32 +309,6 @@ void complete(PendingSend &p) {
 // Start-up
 //===----------------------------------------------------------------------===//
 
-void mpi::check(int rc, const std::string &what) {
-  if (rc == MPI_SUCCESS)
-    return;
-  char message[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  if (MPI_Error_string(rc, message, &length) != MPI_SUCCESS)
-    length = std::snprintf(message, sizeof(message), "MPI error %d", rc);
-  throw Error(what + " failed: " + std::string(message, length));
-}
-
-MPI_Datatype mpi::datatype(DType dtype) {
-  switch (dtype) {
-  case DType::f32:
-    return MPI_FLOAT;
-  case DType::f64:
-    return MPI_DOUBLE;
-  case DType::i32:
-    return MPI_INT32_T;
-  case DType::i64:
-    return MPI_INT64_T;
-  case DType::i1:
-    return MPI_UINT8_T;
-  }
-  return MPI_BYTE;
-}
-
 void mpi::init(int *argc, char ***argv) {
   State &s = state();
   if (s.active)

@@ -1,0 +1,136 @@
+//===- TensorCommon.cpp - what both backends' Tensor share ----------------===//
+//
+// dtypes, shapes and the parts of Tensor that do not depend on where the
+// storage lives; compiled into the CPU (TesseraRuntime) and the CUDA
+// (TesseraRuntimeCuda) libraries, each of which defines the rest (storage,
+// raw data access, constants, the backend hooks).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/runtime/Tensor.h"
+
+#include "Kernels.h" // detail::DTypeOf
+
+#include <limits>
+
+namespace tessera {
+namespace rt {
+
+const char *dtypeName(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return "f32";
+  case DType::f64:
+    return "f64";
+  case DType::i32:
+    return "i32";
+  case DType::i64:
+    return "i64";
+  case DType::i1:
+    return "i1";
+  }
+  return "?";
+}
+
+int64_t dtypeSize(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+  case DType::i32:
+    return 4;
+  case DType::f64:
+  case DType::i64:
+    return 8;
+  case DType::i1:
+    return 1;
+  }
+  return 0;
+}
+
+const char *deviceName(Device device) {
+  return device == Device::cuda ? "cuda" : "host";
+}
+
+bool isFloat(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+
+std::string shapeToString(const Shape &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i)
+      s += 'x';
+    s += std::to_string(shape[i]);
+  }
+  return s;
+}
+
+int64_t shapeNumel(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error("negative dimension in shape " + shapeToString(shape));
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d)
+      throw Error("shape " + shapeToString(shape) + " has too many elements");
+    n *= d;
+  }
+  return n;
+}
+
+const Shape &Tensor::shape() const { return shape_; }
+DType Tensor::dtype() const { return dtype_; }
+Device Tensor::device() const { return device_; }
+int64_t Tensor::rank() const { return static_cast<int64_t>(shape_.size()); }
+int64_t Tensor::numel() const { return numel_; }
+bool Tensor::defined() const { return storage_ != nullptr; }
+int64_t Tensor::nbytes() const { return numel_ * dtypeSize(dtype_); }
+
+int64_t Tensor::dim(int64_t i) const {
+  int64_t r = rank();
+  if (i < -r || i >= r)
+    throw Error("dimension " + std::to_string(i) + " out of range for shape " +
+                shapeToString(shape_));
+  return shape_[i < 0 ? i + r : i];
+}
+
+template <typename T> T *Tensor::data() {
+  if (dtype_ != detail::DTypeOf<T>::value)
+    throw Error(std::string("data<") + dtypeName(detail::DTypeOf<T>::value) +
+                ">() on a tensor of dtype " + dtypeName(dtype_));
+  return static_cast<T *>(rawData());
+}
+
+template <typename T> const T *Tensor::data() const {
+  if (dtype_ != detail::DTypeOf<T>::value)
+    throw Error(std::string("data<") + dtypeName(detail::DTypeOf<T>::value) +
+                ">() on a tensor of dtype " + dtypeName(dtype_));
+  return static_cast<const T *>(rawData());
+}
+
+template float *Tensor::data<float>();
+template double *Tensor::data<double>();
+template int32_t *Tensor::data<int32_t>();
+template int64_t *Tensor::data<int64_t>();
+template uint8_t *Tensor::data<uint8_t>();
+template const float *Tensor::data<float>() const;
+template const double *Tensor::data<double>() const;
+template const int32_t *Tensor::data<int32_t>() const;
+template const int64_t *Tensor::data<int64_t>() const;
+template const uint8_t *Tensor::data<uint8_t>() const;
+
+void Tensor::release() { storage_.reset(); }
+
+Tensor Tensor::view(Shape shape) const {
+  if (!storage_)
+    throw Error("view of an undefined (or released) tensor");
+  int64_t n = shapeNumel(shape);
+  if (n != numel_)
+    throw Error("cannot view " + shapeToString(shape_) + " (" +
+                std::to_string(numel_) + " elements) as " +
+                shapeToString(shape) + " (" + std::to_string(n) + ")");
+  Tensor result = *this;
+  result.shape_ = std::move(shape);
+  return result;
+}
+
+Tensor scalar(double value, DType dtype) { return full({}, dtype, value); }
+
+} // namespace rt
+} // namespace tessera
