@@ -1,7 +1,7 @@
 //===- MpiCommon.cpp - MPI helpers both backends share --------------------===//
 //
-// Mpi.h's error check and dtype mapping; the start-up itself (mpi::init,
-// finalize) is each backend's own (the CUDA one also sets up NCCL).
+// Mpi.h's error check, dtype mapping and the MPI part of start-up; init()
+// and finalize() are each backend's own (the CUDA one also sets up NCCL).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +36,34 @@ MPI_Datatype mpi::datatype(DType dtype) {
     return MPI_UINT8_T;
   }
   return MPI_BYTE;
+}
+
+mpi::World mpi::startWorld(int *argc, char ***argv) {
+  World w;
+  int initialized = 0;
+  if (MPI_Initialized(&initialized) != MPI_SUCCESS)
+    throw Error("MPI_Initialized failed");
+  if (!initialized) {
+    // MPI's default handler aborts on error before we can name the failing
+    // call; MPI_Init has no communicator yet, so its failure is fatal anyway.
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+      throw Error("MPI_Init failed");
+    w.startedMpi = true;
+  }
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &w.rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &w.size), "MPI_Comm_size");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &w.dup), "MPI_Comm_dup(MPI_COMM_WORLD)");
+  check(MPI_Comm_set_errhandler(w.dup, MPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler");
+  void *tagUb = nullptr;
+  int found = 0;
+  check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUb, &found),
+        "MPI_Comm_get_attr(MPI_TAG_UB)");
+  if (found && tagUb)
+    w.tagUpperBound = *static_cast<int *>(tagUb);
+  return w;
 }
 
 } // namespace rt

@@ -346,27 +346,12 @@ void mpi::init(int *argc, char ***argv) {
   State &s = state();
   if (s.active)
     return;
-  int initialized = 0;
-  if (MPI_Initialized(&initialized) != MPI_SUCCESS)
-    throw Error("MPI_Initialized failed");
-  if (!initialized) {
-    if (MPI_Init(argc, argv) != MPI_SUCCESS)
-      throw Error("MPI_Init failed");
-    s.startedMpi = true;
-  }
-  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
-        "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &s.rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(MPI_COMM_WORLD, &s.size), "MPI_Comm_size");
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &s.boot), "MPI_Comm_dup(MPI_COMM_WORLD)");
-  check(MPI_Comm_set_errhandler(s.boot, MPI_ERRORS_RETURN),
-        "MPI_Comm_set_errhandler");
-  void *tagUb = nullptr;
-  int found = 0;
-  check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUb, &found),
-        "MPI_Comm_get_attr(MPI_TAG_UB)");
-  if (found && tagUb)
-    s.tagUpperBound = *static_cast<int *>(tagUb);
+  mpi::World w = mpi::startWorld(argc, argv);
+  s.rank = w.rank;
+  s.size = w.size;
+  s.boot = w.dup;
+  s.tagUpperBound = w.tagUpperBound;
+  s.startedMpi = w.startedMpi;
   s.active = true;
   // Several ranks: choose the GPU and create the NCCL world communicator
   // now, while every rank is here (send/recv need it; initDevice does the

@@ -313,29 +313,12 @@ void mpi::init(int *argc, char ***argv) {
   State &s = state();
   if (s.active)
     return;
-  int initialized = 0;
-  if (MPI_Initialized(&initialized) != MPI_SUCCESS)
-    throw Error("MPI_Initialized failed");
-  if (!initialized) {
-    // MPI's default handler aborts on error before we can name the failing
-    // call; MPI_Init has no communicator yet, so its failure is fatal anyway.
-    if (MPI_Init(argc, argv) != MPI_SUCCESS)
-      throw Error("MPI_Init failed");
-    s.startedMpi = true;
-  }
-  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
-        "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &s.rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(MPI_COMM_WORLD, &s.size), "MPI_Comm_size");
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &s.p2p), "MPI_Comm_dup(MPI_COMM_WORLD)");
-  check(MPI_Comm_set_errhandler(s.p2p, MPI_ERRORS_RETURN),
-        "MPI_Comm_set_errhandler");
-  void *tagUb = nullptr;
-  int found = 0;
-  check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUb, &found),
-        "MPI_Comm_get_attr(MPI_TAG_UB)");
-  if (found && tagUb)
-    s.tagUpperBound = *static_cast<int *>(tagUb);
+  mpi::World w = mpi::startWorld(argc, argv);
+  s.rank = w.rank;
+  s.size = w.size;
+  s.p2p = w.dup;
+  s.tagUpperBound = w.tagUpperBound;
+  s.startedMpi = w.startedMpi;
   s.active = true;
 }
 

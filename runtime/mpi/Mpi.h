@@ -31,6 +31,16 @@ void init(int *argc, char ***argv);
 /// Completes pending sends, frees the cached communicators and, if init()
 /// started MPI, calls MPI_Finalize. Collective over MPI_COMM_WORLD.
 void finalize();
+/// What start-up finds, for both backends' init(): MPI_Init unless MPI is
+/// already initialised (startedMpi), MPI calls made to return errors, and a
+/// private duplicate of MPI_COMM_WORLD (`dup`, errors returned too).
+struct World {
+  int rank = 0, size = 1;
+  MPI_Comm dup = MPI_COMM_NULL;
+  int64_t tagUpperBound = 32767; ///< MPI_TAG_UB
+  bool startedMpi = false;
+};
+World startWorld(int *argc, char ***argv);
 /// True between init() and finalize().
 bool active();
 /// Throws Error("<what>: <MPI's error string>") unless rc is MPI_SUCCESS.
