@@ -98,6 +98,49 @@ AxisSplit splitAt(const Shape &shape, int64_t axis) {
   return s;
 }
 
+std::pair<int64_t, int64_t> layerNormShape(const Tensor &x,
+                                           const Tensor &weight, int64_t axis,
+                                           const char *name,
+                                           int64_t *normAxis) {
+  int64_t a = normalizeAxis(axis, x.rank(), name);
+  *normAxis = a;
+  Shape normalised(x.shape().begin() + a, x.shape().end());
+  if (weight.shape() != normalised)
+    fail(name, "weight of shape " + shapeToString(weight.shape()) +
+                   " does not match the normalised dims " +
+                   shapeToString(normalised) + " of " +
+                   shapeToString(x.shape()));
+  int64_t rows = 1;
+  for (int64_t d = 0; d < a; ++d)
+    rows *= x.shape()[d];
+  return {rows, shapeNumel(normalised)};
+}
+
+int64_t concatShape(const std::vector<Tensor> &inputs, int64_t axis,
+                    const char *name, Shape &outShape) {
+  if (inputs.empty())
+    fail(name, "needs at least one input");
+  for (const Tensor &t : inputs)
+    requireDefined(t, name, "input");
+  const Tensor &first = inputs.front();
+  int64_t a = normalizeAxis(axis, first.rank(), name);
+  outShape = first.shape();
+  outShape[a] = 0;
+  for (const Tensor &t : inputs) {
+    requireSameDType(first, t, name);
+    bool ok = t.rank() == first.rank();
+    for (int64_t d = 0; ok && d < t.rank(); ++d)
+      ok = d == a || t.shape()[d] == first.shape()[d];
+    if (!ok)
+      fail(name, "shapes " + shapeToString(first.shape()) + " and " +
+                     shapeToString(t.shape()) +
+                     " differ outside the concatenation axis " +
+                     std::to_string(a));
+    outShape[a] += t.shape()[a];
+  }
+  return a;
+}
+
 } // namespace detail
 } // namespace rt
 } // namespace tessera

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -165,6 +166,18 @@ struct AxisSplit {
   int64_t outer = 1, size = 1, inner = 1;
 };
 AxisSplit splitAt(const Shape &shape, int64_t axis);
+
+// Operand checks and result shapes both backends share.
+
+/// layer_norm: the weight has the shape of x's dims from `axis` on; returns
+/// (rows, row length) and sets the normalised axis.
+std::pair<int64_t, int64_t> layerNormShape(const Tensor &x,
+                                           const Tensor &weight, int64_t axis,
+                                           const char *name, int64_t *normAxis);
+/// concat: at least one defined input, one dtype, equal shapes outside the
+/// axis; returns the normalised axis and sets the result's shape.
+int64_t concatShape(const std::vector<Tensor> &inputs, int64_t axis,
+                    const char *name, Shape &outShape);
 
 } // namespace detail
 } // namespace rt

@@ -232,26 +232,9 @@ std::vector<Tensor> split(const Tensor &x, int64_t axis,
 
 Tensor concat(const std::vector<Tensor> &inputs, int64_t axis) {
   const char *name = "concat";
-  if (inputs.empty())
-    fail(name, "needs at least one input");
-  for (const Tensor &t : inputs)
-    requireDefined(t, name, "input");
+  Shape outShape;
+  int64_t a = concatShape(inputs, axis, name, outShape);
   const Tensor &first = inputs.front();
-  int64_t a = normalizeAxis(axis, first.rank(), name);
-  Shape outShape = first.shape();
-  outShape[a] = 0;
-  for (const Tensor &t : inputs) {
-    requireSameDType(first, t, name);
-    bool ok = t.rank() == first.rank();
-    for (int64_t d = 0; ok && d < t.rank(); ++d)
-      ok = d == a || t.shape()[d] == first.shape()[d];
-    if (!ok)
-      fail(name, "shapes " + shapeToString(first.shape()) + " and " +
-                     shapeToString(t.shape()) +
-                     " differ outside the concatenation axis " +
-                     std::to_string(a));
-    outShape[a] += t.shape()[a];
-  }
   Tensor out(outShape, first.dtype());
   if (!out.numel())
     return out;

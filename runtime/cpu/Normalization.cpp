@@ -136,25 +136,6 @@ Tensor softmaxGradImpl(const Tensor &output, const Tensor &grad, int64_t axis,
   return out;
 }
 
-/// Checks the layer_norm operands; returns (rows, row length).
-std::pair<int64_t, int64_t> layerNormShape(const Tensor &x,
-                                           const Tensor &weight, int64_t axis,
-                                           const char *name,
-                                           int64_t *normAxis) {
-  int64_t a = normalizeAxis(axis, x.rank(), name);
-  *normAxis = a;
-  Shape normalised(x.shape().begin() + a, x.shape().end());
-  if (weight.shape() != normalised)
-    fail(name, "weight of shape " + shapeToString(weight.shape()) +
-                   " does not match the normalised dims " +
-                   shapeToString(normalised) + " of " +
-                   shapeToString(x.shape()));
-  int64_t rows = 1;
-  for (int64_t d = 0; d < a; ++d)
-    rows *= x.shape()[d];
-  return {rows, shapeNumel(normalised)};
-}
-
 template <typename I>
 void checkLabels(const I *labels, int64_t n, int64_t classes,
                  int64_t ignoreIndex, const char *name, int64_t *count) {

@@ -434,24 +434,6 @@ template <typename T> struct LayerNormParamGrad {
   __device__ T finish(double a) const { return static_cast<T>(a); }
 };
 
-std::pair<int64_t, int64_t> layerNormShape(const Tensor &x,
-                                           const Tensor &weight, int64_t axis,
-                                           const char *name,
-                                           int64_t *normAxis) {
-  int64_t a = normalizeAxis(axis, x.rank(), name);
-  *normAxis = a;
-  Shape normalised(x.shape().begin() + a, x.shape().end());
-  if (weight.shape() != normalised)
-    fail(name, "weight of shape " + shapeToString(weight.shape()) +
-                   " does not match the normalised dims " +
-                   shapeToString(normalised) + " of " +
-                   shapeToString(x.shape()));
-  int64_t rows = 1;
-  for (int64_t d = 0; d < a; ++d)
-    rows *= x.shape()[d];
-  return {rows, shapeNumel(normalised)};
-}
-
 //===----------------------------------------------------------------------===//
 // Cross-entropy fused with softmax
 //===----------------------------------------------------------------------===//
