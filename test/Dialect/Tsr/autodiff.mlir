@@ -64,3 +64,17 @@ module {
 func.func @vector_loss(%p: tensor<4xf32> {tsr.param = "p"}) -> (tensor<4xf32> {tsr.loss}) {
   return %p : tensor<4xf32>
 }
+
+// -----
+
+module {
+  func.func @first(%p: tensor<4xf32> {tsr.param = "p"}) -> (tensor<f32> {tsr.loss}) {
+    %0 = tsr.reduce_sum %p {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+  // expected-error @+1 {{tsr-autodiff: several functions have a tsr.loss result; choose one with func=<name>}}
+  func.func @second(%p: tensor<4xf32> {tsr.param = "p"}) -> (tensor<f32> {tsr.loss}) {
+    %0 = tsr.reduce_sum %p {axes = array<i64: 0>} : (tensor<4xf32>) -> tensor<f32>
+    return %0 : tensor<f32>
+  }
+}

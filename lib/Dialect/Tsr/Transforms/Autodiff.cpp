@@ -11,6 +11,8 @@
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
 #include "tessera/Interfaces/GradientInterface.h"
 
+#include "FindFunction.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -66,28 +68,12 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
   }
 
   func::FuncOp findForward(ModuleOp module) {
-    if (!funcName.empty()) {
-      auto f = module.lookupSymbol<func::FuncOp>(funcName);
-      if (!f)
-        module.emitError("tsr-autodiff: no function named '")
-            << funcName << "'";
-      return f;
-    }
-    func::FuncOp found;
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (lossIndex(f) < 0)
-        continue;
-      if (found) {
-        f.emitError("tsr-autodiff: several functions have a tsr.loss result; "
-                    "choose one with func=<name>");
-        return {};
-      }
-      found = f;
-    }
-    if (!found)
-      module.emitError("tsr-autodiff: no function has a result marked "
-                       "tsr.loss");
-    return found;
+    return findFunction(
+        module, "tsr-autodiff", funcName,
+        [&](func::FuncOp f) { return lossIndex(f) >= 0; },
+        "several functions have a tsr.loss result; choose one with "
+        "func=<name>",
+        "no function has a result marked tsr.loss");
   }
 
   LogicalResult differentiate(func::FuncOp forward) {

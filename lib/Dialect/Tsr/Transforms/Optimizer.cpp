@@ -10,6 +10,8 @@
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
 
+#include "FindFunction.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -55,29 +57,13 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
   }
 
   func::FuncOp findGradFn() {
-    ModuleOp module = getOperation();
-    if (!funcName.empty()) {
-      auto f = module.lookupSymbol<func::FuncOp>(funcName);
-      if (!f)
-        module.emitError("tsr-optimizer: no function named '")
-            << funcName << "'";
-      return f;
-    }
-    func::FuncOp found;
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (f.getNumResults() < 2 || !f.getResultAttr(1, "tsr.grad"))
-        continue;
-      if (found) {
-        f.emitError("tsr-optimizer: several gradient functions; choose one "
-                    "with func=<name>");
-        return {};
-      }
-      found = f;
-    }
-    if (!found)
-      module.emitError("tsr-optimizer: no function with tsr.grad results "
-                       "(run tsr-autodiff first)");
-    return found;
+    return findFunction(
+        getOperation(), "tsr-optimizer", funcName,
+        [](func::FuncOp f) {
+          return f.getNumResults() >= 2 && f.getResultAttr(1, "tsr.grad");
+        },
+        "several gradient functions; choose one with func=<name>",
+        "no function with tsr.grad results (run tsr-autodiff first)");
   }
 
   LogicalResult build(func::FuncOp grad) {
