@@ -46,7 +46,7 @@ config.substitutions.append(
      "--mca mpi_yield_when_idle 1 --mca btl_vader_single_copy_mechanism none "
      "--mca orte_base_help_aggregate 0"))
 
-# The shared workloads (Piper's and Tessel's inputs) sit beside the checkout.
+# Piper's and Tessel's inputs: copies under bench/workloads (a clone carries them).
 config.substitutions.append(
     ("%workloads", os.path.normpath(
-        os.path.join(config.tessera_src_root, "..", "shared", "workloads"))))
+        os.path.join(config.tessera_src_root, "bench", "workloads"))))

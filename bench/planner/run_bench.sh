@@ -11,7 +11,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 plan="${1:-$repo/build/bin/tessera-plan}"
-workloads="${2:-$repo/../shared/workloads}"
+workloads="${2:-$repo/bench/workloads}"
 ks="${KS:-8 16 32 64 128 256 512 1024 2048}"
 
 summary() {

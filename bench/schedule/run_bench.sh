@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Runs tessera-schedule's search on every Tessel placement at the memory
-# limits of shared/workloads/tessel/README.md and prints a Markdown table of
+# limits of bench/workloads/tessel/README.md and prints a Markdown table of
 # P, W, peak memory, makespan at 128 micro-batches and search time, beside
 # Tessel's published figures. Each case runs twice: the two SCHEDULE.json
 # files must be identical (determinism), and the faster search time is kept.
 #
 # usage: bench/schedule/run_bench.sh [TOOL] [WORKLOADS_DIR] [> results]
 #   TOOL           default: build/bin/tessera-schedule
-#   WORKLOADS_DIR  default: ../shared/workloads/tessel (beside the repo)
+#   WORKLOADS_DIR  default: bench/workloads/tessel
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TOOL="${1:-$ROOT/build/bin/tessera-schedule}"
-WORK="${2:-$ROOT/../shared/workloads/tessel}"
+WORK="${2:-$ROOT/bench/workloads/tessel}"
 MICRO=128
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT

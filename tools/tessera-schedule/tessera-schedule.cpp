@@ -1,7 +1,7 @@
 //===- tessera-schedule.cpp - Pipeline schedule search on JSON placements -===//
 //
 // A thin driver over the TesseraSchedule library: reads a placement (the
-// format of shared/workloads/tessel) or synthesizes a standard pipeline,
+// format of bench/workloads/tessel) or synthesizes a standard pipeline,
 // schedules it (search or a built-in), validates the result and prints P, W,
 // peak memory, makespan, search time and an ASCII timeline; optionally writes
 // SCHEDULE.json and a Chrome/Perfetto trace. Bad input is a message and a

@@ -1,7 +1,7 @@
 //===- BruteForce.h - Reference enumeration of all Piper plans --*- C++ -*-===//
 //
 // Test-only: scores every plan of a small instance straight from the
-// formulas in shared/workloads/piper/README.md, independently of the
+// formulas in bench/workloads/piper/README.md, independently of the
 // planner's cost model, and generates random small instances.
 //
 //===----------------------------------------------------------------------===//

@@ -1,6 +1,6 @@
 //===- HandCheckTest.cpp - The README's hand-computed example -------------===//
 //
-// shared/workloads/piper/README.md: a 3-node chain embed -> layer -> head,
+// bench/workloads/piper/README.md: a 3-node chain embed -> layer -> head,
 // only the layer has a t=2 configuration, K=4, M=2e9, B=2.5e10, N=8; all
 // nodes in one stage with d=4, t=1 takes 0.033/4 + 4*3*5.81e8/(4*8)/B =
 // 0.016965 s per sample and uses 1.773e9 bytes at y=1.

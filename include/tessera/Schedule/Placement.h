@@ -56,7 +56,7 @@ struct Placement {
   std::vector<Block> blocks;
 };
 
-/// Parses the placement format of shared/workloads/tessel (see
+/// Parses the placement format of bench/workloads/tessel (see
 /// docs/schedule.md). Throws ScheduleError naming the offending field.
 Placement parsePlacement(const nlohmann::json &json);
 /// Reads and parses a placement file; throws ScheduleError.
