@@ -17,6 +17,11 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in",
                    "Unit", "Inputs"]
 
 llvm_config.use_default_substitutions()
+# The BLAS kernel choice reaches the tests (scripts/test.sh re-runs the
+# equivalence tests under a second OpenBLAS kernel type).
+for var in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tools = ["tessera-opt", "tessera-translate", "tessera-compile",

@@ -372,8 +372,18 @@ def main(argv=None) -> int:
         key = f"final_{name}"
         if key in files:
             saved = safetensors_io.load_file(os.path.join(args.dir, files[key]))
-            worst = max((rel(final[n], saved[n]), n) for n in saved)
-            check(worst[0] <= 1e-6, f"{name}: final weights == {files[key]} (worst {worst[1]}: {worst[0]:.2e})")
+            # AdamW turns the rounding noise of the key part of c_attn.bias,
+            # whose exact gradient is 0 (README, "Numerical caveats"), into
+            # updates of about lr: that tensor depends on the machine's
+            # kernels and is left out of the AdamW comparison; the same
+            # division makes the other AdamW weights differ by up to ~3e-6
+            # between correct float32 runs on different CPUs (float32 vs
+            # float64 PyTorch: 3e-6), hence 1e-5 there.
+            tol = 1e-5 if name == "adamw" else 1e-6
+            skip = {n for n in saved if name == "adamw" and n.endswith("attn.c_attn.bias")}
+            worst = max((rel(final[n], saved[n]), n) for n in saved if n not in skip)
+            check(worst[0] <= tol, f"{name}: final weights == {files[key]} (worst {worst[1]}: "
+                                    f"{worst[0]:.2e}{'; c_attn.bias left out' if skip else ''})")
 
     print(f"{'FAILED' if check.failed else 'all checks passed'} ({args.dir})")
     return 1 if check.failed else 0

@@ -304,6 +304,20 @@ def main(argv=None) -> int:
     write_safetensors(os.path.join(args.out, "grads.safetensors"), grads,
                       {"format": "pt", "what": "d loss / d parameter, first batch, initial weights"})
     log(f"init loss {init_loss:.7f} (ln V = {math.log(cfg.vocab):.7f})")
+    # The same in float64: the reference that the tests' float32 error bounds
+    # are measured against (test/E2E/fp32_bound.py).
+    model64 = copy.deepcopy(model).double()
+    model64.zero_grad(set_to_none=True)
+    torch.manual_seed(args.seed)
+    _, loss64 = model64(idx, targets)
+    loss64.backward()
+    init_loss_f64 = float(loss64.item())
+    grads64 = collections.OrderedDict((n, p.grad.detach().numpy().copy())
+                                      for n, p in model64.named_parameters())
+    write_safetensors(os.path.join(args.out, "grads_f64.safetensors"), grads64,
+                      {"format": "pt", "what": "d loss / d parameter in float64, first batch, "
+                       "initial weights"})
+    del model64
 
     sgd_cfg = dict(lr=args.sgd_lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False)
     adamw_cfg = dict(lr=args.adamw_lr, betas=(0.9, 0.999), eps=1e-8,
@@ -335,7 +349,8 @@ def main(argv=None) -> int:
                        "numpy": np.__version__}
     ref["dtype"] = "float32"
     ref["num_parameters"] = model.num_parameters()
-    ref["files"] = {"model": "model.onnx", "init": "init.safetensors", "grads": "grads.safetensors"}
+    ref["files"] = {"model": "model.onnx", "init": "init.safetensors", "grads": "grads.safetensors",
+                    "grads_f64": "grads_f64.safetensors"}
     if not args.no_final:
         ref["files"].update(final_sgd="final_sgd.safetensors", final_adamw="final_adamw.safetensors")
     ref["data"] = {"file": os.path.basename(args.data), "tokens": int(len(tokens)),
@@ -345,6 +360,7 @@ def main(argv=None) -> int:
     ref["loss_definition"] = ("losses[i] is the loss of step i: forward on batch i with the weights "
                               "after i updates, before step i's update; losses[0] == init_loss")
     ref["init_loss"] = init_loss
+    ref["init_loss_f64"] = init_loss_f64
     ref["sgd"] = {"optimizer": "torch.optim.SGD", **sgd_cfg, "steps": args.steps,
                   "losses": runs["sgd"][0],
                   "final_param_norms": {n: norm(a) for n, a in runs["sgd"][1].items()}}
