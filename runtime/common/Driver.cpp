@@ -8,6 +8,7 @@
 
 #include "Logging.h"
 #include "Mpi.h"
+#include "Watchdog.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace tessera {
@@ -27,9 +29,9 @@ namespace rt {
 namespace {
 
 const char *const kValueFlags[] = {
-    "--data", "--steps", "--init",      "--save", "--optimizer",
-    "--lr",   "--beta1", "--beta2",     "--eps",  "--weight-decay",
-    "--seed", "--log",   "--dump-grads"};
+    "--data", "--steps", "--init",       "--save",        "--optimizer",
+    "--lr",   "--beta1", "--beta2",      "--eps",         "--weight-decay",
+    "--seed", "--log",   "--dump-grads", "--comm-timeout"};
 
 double parseDouble(const std::string &flag, const std::string &value) {
   char *end = nullptr;
@@ -110,8 +112,53 @@ std::map<std::string, Tensor> loadParams(const StepProgram &step,
                   dtypeName(t.dtype()) + ", the program expects " +
                   dtypeName(spec.dtype));
     params[spec.name] = cast(toDevice(t), spec.dtype);
+    if (firstNonFinite({params[spec.name]}) >= 0)
+      throw Error(path + ": parameter '" + spec.name +
+                  "' holds NaN or infinite values");
   }
   return params;
+}
+
+/// Fails now, not after training, when `path` cannot be written: its
+/// directory must exist and be a writable directory.
+void checkWritable(const std::string &path, const std::string &flag) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "."
+                    : slash == 0               ? "/"
+                                               : path.substr(0, slash);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    throw Error(flag + " " + path + ": directory '" + dir + "' does not exist");
+  if (!S_ISDIR(st.st_mode))
+    throw Error(flag + " " + path + ": '" + dir + "' is not a directory");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw Error(flag + " " + path + ": directory '" + dir +
+                "' is not writable");
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    throw Error(flag + " " + path + ": is a directory");
+}
+
+/// The first value of an integer input outside [0, spec.bound): an error
+/// naming the data file, the step and the token's offset in the file.
+void checkBatch(const ValueSpec &spec, const Tensor &values,
+                const TokenData &data, int64_t step, int64_t T) {
+  if (spec.bound <= 0 || values.dtype() != DType::i64)
+    return;
+  const int64_t *v = values.data<int64_t>();
+  for (int64_t i = 0, n = values.numel(); i < n; ++i) {
+    if (v[i] >= 0 && v[i] < spec.bound)
+      continue;
+    int64_t row = i / T, pos = i % T;
+    // Targets are the tokens one past the inputs (TokenData::batch).
+    int64_t offset = data.offset(step, values.shape()[0], T, row) + pos +
+                     (spec.name == "targets" ? 1 : 0);
+    throw Error(data.path() + ": token " + std::to_string(v[i]) +
+                " at offset " + std::to_string(offset) + " (step " +
+                std::to_string(step) + ", row " + std::to_string(row) +
+                ", position " + std::to_string(pos) + " of input '" +
+                spec.name + "') is outside [0, " + std::to_string(spec.bound) +
+                "), the range the model accepts");
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -310,6 +357,64 @@ RankReport gatherReport(const RankReport &mine, const std::string &what) {
   return report;
 }
 
+/// The arguments of the gradient step `g`: parameters by name, the batch.
+std::vector<Tensor> gradientArgs(const StepProgram &g,
+                                 const std::map<std::string, Tensor> &params,
+                                 const std::pair<Tensor, Tensor> &batch,
+                                 const std::string &what) {
+  std::vector<Tensor> args;
+  for (const ValueSpec &spec : g.args) {
+    if (spec.role == Role::Param) {
+      auto it = params.find(spec.name);
+      if (it == params.end())
+        throw Error(what + ": no parameter '" + spec.name + "'");
+      args.push_back(it->second);
+    } else if (spec.role == Role::Input) {
+      args.push_back(
+          cast(toDevice(spec.name == "idx" ? batch.first : batch.second),
+               spec.dtype));
+    } else {
+      throw Error(what + ": unexpected argument '" + spec.name +
+                  "' of the gradient step");
+    }
+  }
+  return args;
+}
+
+/// Why step `i` produced a NaN or infinity, when one device can tell: its
+/// gradient step on the same batch, from the parameters before the update
+/// (`args` of `step`), names the first parameter whose gradient is not
+/// finite, or finds every gradient finite (then the update overflowed). ""
+/// with several ranks (a rank sees only its part of the gradients).
+std::string nonFiniteCause(const Program &program, const StepProgram &step,
+                           const std::vector<Tensor> &args,
+                           const TokenData *data, int64_t i, int64_t B,
+                           int64_t T) {
+  const StepProgram &g = program.gradient;
+  if (!g.fn || multiRank(program))
+    return "";
+  std::map<std::string, Tensor> params;
+  for (size_t a = 0; a < step.args.size() && a < args.size(); ++a)
+    if (step.args[a].role == Role::Param)
+      params[step.args[a].name] = args[a];
+  std::vector<Tensor> results(g.results.size());
+  try {
+    std::pair<Tensor, Tensor> batch;
+    if (data)
+      batch = data->batch(i, B, T);
+    g.fn(gradientArgs(g, params, batch, "the gradient step"), results);
+  } catch (const Error &e) {
+    return std::string("; recomputing the gradients failed: ") + e.what();
+  }
+  for (size_t r = 0; r < results.size(); ++r)
+    if (g.results[r].role == Role::Grad && firstNonFinite({results[r]}) >= 0)
+      return "; the gradient of '" + g.results[r].name +
+             "' is not finite (the first parameter whose gradient is NaN or "
+             "infinite)";
+  return "; every gradient is finite: the update made it (check --lr, --eps "
+         "and --weight-decay)";
+}
+
 /// Runs the program's gradient step on the first batch and writes every
 /// parameter's gradient (and the loss, as metadata) to `path`.
 void dumpGradients(const Program &program,
@@ -322,22 +427,8 @@ void dumpGradients(const Program &program,
   std::pair<Tensor, Tensor> batch;
   if (data)
     batch = data->batch(0, B, T);
-  std::vector<Tensor> args, results;
-  for (const ValueSpec &spec : g.args) {
-    if (spec.role == Role::Param) {
-      auto it = params.find(spec.name);
-      if (it == params.end())
-        throw Error("--dump-grads: no parameter '" + spec.name + "'");
-      args.push_back(it->second);
-    } else if (spec.role == Role::Input) {
-      args.push_back(
-          cast(toDevice(spec.name == "idx" ? batch.first : batch.second),
-               spec.dtype));
-    } else {
-      throw Error("--dump-grads: unexpected argument '" + spec.name +
-                  "' of the gradient step");
-    }
-  }
+  std::vector<Tensor> args = gradientArgs(g, params, batch, "--dump-grads"),
+                      results;
   results.assign(g.results.size(), Tensor());
   g.fn(args, results);
   if (multiRank(program))
@@ -398,6 +489,19 @@ int run(int argc, char **argv, const Program &program) {
     o.lr = sgd ? 0.1 : 1e-3;
   if (!o.weightDecaySet)
     o.weightDecay = sgd ? 0.0 : 0.01;
+  if (o.commTimeoutSet && !multi)
+    throw Error("--comm-timeout applies to programs of several ranks; this "
+                "program runs on one device");
+  if (multi && o.commTimeout > 0)
+    watchdog::start(o.commTimeout, worldRank());
+  // Only rank 0 writes files: a path that cannot be written fails now, not
+  // after the training it would have saved.
+  if (lead) {
+    if (!o.save.empty())
+      checkWritable(o.save, "--save");
+    if (!o.dumpGrads.empty())
+      checkWritable(o.dumpGrads, "--dump-grads");
+  }
   setBaseSeed(o.seed);
   // Several ranks may share a machine: one BLAS thread each, unless the
   // user chose otherwise through OpenBLAS's own variable.
@@ -454,9 +558,15 @@ int run(int argc, char **argv, const Program &program) {
   std::vector<Tensor> args, results;
   for (int64_t i = 0; i < o.steps; ++i) {
     Clock::time_point stepStart = Clock::now();
+    watchdog::setStep(i);
     std::pair<Tensor, Tensor> batch;
-    if (data)
+    if (data) {
       batch = data->batch(i, B, T);
+      if (idxSpec)
+        checkBatch(*idxSpec, batch.first, *data, i, T);
+      if (targetSpec)
+        checkBatch(*targetSpec, batch.second, *data, i, T);
+    }
     args.clear();
     for (const ValueSpec &spec : step.args) {
       switch (spec.role) {
@@ -487,8 +597,11 @@ int run(int argc, char **argv, const Program &program) {
     // pipeline stage) does not hold them during the step.
     batch = {};
     results.assign(step.results.size(), Tensor());
-    step.fn(args, results);
-    args.clear(); // drop the old parameters before the next step
+    try {
+      step.fn(args, results);
+    } catch (const Error &e) {
+      throw Error("step " + std::to_string(i) + ": " + e.what());
+    }
     if (results.size() != step.results.size())
       throw Error("the step function returned " +
                   std::to_string(results.size()) + " results, expected " +
@@ -514,6 +627,31 @@ int run(int argc, char **argv, const Program &program) {
         it->second = results[r];
       }
     }
+    // Never train on (or save) garbage: a NaN or infinity in the loss or in
+    // an updated parameter stops the job at this step. The old parameters
+    // (still in args) let the gradient step say whether the gradient or
+    // the update went wrong.
+    std::vector<Tensor> updated;
+    std::vector<std::string> updatedNames;
+    for (size_t r = 0; r < results.size(); ++r)
+      if (step.results[r].role == Role::Param) {
+        updated.push_back(results[r]);
+        updatedNames.push_back(step.results[r].name);
+      }
+    const char *stopped = "; training stopped, nothing saved from this state";
+    if (m.loss && !std::isfinite(*m.loss))
+      throw Error("step " + std::to_string(i) + ": the loss is " +
+                  std::to_string(*m.loss) +
+                  nonFiniteCause(program, step, args, data.get(), i, B, T) +
+                  stopped);
+    int64_t bad = firstNonFinite(updated);
+    if (bad >= 0)
+      throw Error("step " + std::to_string(i) + ": parameter '" +
+                  updatedNames[bad] + "' is not finite after the update" +
+                  nonFiniteCause(program, step, args, data.get(), i, B, T) +
+                  stopped);
+    updated.clear();
+    args.clear(); // drop the old parameters before the next step
     results.clear();
     // The step's GPU work is queued asynchronously: wait for it, so that the
     // step time is real and a kernel's deferred error names this step.
@@ -580,12 +718,17 @@ std::string usage(const std::string &argv0) {
          "  --log FILE.jsonl       also write the per-step JSON lines there\n"
          "  --dump-grads FILE      first write the loss's gradients on the\n"
          "                         first batch (safetensors), then train\n"
+         "  --comm-timeout S       several ranks: end the job when a\n"
+         "                         communication call blocks longer than S\n"
+         "                         seconds (default 600; 0: never)\n"
          "  --help                 this text\n"
          "\n"
          "Each step prints a JSON line to stdout (step, loss, tokens_per_s,\n"
          "elapsed_s, peak_bytes) and a progress line to stderr. A program of\n"
          "several ranks runs under mpirun, one program per rank; rank 0\n"
-         "prints and writes the files for all of them.\n";
+         "prints and writes the files for all of them. A NaN or infinite\n"
+         "loss or parameter stops training with an error naming the step;\n"
+         "nothing is saved from that state.\n";
 }
 
 RunOptions parseRunOptions(int argc, char **argv) {
@@ -651,7 +794,27 @@ RunOptions parseRunOptions(int argc, char **argv) {
       o.weightDecaySet = true;
     } else if (flag == "--seed")
       o.seed = parseInt(flag, value);
+    else if (flag == "--comm-timeout") {
+      o.commTimeout = parseDouble(flag, value);
+      o.commTimeoutSet = true;
+      if (o.commTimeout < 0)
+        throw Error("--comm-timeout must be >= 0 seconds (0: no timeout), "
+                    "got " +
+                    value);
+    }
   }
+  // The ranges torch.optim accepts (a NaN never gets here: parseDouble).
+  if (o.lrSet && o.lr < 0)
+    throw Error("--lr must be >= 0, got " + std::to_string(o.lr));
+  if (o.beta1 < 0 || o.beta1 >= 1)
+    throw Error("--beta1 must be in [0, 1), got " + std::to_string(o.beta1));
+  if (o.beta2 < 0 || o.beta2 >= 1)
+    throw Error("--beta2 must be in [0, 1), got " + std::to_string(o.beta2));
+  if (o.eps < 0)
+    throw Error("--eps must be >= 0, got " + std::to_string(o.eps));
+  if (o.weightDecaySet && o.weightDecay < 0)
+    throw Error("--weight-decay must be >= 0, got " +
+                std::to_string(o.weightDecay));
   return o;
 }
 
@@ -700,6 +863,7 @@ int runRank(int argc, char **argv, const Program &program) {
   try {
     int rc = run(argc, argv, program);
     mpi::finalize();
+    watchdog::stop();
     return rc;
   } catch (const std::exception &e) {
     message = e.what();

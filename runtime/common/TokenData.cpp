@@ -5,17 +5,25 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sys/stat.h>
 
 namespace tessera {
 namespace rt {
 
 TokenData::TokenData(const std::string &path) : path_(path) {
+  // A directory opens as a stream on Linux and reports a nonsense size; a
+  // device or FIFO has none: only regular files are token data.
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    throw Error(path + ": cannot open token data: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode))
+    throw Error(path + ": token data must be a regular file (this is " +
+                (S_ISDIR(st.st_mode) ? "a directory" : "not a regular file") +
+                ")");
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw Error(path + ": cannot open token data: " + std::strerror(errno));
-  in.seekg(0, std::ios::end);
-  int64_t bytes = static_cast<int64_t>(in.tellg());
-  in.seekg(0);
+  int64_t bytes = static_cast<int64_t>(st.st_size);
   if (bytes % 2)
     throw Error(path + ": " + std::to_string(bytes) +
                 " bytes is not a whole number of uint16 tokens");
@@ -45,16 +53,26 @@ std::pair<Tensor, Tensor> TokenData::batch(int64_t step, int64_t B,
       targets({B, T}, DType::i64, Device::host);
   int64_t *pi = idx.data<int64_t>(), *pt = targets.data<int64_t>();
   for (int64_t j = 0; j < B; ++j) {
-    // ((step*B + j) * T) mod modulus, reduced first so it cannot overflow.
-    int64_t row = ((step % modulus) * (B % modulus) + j) % modulus;
-    int64_t o = static_cast<int64_t>((static_cast<unsigned __int128>(row) * T) %
-                                     modulus);
+    int64_t o = offset(step, B, T, j);
     for (int64_t t = 0; t < T; ++t) {
       pi[j * T + t] = tokens_[o + t];
       pt[j * T + t] = tokens_[o + t + 1];
     }
   }
   return {idx, targets};
+}
+
+int64_t TokenData::offset(int64_t step, int64_t B, int64_t T,
+                          int64_t row) const {
+  int64_t modulus = size() - T - 1;
+  if (modulus < 1)
+    return 0;
+  // ((step*B + row) * T) mod modulus in 128 bits: no product overflows.
+  using U = unsigned __int128;
+  U r = (static_cast<U>(step % modulus) * static_cast<U>(B % modulus) +
+         static_cast<U>(row)) %
+        static_cast<U>(modulus);
+  return static_cast<int64_t>(r * static_cast<U>(T) % static_cast<U>(modulus));
 }
 
 } // namespace rt

@@ -100,6 +100,28 @@ std::vector<double> toDoubles(const Tensor &x) {
   return out;
 }
 
+int64_t firstNonFinite(const std::vector<Tensor> &tensors) {
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const Tensor &t = tensors[k];
+    if (!t.defined() || !isFloat(t.dtype()))
+      continue;
+    bool finite = true;
+    detail::dispatchFloat(t.dtype(), "firstNonFinite", [&](auto tag) {
+      using T = decltype(tag);
+      const T *p = t.data<T>();
+      // x - x is 0 for finite x and NaN otherwise: one branch-free pass
+      // the compiler vectorises.
+      T acc = 0;
+      for (int64_t i = 0, n = t.numel(); i < n; ++i)
+        acc += p[i] - p[i];
+      finite = acc == 0;
+    });
+    if (!finite)
+      return static_cast<int64_t>(k);
+  }
+  return -1;
+}
+
 double item(const Tensor &x) {
   if (x.numel() != 1)
     throw Error("item() of a tensor of shape " + shapeToString(x.shape()) +

@@ -30,6 +30,7 @@
 
 #include "CudaRuntime.h"
 #include "Mpi.h"
+#include "Watchdog.h"
 
 #include <nccl.h>
 
@@ -379,8 +380,10 @@ void mpi::finalize() {
   check(MPI_Comm_free(&s.boot), "MPI_Comm_free");
   s.rank = 0;
   s.size = 1;
-  if (s.startedMpi)
+  if (s.startedMpi) {
+    watchdog::Scope blocked("MPI_Finalize");
     check(MPI_Finalize(), "MPI_Finalize");
+  }
   s.startedMpi = false;
 }
 
@@ -574,6 +577,7 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
                       std::to_string(tag) + ")";
   checkPeer(peer, where);
   checkTag(tag, where);
+  watchdog::Scope blocked(where);
   State &s = state();
   ncclComm_t comm = worldComm(where);
   auto &queue = stash()[{peer, tag}];
@@ -625,6 +629,7 @@ void waitSends() {
   std::vector<PendingSend> all;
   all.swap(pendingSends());
   for (PendingSend &p : all) {
+    watchdog::Scope blocked(p.what + " (completing the send)");
     mpi::check(MPI_Wait(&p.header, MPI_STATUS_IGNORE), p.what + ": MPI_Wait");
     if (p.done) {
       cudaError_t rc = cudaEventSynchronize(p.done);

@@ -757,5 +757,44 @@ Tensor embedding_grad(const Tensor &gradIn, const Tensor &indicesIn,
   return out;
 }
 
+//===----------------------------------------------------------------------===//
+// firstNonFinite: the driver's check of every step's parameters
+//===----------------------------------------------------------------------===//
+
+namespace {
+template <typename T>
+__global__ void nonFiniteKernel(const T *x, int64_t n, int32_t *flag) {
+  // Racing writes all store 1.
+  TESSERA_CUDA_LOOP(i, n) {
+    if (!isfinite(x[i]))
+      *flag = 1;
+  }
+}
+} // namespace
+
+int64_t firstNonFinite(const std::vector<Tensor> &tensors) {
+  const char *name = "firstNonFinite";
+  if (tensors.empty())
+    return -1;
+  // One flag per tensor, one copy back for all of them.
+  Tensor flags = zeros({static_cast<int64_t>(tensors.size())}, DType::i32);
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    const Tensor &t = tensors[k];
+    if (!t.defined() || !isFloat(t.dtype()) || !t.numel())
+      continue;
+    Tensor x = onDevice(t);
+    dispatchFloat(x.dtype(), name, [&](auto tag) {
+      using T = decltype(tag);
+      launch(name, nonFiniteKernel<T>, gridFor(x.numel()), kBlock, 0,
+             dptr<T>(x), x.numel(), dptrMut<int32_t>(flags) + k);
+    });
+  }
+  std::vector<double> found = toDoubles(flags);
+  for (size_t k = 0; k < found.size(); ++k)
+    if (found[k] != 0)
+      return static_cast<int64_t>(k);
+  return -1;
+}
+
 } // namespace rt
 } // namespace tessera

@@ -13,6 +13,7 @@
 #include "CudaRuntime.h"
 
 #include "Kernels.h"
+#include "Watchdog.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -467,6 +468,9 @@ void synchronize() {
   if (!contextReady())
     return;
   Context &c = ctx();
+  // NCCL collectives run asynchronously: a peer that stopped shows here.
+  watchdog::Scope blocked("waiting for the GPU's queued work (kernels and "
+                          "NCCL collectives)");
   check(cudaStreamSynchronize(c.comm), "cudaStreamSynchronize(comm)");
   check(cudaStreamSynchronize(c.p2p), "cudaStreamSynchronize(p2p)");
   checkDeviceErrors(); // syncs the compute stream

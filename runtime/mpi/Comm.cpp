@@ -10,6 +10,7 @@
 #include "tessera/runtime/Comm.h"
 
 #include "Mpi.h"
+#include "Watchdog.h"
 
 #include <algorithm>
 #include <climits>
@@ -123,6 +124,7 @@ const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
     for (int64_t r : ranks)
       hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
     int tag = static_cast<int>(hash % 32768);
+    watchdog::Scope blocked(where + ": creating the communicator of " + desc);
     rc = MPI_Comm_create_group(s.p2p, group, tag, &g.comm);
     MPI_Group_free(&group);
     mpi::check(rc, where + ": MPI_Comm_create_group");
@@ -298,6 +300,7 @@ std::string typeAndShape(DType dtype, const Shape &shape) {
 
 /// Completes `p`, throwing with its description on failure.
 void complete(PendingSend &p) {
+  watchdog::Scope blocked(p.what + " (completing the send)");
   for (MPI_Request &r : p.requests)
     if (r != MPI_REQUEST_NULL)
       mpi::check(MPI_Wait(&r, MPI_STATUS_IGNORE), p.what + ": MPI_Wait");
@@ -339,8 +342,10 @@ void mpi::finalize() {
   check(MPI_Comm_free(&s.p2p), "MPI_Comm_free");
   s.rank = 0;
   s.size = 1;
-  if (s.startedMpi)
+  if (s.startedMpi) {
+    watchdog::Scope blocked("MPI_Finalize");
     check(MPI_Finalize(), "MPI_Finalize");
+  }
   s.startedMpi = false;
 }
 
@@ -360,6 +365,7 @@ Tensor all_reduce(const Tensor &x, const std::vector<int64_t> &ranks,
     return clone(x);
   std::string where =
       std::string("all_reduce(") + kindName(kind) + ") over " + g.desc;
+  watchdog::Scope blocked(where);
   int64_t n = g.size, numel = x.numel(), esize = dtypeSize(x.dtype());
   MPI_Datatype type = mpi::datatype(x.dtype());
   Tensor out(x.shape(), x.dtype());
@@ -402,6 +408,7 @@ Tensor all_gather(const Tensor &x, const std::vector<int64_t> &ranks,
                   int64_t dim) {
   const Group &g = getGroup(ranks, "all_gather");
   std::string where = "all_gather over " + g.desc;
+  watchdog::Scope blocked(where);
   dim = normalizeDim(x, dim, where);
   if (g.size == 1)
     return clone(x);
@@ -419,6 +426,7 @@ Tensor reduce_scatter(const Tensor &x, const std::vector<int64_t> &ranks,
   const Group &g = getGroup(ranks, "reduce_scatter");
   std::string where =
       std::string("reduce_scatter(") + kindName(kind) + ") over " + g.desc;
+  watchdog::Scope blocked(where);
   dim = normalizeDim(x, dim, where);
   if (g.size == 1)
     return clone(x);
@@ -441,6 +449,7 @@ Tensor all_to_all(const Tensor &x, const std::vector<int64_t> &ranks,
                   int64_t splitDim, int64_t concatDim) {
   const Group &g = getGroup(ranks, "all_to_all");
   std::string where = "all_to_all over " + g.desc;
+  watchdog::Scope blocked(where);
   splitDim = normalizeDim(x, splitDim, where);
   concatDim = normalizeDim(x, concatDim, where);
   if (g.size == 1)
@@ -462,6 +471,7 @@ Tensor broadcast(const Tensor &x, const std::vector<int64_t> &ranks,
   const Group &g = getGroup(ranks, "broadcast");
   std::string where =
       "broadcast from rank " + std::to_string(root) + " over " + g.desc;
+  watchdog::Scope blocked(where);
   int rootPos = -1;
   for (size_t i = 0; i < ranks.size(); ++i)
     if (ranks[i] == root)
@@ -532,6 +542,7 @@ void send(const Tensor &x, int64_t peer, int64_t tag) {
 Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
   std::string where = "recv from rank " + std::to_string(peer) + " (tag " +
                       std::to_string(tag) + ")";
+  watchdog::Scope blocked(where);
   checkPeer(peer, where);
   checkTag(tag, where);
   State &s = state();

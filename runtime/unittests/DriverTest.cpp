@@ -333,7 +333,7 @@ TEST(Driver, ErrorsExitWithOne) {
   RunResult r =
       runWith({"--data", kData, "--steps", "1", "--init", init}, throwing);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("error: the step exploded"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: step 0: the step exploded"), std::string::npos) << r.err;
   for (const std::string &p : {init, wrongShape, noW})
     std::remove(p.c_str());
 }

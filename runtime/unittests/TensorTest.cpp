@@ -1,6 +1,7 @@
 //===- TensorTest.cpp - tensors, constants, the caching allocator ---------===//
 
 #include "TestUtil.h"
+#include <limits>
 
 using namespace tessera::rt;
 using namespace tessera::rt::test;
@@ -114,5 +115,22 @@ TEST(Allocator, StorageIsAligned) {
   for (int64_t n : {1, 3, 17, 1000, 65537}) {
     Tensor t({n}, DType::f32);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.rawData()) % 64, 0u) << n;
+  }
+}
+
+TEST(Tensor, FirstNonFinite) {
+  double inf = std::numeric_limits<double>::infinity();
+  double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor ok = fromValues({3}, DType::f32, {1, -2, 3e38});
+  Tensor big = fromValues({2}, DType::f64, {1e300, -1e300});
+  EXPECT_EQ(firstNonFinite({}), -1);
+  EXPECT_EQ(firstNonFinite({ok, big, Tensor(), zeros({0}, DType::f32)}), -1);
+  // Integer tensors hold no NaN; the last element and each kind is found.
+  Tensor ints = fromValues({2}, DType::i64, {1, 2});
+  for (double bad : {nan, inf, -inf}) {
+    Tensor f32 = fromValues({4}, DType::f32, {0, 1, 2, bad});
+    Tensor f64 = fromValues({2}, DType::f64, {bad, 0});
+    EXPECT_EQ(firstNonFinite({ints, ok, f32}), 2) << bad;
+    EXPECT_EQ(firstNonFinite({f64, f32}), 0) << bad;
   }
 }

@@ -530,6 +530,59 @@ private:
   }
 };
 
+/// For an integer input of a step function: the exclusive upper bound of
+/// its values, from the ops that index with it (gather's data dimension,
+/// cross-entropy's classes, embedding_grad's table rows), following the
+/// ops that only move values (reshape, slice, split, transpose, concat,
+/// cast). 0 when nothing bounds it. The driver checks every batch against
+/// it, so a token outside the vocabulary is reported with its file offset
+/// rather than by a kernel.
+int64_t indexBound(func::FuncOp f, unsigned argNumber) {
+  int64_t bound = 0;
+  auto bind = [&](int64_t b) {
+    if (b > 0 && (bound == 0 || b < bound))
+      bound = b;
+  };
+  SmallVector<Value> work{f.getArgument(argNumber)};
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto g = dyn_cast<GatherOp>(user)) {
+        if (use.get() == g.getIndices()) {
+          auto data = cast<RankedTensorType>(g.getData().getType());
+          int64_t axis = g.getAxis();
+          if (axis < 0)
+            axis += data.getRank();
+          if (axis >= 0 && axis < data.getRank())
+            bind(data.getDimSize(axis));
+        }
+      } else if (auto ce = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
+        if (use.get() == ce.getLabels())
+          bind(cast<RankedTensorType>(ce.getLogits().getType())
+                   .getShape()
+                   .back());
+      } else if (auto ceg = dyn_cast<SoftmaxCrossEntropyGradOp>(user)) {
+        if (use.get() == ceg.getLabels())
+          bind(cast<RankedTensorType>(ceg.getLogits().getType())
+                   .getShape()
+                   .back());
+      } else if (auto eg = dyn_cast<EmbeddingGradOp>(user)) {
+        if (use.get() == eg.getIndices())
+          bind(cast<RankedTensorType>(eg.getType()).getDimSize(0));
+      } else if (isa<ReshapeOp, SliceOp, SplitOp, TransposeOp, ConcatOp,
+                     CastOp>(user)) {
+        for (Value r : user->getResults())
+          work.push_back(r);
+      }
+    }
+  }
+  return bound;
+}
+
 std::string cppString(StringRef s) {
   std::string out = "\"";
   for (char c : s) {
@@ -562,7 +615,12 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
       os << "      {tessera::rt::Role::" << role->role << ", "
          << cppString(role->name)
          << ", tessera::rt::DType::" << dtypeName(type.getElementType())
-         << ", {" << joinInts(type.getShape()) << "}},\n";
+         << ", {" << joinInts(type.getShape()) << "}";
+      if (!results && role->role == "Input" &&
+          isa<IntegerType>(type.getElementType()))
+        if (int64_t bound = indexBound(f, i))
+          os << ", /*bound=*/" << bound;
+      os << "},\n";
     }
     os << "    },\n";
     return success();

@@ -12,7 +12,8 @@
 // CHECK-NEXT: {
 // CHECK-NEXT: {tessera::rt::Role::Param, "w", tessera::rt::DType::f32, {8, 4}},
 // CHECK-NEXT: {tessera::rt::Role::Input, "x", tessera::rt::DType::f32, {2, 8}},
-// CHECK-NEXT: {tessera::rt::Role::Input, "t", tessera::rt::DType::i64, {2}},
+// The labels index the loss's 4 classes: the driver checks them against it.
+// CHECK-NEXT: {tessera::rt::Role::Input, "t", tessera::rt::DType::i64, {2}, /*bound=*/4},
 // CHECK-NEXT: {tessera::rt::Role::Hyper, "lr", tessera::rt::DType::f32, {}},
 // CHECK-NEXT: {tessera::rt::Role::Hyper, "weight_decay", tessera::rt::DType::f32, {}},
 // CHECK-NEXT: {tessera::rt::Role::Step, "step", tessera::rt::DType::i64, {}},

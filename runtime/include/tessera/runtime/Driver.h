@@ -33,6 +33,9 @@ struct ValueSpec {
   std::string name;
   DType dtype;
   Shape shape;
+  /// Integer inputs: the values must lie in [0, bound) (the vocabulary of
+  /// the embedding they index, the classes of the loss); 0: unchecked.
+  int64_t bound = 0;
 };
 
 /// One emitted step function: all arguments in, all results out, in the
@@ -66,7 +69,7 @@ struct Program {
 /// The whole `OUT/run` interface:
 ///   --data FILE.bin --steps K [--init FILE.safetensors] [--save FILE]
 ///   [--optimizer adamw|sgd] [--lr X] [--beta1 X] [--beta2 X] [--eps X]
-///   [--weight-decay X] [--seed S] [--log FILE.jsonl]
+///   [--weight-decay X] [--seed S] [--log FILE.jsonl] [--comm-timeout S]
 /// Defaults: adamw, lr 1e-3 (adamw) / 0.1 (sgd), betas 0.9/0.999, eps 1e-8,
 /// weight decay 0.01 (adamw) / 0 (sgd). Each step prints one JSON line to
 /// stdout {"step", "loss", "tokens_per_s", "elapsed_s", "peak_bytes"} and a
@@ -93,7 +96,18 @@ struct Program {
 /// the ranks' Param (Grad) values by name to rank 0, which writes one file
 /// holding each name once: the first holder by rank, then in spec order. An
 /// error on any rank prints "error: rank R: ..." and aborts the whole job
-/// (MPI_Abort), so no rank is left waiting.
+/// (MPI_Abort), so no rank is left waiting. A communication call blocked
+/// longer than --comm-timeout (default 600 s) ends the job with an error
+/// naming the rank, the step and the call.
+///
+/// Training never continues on garbage: after every step each rank checks
+/// the loss and its updated parameters, and a NaN or Inf stops the job
+/// with an error naming the step and the parameter (with the gradient step,
+/// whether its gradient or its update is not finite); nothing is saved from
+/// that state. --init files with non-finite values, tokens outside an
+/// input's bound (error naming the file, the step and the offset), a
+/// directory or device as --data and a --save or --dump-grads path whose
+/// directory does not exist are rejected before the first step.
 int runMain(int argc, char **argv, const Program &program);
 
 /// The parsed flags (exposed for tests; runMain is the normal entry).
@@ -104,7 +118,12 @@ struct RunOptions {
   double lr = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = -1;
   bool lrSet = false, weightDecaySet = false;
   int64_t seed = 0;
+  /// Seconds a communication call may block before the job is ended
+  /// (several ranks only; 0: never).
+  double commTimeout = kDefaultCommTimeout;
+  bool commTimeoutSet = false;
   bool help = false;
+  static constexpr double kDefaultCommTimeout = 600;
 };
 /// Throws Error("unknown flag ...", "missing value for ...", ...).
 RunOptions parseRunOptions(int argc, char **argv);

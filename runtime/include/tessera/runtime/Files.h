@@ -45,11 +45,16 @@ void writeSafetensors(const std::string &path,
 /// Token data as nanoGPT writes it: raw little-endian uint16 ids.
 class TokenData {
 public:
-  explicit TokenData(const std::string &path); ///< throws with the path
+  /// Throws with the path: a missing or unreadable file, a directory or
+  /// anything but a regular file, an odd number of bytes.
+  explicit TokenData(const std::string &path);
   int64_t size() const;
+  const std::string &path() const { return path_; }
   /// The batch of step `step` (inputs, targets), each B x T i64:
   /// row j starts at ((step*B + j) * T) mod (size - T - 1).
   std::pair<Tensor, Tensor> batch(int64_t step, int64_t B, int64_t T) const;
+  /// The token offset where row `row` of step `step`'s inputs starts.
+  int64_t offset(int64_t step, int64_t B, int64_t T, int64_t row) const;
   /// Token i (for tests).
   int64_t token(int64_t i) const { return tokens_.at(i); }
 

@@ -170,6 +170,10 @@ std::vector<double> toDoubles(const Tensor &x);
 double item(const Tensor &x);
 /// A copy with its own storage.
 Tensor clone(const Tensor &x);
+/// The index of the first tensor holding a NaN or an infinity (float
+/// dtypes; undefined tensors and integer ones hold none), or -1. On the
+/// device where the tensors are: one pass over each, no copy of them.
+int64_t firstNonFinite(const std::vector<Tensor> &tensors);
 
 } // namespace rt
 } // namespace tessera

@@ -1,0 +1,130 @@
+//===- Watchdog.cpp - ends a job whose communication stops ----------------===//
+
+#include "Watchdog.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
+
+namespace tessera {
+namespace rt {
+namespace watchdog {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct State {
+  std::mutex mutex;
+  std::condition_variable wake;
+  std::thread thread;
+  bool running = false, stopping = false;
+  double timeout = 0;
+  int64_t rank = 0, step = -1;
+  // The blocked call, if any.
+  bool blocked = false;
+  std::string what;
+  Clock::time_point since;
+};
+
+State &state() {
+  static State *s = new State; // never destroyed: the thread may outlive main
+  return *s;
+}
+
+[[noreturn]] void expire(const State &s, double waited) {
+  char head[160];
+  std::snprintf(head, sizeof(head),
+                "error: rank %lld: communication timeout (--comm-timeout %g "
+                "s): ",
+                static_cast<long long>(s.rank), s.timeout);
+  std::string line = head + s.what + " has waited " +
+                     std::to_string(static_cast<int64_t>(waited)) + " s";
+  line += s.step >= 0 ? " in step " + std::to_string(s.step)
+                      : std::string(" before the first step");
+  line += ": a rank it waits for stopped making progress; ending the job\n";
+  // One write: several ranks may report at once.
+  ssize_t unused = ::write(2, line.data(), line.size());
+  (void)unused;
+  // No MPI call (see the header): exiting without MPI_Finalize makes mpirun
+  // end the other ranks.
+  ::_exit(1);
+}
+
+void watch() {
+  State &s = state();
+  std::unique_lock<std::mutex> lock(s.mutex);
+  while (!s.stopping) {
+    // Checks a few times per timeout, at least once a second.
+    double period = std::min(1.0, s.timeout / 4);
+    s.wake.wait_for(lock, std::chrono::duration<double>(period));
+    if (s.stopping || !s.blocked)
+      continue;
+    double waited =
+        std::chrono::duration<double>(Clock::now() - s.since).count();
+    if (waited > s.timeout)
+      expire(s, waited);
+  }
+}
+
+} // namespace
+
+void start(double timeoutSeconds, int64_t rank) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.timeout = timeoutSeconds;
+  s.rank = rank;
+  if (s.running)
+    return;
+  s.running = true;
+  s.stopping = false;
+  s.thread = std::thread(watch);
+}
+
+void stop() {
+  State &s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.running)
+      return;
+    s.stopping = true;
+  }
+  s.wake.notify_all();
+  s.thread.join();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.running = false;
+}
+
+void setStep(int64_t step) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.step = step;
+}
+
+Scope::Scope(std::string what) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.blocked) {
+    previous_ = std::move(s.what);
+    hadPrevious_ = true;
+  }
+  s.what = std::move(what);
+  s.blocked = true;
+  s.since = Clock::now();
+}
+
+Scope::~Scope() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.blocked = hadPrevious_;
+  s.what = std::move(previous_);
+  // The outer call's clock restarts: time spent in the inner one was
+  // progress.
+  s.since = Clock::now();
+}
+
+} // namespace watchdog
+} // namespace rt
+} // namespace tessera

@@ -1,0 +1,53 @@
+//===- Watchdog.h - ends a job whose communication stops (private) -*- C++
+//-*-===//
+//
+// A rank that stops making progress (a crash the MPI library does not
+// notice, SIGSTOP, a peer in an endless loop, a lost network) leaves every
+// other rank of its groups blocked in a collective or a receive forever.
+// The watchdog is a thread that watches the calls that block on other
+// ranks: a call still blocked after the timeout prints which rank, step and
+// operation waited, and ends the process with exit code 1; mpirun then ends
+// the whole job. It makes no MPI call itself (MPI is initialised without
+// thread support), so it works whatever the blocked call holds.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_COMMON_WATCHDOG_H
+#define TESSERA_RUNTIME_COMMON_WATCHDOG_H
+
+#include <cstdint>
+#include <string>
+
+namespace tessera {
+namespace rt {
+namespace watchdog {
+
+/// Starts watching with this timeout (seconds > 0); `rank` names this process
+/// in the message. A second call changes the timeout.
+void start(double timeoutSeconds, int64_t rank);
+/// Stops the thread (before a normal exit).
+void stop();
+/// The training step reported in the message (-1: before the first step).
+void setStep(int64_t step);
+
+/// Marks the calling thread as blocked on other ranks for its lifetime; the
+/// description says in what ("all_reduce(sum) over ranks [0, 1]"). Scopes do
+/// not nest: an inner scope replaces the outer one's description until it
+/// ends. Cheap (a mutex and a clock read) when the watchdog is not running.
+class Scope {
+public:
+  explicit Scope(std::string what);
+  ~Scope();
+  Scope(const Scope &) = delete;
+  Scope &operator=(const Scope &) = delete;
+
+private:
+  std::string previous_;
+  bool hadPrevious_ = false;
+};
+
+} // namespace watchdog
+} // namespace rt
+} // namespace tessera
+
+#endif // TESSERA_RUNTIME_COMMON_WATCHDOG_H
