@@ -29,8 +29,12 @@ void set(Bits &b, int v) { b[v >> 6] |= uint64_t(1) << (v & 63); }
 
 DownsetLattice::DownsetLattice(int n,
                                const std::vector<std::vector<int>> &successors,
-                               size_t limit) {
+                               size_t limit, size_t pairLimit, size_t byteLimit,
+                               const std::string &reason) {
   const size_t words = (n + 63) / 64;
+  // With n in the millions one bitset alone is hundreds of kilobytes, so
+  // the storage is bounded as the downsets are found, not only their count.
+  const size_t maxByBytes = byteLimit / bytesPerDownset(n);
   // Grow downsets from the empty set by adding a node whose successors are
   // all already inside; every downset is reached this way.
   std::vector<Bits> found;
@@ -56,6 +60,10 @@ DownsetLattice::DownsetLattice(int n,
         if (found.size() > limit)
           throw PlanError("the graph has more than " + std::to_string(limit) +
                           " downsets; the planner's lattice would be too big");
+        if (found.size() > maxByBytes)
+          throw PlanError("the graph has more than " +
+                          std::to_string(maxByBytes) + " downsets of " +
+                          std::to_string(n) + " nodes; " + reason);
       }
     }
   }
@@ -82,7 +90,12 @@ DownsetLattice::DownsetLattice(int n,
   }
 
   // Nesting by a word-parallel subset test; quadratic in the number of
-  // downsets, which the limit keeps affordable.
+  // downsets, which the limit keeps affordable. The lists share the byte
+  // limit with the bitsets and member lists still alive here.
+  const size_t held = found.size() * bytesPerDownset(n);
+  pairLimit = std::min(pairLimit, byteLimit > held
+                                      ? (byteLimit - held) / sizeof(uint32_t)
+                                      : size_t(0));
   subs.resize(sorted.size());
   for (size_t j = 0; j < sorted.size(); ++j) {
     for (size_t i = 0; i < j; ++i) {
@@ -91,10 +104,19 @@ DownsetLattice::DownsetLattice(int n,
       bool subset = true;
       for (size_t w = 0; w < words && subset; ++w)
         subset = (sorted[i][w] & ~sorted[j][w]) == 0;
-      if (subset)
+      if (subset) {
+        // Checked while counting: the lists themselves are what the limit
+        // protects (GNMT has 15.5 million pairs for 17,914 downsets).
+        if (++pairs > pairLimit)
+          throw PlanError(
+              "the graph has more than " + std::to_string(pairLimit) +
+              " pairs of nested downsets (" + std::to_string(found.size()) +
+              " downsets); " + reason);
         subs[j].push_back(static_cast<uint32_t>(i));
+      }
     }
-    pairs += subs[j].size();
+    // Growth by doubling would leave up to half of every list unused.
+    subs[j].shrink_to_fit();
   }
 
   // A chain: exactly one node without predecessors, each node at most one
@@ -107,6 +129,11 @@ DownsetLattice::DownsetLattice(int n,
   }
   chain =
       !fanOut && edges == n - 1 && sets.size() == static_cast<size_t>(n) + 1;
+}
+
+size_t DownsetLattice::bytesPerDownset(int n) {
+  return 3 * ((static_cast<size_t>(n) + 63) / 64) * sizeof(uint64_t) +
+         static_cast<size_t>(n) * sizeof(int) + 4 * sizeof(void *);
 }
 
 } // namespace tessera::planner

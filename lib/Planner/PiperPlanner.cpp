@@ -35,6 +35,7 @@
 #include <ctime>
 #include <limits>
 #include <memory>
+#include <string>
 
 namespace tessera::planner {
 
@@ -70,35 +71,99 @@ double fromBits(uint64_t b) {
   return x;
 }
 
-/// The best-cost curve of one stage candidate as a function of y, built
-/// lazily: most y are decided by two closed forms (the all-fastest choice
-/// fits up to y0, nothing fits beyond y1) and only the band in between needs
-/// a knapsack per y.
-struct Curve {
-  /// Options with the d-dependent resync folded into the costs; empty when
-  /// the stage's choice does not depend on d (then DegreeData::alphaOpts).
-  std::vector<NodeOptions> ownOpts;
-  const std::vector<NodeOptions> *opts = nullptr;
+constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+
+/// Bytes of the planner's tables, against PlannerOptions::maxTableBytes.
+struct TableBudget {
+  size_t limit = 0;
+  size_t used = 0;
+  bool full = false;
+  bool take(size_t bytes) {
+    if (used + bytes > limit) {
+      full = true;
+      return false;
+    }
+    used += bytes;
+    return true;
+  }
+};
+
+/// Entries of T in fixed chunks that never move (so indices stay valid),
+/// each chunk charged to the table budget. alloc() returns kNone instead of
+/// going over it: the callers then recompute instead of caching.
+template <typename T> class Arena {
+public:
+  void init(size_t chunkSize, TableBudget *budget) {
+    chunk = chunkSize;
+    this->budget = budget;
+  }
+  /// n contiguous entries (n <= the chunk size), filled with `fill`.
+  uint32_t alloc(size_t n, const T &fill) {
+    if (chunks.empty() || used + n > chunk) {
+      if ((chunks.size() + 1) * chunk >= kNone ||
+          !budget->take(chunk * sizeof(T)))
+        return kNone;
+      chunks.push_back(std::make_unique<T[]>(chunk));
+      used = 0;
+    }
+    size_t first = (chunks.size() - 1) * chunk + used;
+    std::fill_n(&chunks.back()[used], n, fill);
+    used += n;
+    return static_cast<uint32_t>(first);
+  }
+  T &operator[](uint32_t i) { return chunks[i / chunk][i % chunk]; }
+  size_t bytes() const { return chunks.size() * chunk * sizeof(T); }
+
+private:
+  size_t chunk = 1;
+  size_t used = 0;
+  TableBudget *budget = nullptr;
+  std::vector<std::unique_ptr<T[]>> chunks;
+};
+
+/// The best-cost curve of a stage candidate at one d as a function of y:
+/// the fastest configuration choice fits up to y0, nothing fits beyond y1,
+/// and in between a knapsack per y gives the cost, cached in the band
+/// arena (y1 - y0 entries from `band`, NaN until asked).
+struct CurveRec {
   double fastCost = 0;
-  int y0 = 0;               ///< the fastest choice fits for every y <= y0
-  int y1 = 0;               ///< no choice fits for y > y1
-  std::vector<double> cost; ///< cost[y - y0 - 1] for y0 < y <= y1; NaN: unknown
+  int32_t y0 = 0, y1 = 0;
+  uint32_t band = kNone;
   bool built = false;
 };
 
-struct DegreeData {
-  int t = 1;
-  std::vector<NodeOptions> alphaOpts; ///< costs: the d-divided part
-  std::vector<double> beta0, beta1;   ///< the (d-1)/d part per option
-  /// Every node's options share one resync term, so the best choice does
-  /// not depend on d and one curve serves all d.
-  bool dIndependent = true;
-  double betaSum = 0;
-  std::vector<Curve> curves; ///< [0] when dIndependent, else per divisor
+/// What the search keeps of one stage candidate (a pair of nested
+/// downsets) at one tensor-parallel degree: 32 bytes, whatever the size of
+/// the stage. Its node options are recomputed from the pair when a
+/// knapsack needs them. When the choice does not depend on d (every node's
+/// options share one resync term), the curve is stored here and `extra` is
+/// its band; otherwise `extra` is the first of one CurveRec per divisor of
+/// N in the curve arena.
+struct StageRec {
+  double fastCost = 0;
+  double betaSum = 0; ///< the resync term, per (d - 1), when d-independent
+  int32_t y0 = 0, y1 = 0;
+  uint32_t extra = kNone;
+  uint8_t flags = 0;
+};
+constexpr uint8_t kBuilt = 1, kValid = 2, kDIndependent = 4;
+// The size docs/planner.md and the up-front estimate count per record.
+static_assert(sizeof(StageRec) == 32, "a stage record is 32 bytes");
+
+/// A curve wherever it lives; `band` is where its band index is kept, or
+/// null for a transient curve (recomputed, never cached).
+struct Curve {
+  double fastCost;
+  int y0, y1;
+  uint32_t *band;
 };
 
-struct PairData {
-  std::vector<DegreeData> degrees;
+/// A stage candidate: downset J minus its k-th sub-downset, at degree
+/// index ti, with its record.
+struct StageRef {
+  size_t J, k;
+  int ti;
+  size_t rec;
 };
 
 struct Point {
@@ -110,16 +175,40 @@ struct Point {
   int d;
 };
 
+/// Tensor-parallel degrees the search considers: those of the instance
+/// that fit in K devices.
+std::vector<int> usableDegrees(const PiperCostModel &m) {
+  std::vector<int> out;
+  for (int t : m.degrees())
+    if (t <= m.instance().maxDevices)
+      out.push_back(t);
+  return out;
+}
+
+/// Bytes per pair of nested downsets: its sub-downset index in the lattice
+/// and one record per degree.
+size_t bytesPerPair(const PiperCostModel &m) {
+  return sizeof(uint32_t) +
+         std::max<size_t>(1, usableDegrees(m).size()) * sizeof(StageRec);
+}
+
 class PlannerEngine {
 public:
   PlannerEngine(const PiperCostModel &model, const PlannerOptions &options,
                 PlannerStats &stats)
       : model(model), opt(options), stats(stats),
-        lattice(model.numNodes(), successorLists(model), options.maxDownsets) {
+        lattice(model.numNodes(), successorLists(model), options.maxDownsets,
+                options.maxTableBytes / bytesPerPair(model),
+                options.maxTableBytes,
+                "the planner's tables would exceed its memory limit of " +
+                    mib(options.maxTableBytes) +
+                    " (raise it with --max-table-gib or "
+                    "PlannerOptions::maxTableBytes)") {
     const PiperInstance &ins = model.instance();
     N = ins.mbsInBatch;
     K = ins.maxDevices;
     M = ins.maxMemoryPerDevice;
+    bandwidth = ins.bandwidth;
     Dmax = std::min(N, K);
     for (int d = 1; d <= Dmax; ++d)
       if (N % d == 0)
@@ -127,9 +216,52 @@ public:
     dIndex.assign(Dmax + 1, -1);
     for (size_t i = 0; i < divisors.size(); ++i)
       dIndex[divisors[i]] = static_cast<int>(i);
-    slots.resize(lattice.size());
+    degs = usableDegrees(model);
+    nd = std::max<size_t>(1, degs.size());
+    nodeDeg.resize(static_cast<size_t>(model.numNodes()) * nd);
+    for (int v = 0; v < model.numNodes(); ++v)
+      for (size_t ti = 0; ti < degs.size(); ++ti) {
+        NodeDegree &x = nodeDeg[v * nd + ti];
+        x.configs = model.configs(v, degs[ti]);
+        if (!x.configs)
+          continue;
+        for (size_t c = 0; c < x.configs->size(); ++c) {
+          x.fw[c] = &model.syncFw(v, degs[ti], static_cast<int>(c));
+          x.bw[c] = &model.syncBw(v, degs[ti], static_cast<int>(c));
+          x.beta[c] = model.beta(v, degs[ti], static_cast<int>(c));
+        }
+      }
+
+    // Everything whose size is known up front, with the frontiers at their
+    // largest (one point per sum of d): refused before it is allocated.
+    size_t members = 0;
     for (size_t j = 0; j < lattice.size(); ++j)
-      slots[j].assign(lattice.subsets(j).size(), -1);
+      members += lattice.members(j).size();
+    const size_t fixed =
+        lattice.numPairs() * bytesPerPair(model) +
+        lattice.size() * ((Dmax + 1) * sizeof(Point) + 2 * sizeof(size_t) +
+                          3 * sizeof(std::vector<int>)) +
+        members * sizeof(int) + (Dmax + 1) * (sizeof(Point) + sizeof(int));
+    stats.tableBytes = fixed;
+    if (fixed > opt.maxTableBytes)
+      throw PlanError(
+          "the planner's tables for this graph need about " + mib(fixed) +
+          " (" + std::to_string(lattice.numPairs()) +
+          " pairs of nested downsets x " + std::to_string(nd) +
+          " tensor-parallel degree(s) x " + std::to_string(sizeof(StageRec)) +
+          " bytes, plus the lattice and the frontiers), more than the limit "
+          "of " +
+          mib(opt.maxTableBytes) +
+          " (raise it with --max-table-gib or PlannerOptions::maxTableBytes)");
+    budget.limit = opt.maxTableBytes;
+    budget.used = fixed;
+
+    pairBase.assign(lattice.size() + 1, 0);
+    for (size_t j = 0; j < lattice.size(); ++j)
+      pairBase[j + 1] = pairBase[j] + lattice.subsets(j).size();
+    records.assign(lattice.numPairs() * nd, StageRec{});
+    bands.init(std::max<size_t>(size_t(1) << 16, Dmax + 1), &budget);
+    perD.init(std::max<size_t>(size_t(1) << 12, divisors.size()), &budget);
     frontier.resize(lattice.size());
     inStage.assign(model.numNodes(), 0);
     bucket.assign(Dmax + 1, Point{0, kNoDevices, 0, 0, 0, 0});
@@ -145,7 +277,7 @@ public:
     for (auto &f : frontier)
       f.clear();
     frontier[0].push_back(Point{0, 0, 0, 0, 0, 0});
-    std::vector<std::pair<int, int>> records;
+    std::vector<std::pair<int, int>> &caps = capScratch;
     for (size_t J = 1; J < lattice.size(); ++J) {
       // Candidates are bucketed by D (at most min(N, K) values): the best
       // per D, then one sweep keeps the Pareto frontier. Cheaper than
@@ -156,22 +288,26 @@ public:
         const std::vector<Point> &F = frontier[subs[k]];
         if (F.empty())
           continue;
-        PairData &pd = pairData(J, k);
+        build(J, k);
         const int maxD = F.back().D, minD = F.front().D;
         const int minDev = F.back().dev;
-        for (DegreeData &dd : pd.degrees) {
+        for (size_t ti = 0; ti < degs.size(); ++ti) {
+          StageRef s{J, k, static_cast<int>(ti), recordOf(J, k, ti)};
+          if (!(records[s.rec].flags & kValid))
+            continue;
+          const int t = degs[ti];
           // Prefix maxima of cap over ascending d: the smallest d that
           // accepts a downstream sum D is the first record with cap >= D.
-          records.clear();
+          caps.clear();
           int bestCap = -1;
           for (int d : divisors) {
             if (d < delta)
               continue;
-            if (minD + d > Dmax || minDev + dd.t * d > K)
+            if (minD + d > Dmax || minDev + t * d > K)
               break;
-            int cap = capOf(dd, d, tau, maxD);
+            int cap = capOf(s, d, tau, maxD);
             if (cap > bestCap) {
-              records.emplace_back(d, cap);
+              caps.emplace_back(d, cap);
               bestCap = cap;
               if (bestCap >= maxD)
                 break;
@@ -179,17 +315,17 @@ public:
           }
           size_t r = 0;
           for (size_t p = 0; p < F.size(); ++p) {
-            while (r < records.size() && records[r].second < F[p].D)
+            while (r < caps.size() && caps[r].second < F[p].D)
               ++r;
-            if (r == records.size())
+            if (r == caps.size())
               break;
-            int d = records[r].first;
-            int D = F[p].D + d, dev = F[p].dev + dd.t * d;
+            int d = caps[r].first;
+            int D = F[p].D + d, dev = F[p].dev + t * d;
             if (D > Dmax || dev > K)
               continue;
             Point &slot = bucket[D];
             if (slot.dev > dev) {
-              slot = Point{D, dev, subs[k], static_cast<uint32_t>(p), dd.t, d};
+              slot = Point{D, dev, subs[k], static_cast<uint32_t>(p), t, d};
               lowD = std::min(lowD, D);
               highD = std::max(highD, D);
             }
@@ -215,7 +351,7 @@ public:
   struct TracedStage {
     std::vector<int> nodes;
     int t, d, y;
-    DegreeData *dd;
+    StageRef ref;
     double internalTime;
   };
 
@@ -232,16 +368,12 @@ public:
       s.d = p->d;
       s.y = opt.schedule == Schedule::GPipe ? N / s.d
                                             : (down.D + s.d - 1) / s.d + 1;
-      // Locate the pair's data for this t to report its internal time.
       const std::vector<uint32_t> &subs = lattice.subsets(J);
       size_t k =
           std::lower_bound(subs.begin(), subs.end(), p->from) - subs.begin();
-      PairData &pd = pairData(J, k);
-      s.dd = nullptr;
-      for (DegreeData &dd : pd.degrees)
-        if (dd.t == s.t)
-          s.dd = &dd;
-      s.internalTime = stageTime(*s.dd, s.d, s.y);
+      size_t ti = std::find(degs.begin(), degs.end(), s.t) - degs.begin();
+      s.ref = StageRef{J, k, static_cast<int>(ti), recordOf(J, k, ti)};
+      s.internalTime = stageTime(s.ref, s.d, s.y);
       stages.push_back(std::move(s));
       J = p->from;
       p = &down;
@@ -250,27 +382,26 @@ public:
   }
 
   /// Internal time per sample of a stage candidate at (d, y).
-  double stageTime(DegreeData &dd, int d, int y) {
-    Curve &c = curveFor(dd, d);
-    double cost = costAt(c, y);
-    if (dd.dIndependent)
-      cost += (d - 1) * dd.betaSum;
+  double stageTime(const StageRef &s, int d, int y) {
+    Curve c = curveFor(s, d);
+    double cost = costAt(s, d, c, y);
+    const StageRec &r = records[s.rec];
+    if (r.flags & kDIndependent)
+      cost += (d - 1) * r.betaSum;
     return cost / d;
   }
 
-  /// Whether a stage at internal time \p time passes the check at \p tau.
-  bool passes(DegreeData &dd, int d, int y, double tau) {
-    Curve &c = curveFor(dd, d);
-    double budget = d * tau - (dd.dIndependent ? (d - 1) * dd.betaSum : 0);
-    return within(costAt(c, y), budget);
+  /// Whether a stage at (d, y) passes the check at \p tau.
+  bool passes(const StageRef &s, int d, int y, double tau) {
+    Curve c = curveFor(s, d);
+    return within(costAt(s, d, c, y), budgetAt(s, d, tau));
   }
 
   /// Configuration choice of a traced stage, as option indices per node.
   std::vector<int> chooseConfigs(const TracedStage &s) {
-    Curve &c = curveFor(*s.dd, s.d);
     ++stats.knapsackSolves;
-    StageChoice ch = chooseStageConfigs(*c.opts, s.y, M, opt.knapsack,
-                                        opt.knapsackNodeLimit);
+    StageChoice ch = chooseStageConfigs(optionsOf(s.ref, s.d), s.y, M,
+                                        opt.knapsack, opt.knapsackNodeLimit);
     if (!ch.feasible)
       throw PlanError("internal error: a traced stage does not fit");
     return std::vector<int>(ch.choice.begin(), ch.choice.end());
@@ -279,7 +410,16 @@ public:
   const std::vector<int> &divisorList() const { return divisors; }
   int maxSumD() const { return Dmax; }
 
+  void recordStats() {
+    stats.cacheBytes = bands.bytes() + perD.bytes();
+    stats.cacheFull = budget.full;
+  }
+
 private:
+  static std::string mib(size_t bytes) {
+    return std::to_string((bytes + (size_t(1) << 20) - 1) >> 20) + " MiB";
+  }
+
   static std::vector<std::vector<int>> successorLists(const PiperCostModel &m) {
     std::vector<std::vector<int>> succ(m.numNodes());
     for (int v = 0; v < m.numNodes(); ++v)
@@ -296,77 +436,140 @@ private:
     return out;
   }
 
-  PairData &pairData(size_t J, size_t k) {
-    int32_t &slot = slots[J][k];
-    if (slot >= 0)
-      return *pairs[slot];
-    slot = static_cast<int32_t>(pairs.size());
-    pairs.push_back(std::make_unique<PairData>());
-    PairData &pd = *pairs.back();
-    std::vector<int> nodes = difference(J, lattice.subsets(J)[k]);
-    for (int v : nodes)
+  size_t recordOf(size_t J, size_t k, size_t ti) const {
+    return (pairBase[J] + k) * nd + ti;
+  }
+
+  /// The nodes of stage candidate (J, k), into \p out.
+  void stageNodes(size_t J, size_t k, std::vector<int> &out) const {
+    out.clear();
+    const std::vector<int> &sub = lattice.members(lattice.subsets(J)[k]);
+    std::set_difference(lattice.members(J).begin(), lattice.members(J).end(),
+                        sub.begin(), sub.end(), std::back_inserter(out));
+  }
+
+  /// PiperCostModel::alpha (same terms, same order) on the configurations
+  /// looked up once per node and degree.
+  double alphaOf(int v, size_t ti, int c) const {
+    const NodeDegree &x = nodeDeg[v * nd + ti];
+    const std::vector<std::pair<int, double>> &in = model.inEdges(v);
+    const std::vector<std::pair<int, double>> &out = model.outEdges(v);
+    const std::vector<double> &fw = *x.fw[c], &bw = *x.bw[c];
+    double bytes = 0;
+    for (size_t k = 0; k < in.size(); ++k)
+      if (!inStage[in[k].first])
+        bytes += 2 * (in[k].second + fw[k]);
+    for (size_t k = 0; k < out.size(); ++k)
+      if (!inStage[out[k].first])
+        bytes += 2 * (out[k].second + bw[k]);
+    return (*x.configs)[c].timePerSample + bytes / bandwidth;
+  }
+
+  /// Node options of a stage candidate (costs: the part divided by d, plus
+  /// the resync when the choice depends on d), recomputed from the pair;
+  /// the last one is kept, since a probe asks for the same stage several
+  /// times in a row.
+  const std::vector<NodeOptions> &optionsOf(const StageRef &s, int d) {
+    const bool dInd = records[s.rec].flags & kDIndependent;
+    const int key = dInd ? 0 : d;
+    if (optsRec == s.rec && optsD == key)
+      return opts;
+    optsRec = s.rec;
+    optsD = key;
+    opts.clear();
+    stageNodes(s.J, s.k, optsNodes);
+    for (int v : optsNodes)
       inStage[v] = 1;
-    for (int t : model.degrees()) {
-      if (t > K)
-        break;
+    for (int v : optsNodes) {
+      const NodeDegree &x = nodeDeg[v * nd + s.ti];
+      const std::vector<PiperConfig> &cs = *x.configs;
+      NodeOptions o;
+      o.count = static_cast<int>(cs.size());
+      for (int c = 0; c < o.count; ++c) {
+        o.cost[c] = alphaOf(v, s.ti, c);
+        if (!dInd)
+          o.cost[c] += (d - 1) * x.beta[c];
+        o.memA[c] = cs[c].memoryA;
+        o.memB[c] = cs[c].memoryB;
+      }
+      opts.push_back(o);
+    }
+    for (int v : optsNodes)
+      inStage[v] = 0;
+    return opts;
+  }
+
+  /// Fills the records of pair (J, k) for every degree, once.
+  void build(size_t J, size_t k) {
+    if (records[recordOf(J, k, 0)].flags & kBuilt)
+      return;
+    stageNodes(J, k, buildNodes);
+    for (size_t ti = 0; ti < nd; ++ti) {
+      StageRec &r = records[recordOf(J, k, ti)];
+      r.flags = kBuilt;
+      if (ti >= degs.size())
+        continue;
       bool all = true;
-      for (int v : nodes)
-        if (!model.configs(v, t)) {
-          all = false;
-          break;
-        }
+      for (int v : buildNodes)
+        all = all && nodeDeg[v * nd + ti].configs;
       if (!all)
         continue;
-      DegreeData dd;
-      dd.t = t;
-      for (int v : nodes) {
-        const std::vector<PiperConfig> &cs = *model.configs(v, t);
-        NodeOptions o;
-        o.count = static_cast<int>(cs.size());
-        double b[2] = {0, 0};
-        for (int c = 0; c < o.count; ++c) {
-          o.cost[c] = model.alpha(v, t, c, inStage);
-          o.memA[c] = cs[c].memoryA;
-          o.memB[c] = cs[c].memoryB;
-          b[c] = model.beta(v, t, c);
-        }
-        if (o.count == 2 && b[0] != b[1])
-          dd.dIndependent = false;
-        dd.betaSum += b[0];
-        dd.alphaOpts.push_back(o);
-        dd.beta0.push_back(b[0]);
-        dd.beta1.push_back(o.count == 2 ? b[1] : b[0]);
+      r.flags |= kValid;
+      // The best choice does not depend on d when every node's options
+      // share one resync term; then one curve serves all d.
+      bool dInd = true;
+      double betaSum = 0;
+      for (int v : buildNodes) {
+        const NodeDegree &x = nodeDeg[v * nd + ti];
+        if (x.configs->size() == 2 && x.beta[1] != x.beta[0])
+          dInd = false;
+        betaSum += x.beta[0];
       }
-      dd.curves.resize(dd.dIndependent ? 1 : divisors.size());
-      pd.degrees.push_back(std::move(dd));
+      r.betaSum = betaSum;
+      if (dInd) {
+        r.flags |= kDIndependent;
+        CurveRec c;
+        buildCurve(
+            optionsOf(StageRef{J, k, static_cast<int>(ti), recordOf(J, k, ti)},
+                      1),
+            c);
+        r.fastCost = c.fastCost;
+        r.y0 = c.y0;
+        r.y1 = c.y1;
+      }
     }
-    for (int v : nodes)
-      inStage[v] = 0;
-    return pd;
   }
 
-  Curve &curveFor(DegreeData &dd, int d) {
-    Curve &c = dd.curves[dd.dIndependent ? 0 : dIndex[d]];
+  /// The curve of a stage candidate at d: stored in its record (d does not
+  /// matter), in the curve arena, or, when the table budget is spent, a
+  /// transient one rebuilt here.
+  Curve curveFor(const StageRef &s, int d) {
+    StageRec &r = records[s.rec];
+    if (r.flags & kDIndependent)
+      return Curve{r.fastCost, r.y0, r.y1, &r.extra};
+    if (r.extra == kNone)
+      r.extra = perD.alloc(divisors.size(), CurveRec{});
+    if (r.extra == kNone) {
+      if (transientRec != s.rec || transientD != d) {
+        transient = CurveRec{};
+        buildCurve(optionsOf(s, d), transient);
+        transientRec = s.rec;
+        transientD = d;
+      }
+      return Curve{transient.fastCost, transient.y0, transient.y1, nullptr};
+    }
+    CurveRec &c = perD[r.extra + static_cast<uint32_t>(dIndex[d])];
     if (!c.built)
-      buildCurve(dd, d, c);
-    return c;
+      buildCurve(optionsOf(s, d), c);
+    return Curve{c.fastCost, c.y0, c.y1, &c.band};
   }
 
-  void buildCurve(DegreeData &dd, int d, Curve &c) {
+  void buildCurve(const std::vector<NodeOptions> &opts, CurveRec &c) {
     c.built = true;
-    c.opts = &dd.alphaOpts;
-    if (!dd.dIndependent) {
-      c.ownOpts = dd.alphaOpts;
-      for (size_t i = 0; i < c.ownOpts.size(); ++i) {
-        c.ownOpts[i].cost[0] += (d - 1) * dd.beta0[i];
-        c.ownOpts[i].cost[1] += (d - 1) * dd.beta1[i];
-      }
-      c.opts = &c.ownOpts;
-    }
     // Fastest choice per node (ties: the one with less memory per y).
     double fastA = 0, fastB = 0;
     c.fastCost = 0;
-    for (const NodeOptions &o : *c.opts) {
+    for (const NodeOptions &o : opts) {
       int b = 0;
       if (o.count == 2 &&
           (o.cost[1] < o.cost[0] ||
@@ -382,7 +585,7 @@ private:
     auto fastFits = [&](int y) { return fastA * y + fastB <= M; };
     auto minFits = [&](int y) {
       double m = 0;
-      for (const NodeOptions &o : *c.opts) {
+      for (const NodeOptions &o : opts) {
         double best = o.memA[0] * y + o.memB[0];
         if (o.count == 2)
           best = std::min(best, o.memA[1] * y + o.memB[1]);
@@ -393,7 +596,6 @@ private:
     };
     c.y0 = maxTrue(fastFits, yCap);
     c.y1 = std::max(c.y0, maxTrue(minFits, yCap));
-    c.cost.assign(c.y1 - c.y0, std::numeric_limits<double>::quiet_NaN());
   }
 
   /// Largest y in [0, cap] with pred(y), for a predicate true on a prefix
@@ -410,25 +612,41 @@ private:
     return lo;
   }
 
-  double costAt(Curve &c, int y) {
+  double costAt(const StageRef &s, int d, const Curve &c, int y) {
     if (y <= c.y0)
       return c.fastCost;
     if (y > c.y1)
       return kInf;
-    double &slot = c.cost[y - c.y0 - 1];
-    if (std::isnan(slot)) {
-      ++stats.knapsackSolves;
-      StageChoice ch = chooseStageConfigs(*c.opts, y, M, opt.knapsack,
-                                          opt.knapsackNodeLimit);
-      if (!ch.exact)
-        ++stats.inexactKnapsacks;
-      slot = ch.feasible ? ch.cost : kInf;
-    }
-    return slot;
+    // The band's costs are cached while the table budget allows; past it
+    // they are recomputed (slower, not bigger).
+    if (c.band && *c.band == kNone)
+      *c.band = bands.alloc(static_cast<size_t>(c.y1 - c.y0),
+                            std::numeric_limits<double>::quiet_NaN());
+    double *slot = c.band && *c.band != kNone
+                       ? &bands[*c.band + static_cast<uint32_t>(y - c.y0 - 1)]
+                       : nullptr;
+    if (slot && !std::isnan(*slot))
+      return *slot;
+    ++stats.knapsackSolves;
+    StageChoice ch = chooseStageConfigs(optionsOf(s, d), y, M, opt.knapsack,
+                                        opt.knapsackNodeLimit);
+    if (!ch.exact)
+      ++stats.inexactKnapsacks;
+    double cost = ch.feasible ? ch.cost : kInf;
+    if (slot)
+      *slot = cost;
+    return cost;
+  }
+
+  /// Cost budget of a stage at d under tau (the resync taken out when the
+  /// choice does not depend on d).
+  double budgetAt(const StageRef &s, int d, double tau) const {
+    const StageRec &r = records[s.rec];
+    return d * tau - ((r.flags & kDIndependent) ? (d - 1) * r.betaSum : 0);
   }
 
   /// Largest y <= yNeed whose best cost is within budget (0: none).
-  int maxY(Curve &c, double budget, int yNeed) {
+  int maxY(const StageRef &s, int d, const Curve &c, double budget, int yNeed) {
     int lo = 0;
     if (c.y0 >= 1) {
       if (c.fastCost > budget)
@@ -438,7 +656,7 @@ private:
     int hi = std::min(c.y1, yNeed);
     while (lo < hi) {
       int mid = lo + (hi - lo + 1) / 2;
-      if (within(costAt(c, mid), budget))
+      if (within(costAt(s, d, c, mid), budget))
         lo = mid;
       else
         hi = mid - 1;
@@ -449,15 +667,15 @@ private:
   /// Largest downstream sum D of data-parallel degrees that a stage
   /// candidate at (t, d) accepts within \p tau; -1 when none. Only sums up to
   /// \p maxD are of interest, which bounds the work.
-  int capOf(DegreeData &dd, int d, double tau, int maxD) {
-    Curve &c = curveFor(dd, d);
-    double budget = d * tau - (dd.dIndependent ? (d - 1) * dd.betaSum : 0);
+  int capOf(const StageRef &s, int d, double tau, int maxD) {
+    Curve c = curveFor(s, d);
+    double budget = budgetAt(s, d, tau);
     if (budget < 0)
       return -1;
     if (opt.schedule == Schedule::GPipe)
-      return within(costAt(c, N / d), budget) ? kNoCap : -1;
+      return within(costAt(s, d, c, N / d), budget) ? kNoCap : -1;
     int yNeed = (maxD + d - 1) / d + 1;
-    int y = maxY(c, budget, yNeed);
+    int y = maxY(s, d, c, budget, yNeed);
     if (y < 1)
       return -1;
     return y >= yNeed ? kNoCap : d * (y - 1);
@@ -469,9 +687,33 @@ private:
   DownsetLattice lattice;
   int N, K, Dmax;
   double M;
-  std::vector<int> divisors, dIndex;
-  std::vector<std::vector<int32_t>> slots;
-  std::vector<std::unique_ptr<PairData>> pairs;
+  std::vector<int> divisors, dIndex, degs;
+  size_t nd = 1;
+  TableBudget budget;
+  std::vector<size_t> pairBase;
+  std::vector<StageRec> records;
+  Arena<double> bands;
+  Arena<CurveRec> perD;
+  /// One node's options at one degree, looked up once: the cost model's
+  /// accessors go through maps, and the first feasibility run evaluates
+  /// them for every node of every one of (up to) millions of candidates.
+  struct NodeDegree {
+    const std::vector<PiperConfig> *configs = nullptr;
+    const std::vector<double> *fw[2] = {nullptr, nullptr};
+    const std::vector<double> *bw[2] = {nullptr, nullptr};
+    double beta[2] = {0, 0};
+  };
+  std::vector<NodeDegree> nodeDeg; ///< [v * nd + ti]
+  double bandwidth = 0;
+  std::vector<int> buildNodes, optsNodes;
+  /// Per run and candidate: (d, cap) where the cap grows, ascending d.
+  std::vector<std::pair<int, int>> capScratch;
+  std::vector<NodeOptions> opts;
+  size_t optsRec = SIZE_MAX;
+  int optsD = -1;
+  CurveRec transient;
+  size_t transientRec = SIZE_MAX;
+  int transientD = -1;
   std::vector<std::vector<Point>> frontier;
   std::vector<char> inStage;
   std::vector<Point> bucket; ///< per D: best candidate of the current downset
@@ -577,7 +819,7 @@ public:
     for (int guard = 0; guard < 8; ++guard) {
       bool ok = true;
       for (auto &s : stages)
-        ok = ok && engine.passes(*s.dd, s.d, s.y, worst);
+        ok = ok && engine.passes(s.ref, s.d, s.y, worst);
       if (ok)
         return std::min(worst, tau);
       worst = std::nextafter(worst, kInf);
@@ -714,6 +956,7 @@ Plan planPiper(const PiperInstance &instance, const PlannerOptions &options) {
     }
     plan.stages.push_back(std::move(ps));
   }
+  engine.recordStats();
   plan.stats.cpuSeconds =
       static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
   return plan;

@@ -127,13 +127,12 @@ std::string asciiTimeline(const PlacementGraph &g, const Schedule &s,
     char c = b.kind == BlockKind::Forward    ? char('0' + t.micro % 10)
              : b.kind == BlockKind::Backward ? char('a' + t.micro % 10)
                                              : char('A' + t.micro % 10);
-    for (int64_t k = 0; k < b.span; ++k) {
-      int64_t col = t.start - origin + k;
-      if (col < 0 || col >= cols)
-        continue;
+    // Only the visible columns: spans may be millions of steps long.
+    int64_t from = std::max<int64_t>(0, t.start - origin);
+    int64_t to = std::min(cols, t.start - origin + b.span);
+    for (int64_t col = from; col < to; ++col)
       for (int d : b.devices)
         rows[d][col] = c;
-    }
   }
   std::ostringstream os;
   int labelWidth = static_cast<int>(std::to_string(g.numDevices() - 1).size());

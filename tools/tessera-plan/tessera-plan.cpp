@@ -12,6 +12,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +29,7 @@ const char *kUsage =
     "                    [--micro-batches N] [--bandwidth-gibps B]\n"
     "                    [--bandwidth-bps B] [--objective piper|iteration]\n"
     "                    [--schedule 1f1b|gpipe] [--knapsack exact|greedy]\n"
-    "                    [--json]\n"
+    "                    [--max-table-gib G] [--json]\n"
     "\n"
     "Plans the layer graph in FILE (Piper's input format) into pipeline\n"
     "stages with tensor- and data-parallel degrees and activation\n"
@@ -36,7 +37,9 @@ const char *kUsage =
     "maxMemoryPerDevice (GiB = 2^30 bytes), mbsInBatch and bandwidth\n"
     "(GiB/s = 2^30 bytes/s, or bytes/s with --bandwidth-bps).\n"
     "--objective piper minimises Piper's time per sample of the slowest\n"
-    "stage; iteration (the default) adds the pipeline bubble.\n";
+    "stage; iteration (the default) adds the pipeline bubble.\n"
+    "--max-table-gib bounds the planner's tables (default 2): a graph whose\n"
+    "tables need more is refused up front, with the estimate.\n";
 
 struct Args {
   std::string file;
@@ -47,6 +50,7 @@ struct Args {
   Objective objective = Objective::Iteration;
   Schedule schedule = Schedule::OneFOneB;
   KnapsackMode knapsack = KnapsackMode::Exact;
+  double maxTableGiB = -1;
   bool json = false;
 };
 
@@ -119,6 +123,8 @@ Args parseArgs(int argc, char **argv) {
         a.knapsack = KnapsackMode::PiperGreedy;
       else
         usageError("--knapsack must be 'exact' or 'greedy'");
+    } else if (flag == "--max-table-gib") {
+      a.maxTableGiB = parseNumber(flag, value());
     } else if (flag == "--json") {
       a.json = true;
     } else {
@@ -162,6 +168,9 @@ int main(int argc, char **argv) {
     opts.objective = args.objective;
     opts.schedule = args.schedule;
     opts.knapsack = args.knapsack;
+    if (args.maxTableGiB > 0)
+      opts.maxTableBytes =
+          static_cast<size_t>(std::min(args.maxTableGiB, 1e9) * (1ull << 30));
     Plan plan = planPiper(ins, opts);
 
     if (args.json) {
@@ -200,7 +209,10 @@ int main(int argc, char **argv) {
                     {"chain", plan.stats.chain},
                     {"feasibility_runs", plan.stats.feasibilityRuns},
                     {"knapsack_solves", plan.stats.knapsackSolves},
-                    {"inexact_knapsacks", plan.stats.inexactKnapsacks}};
+                    {"inexact_knapsacks", plan.stats.inexactKnapsacks},
+                    {"table_bytes", plan.stats.tableBytes},
+                    {"cache_bytes", plan.stats.cacheBytes},
+                    {"cache_full", plan.stats.cacheFull}};
       std::cout << j.dump(2) << "\n";
       return 0;
     }
@@ -228,6 +240,11 @@ int main(int argc, char **argv) {
     std::printf("time per sample: %.9g s\n", plan.timePerSample);
     std::printf("iteration time: %.9g s\n", plan.iterationTime);
     std::printf("cpu seconds: %.6f\n", plan.stats.cpuSeconds);
+    std::printf("planner tables: %.1f MiB counted up front, %.1f MiB of "
+                "caches%s\n",
+                plan.stats.tableBytes / double(1 << 20),
+                plan.stats.cacheBytes / double(1 << 20),
+                plan.stats.cacheFull ? " (full: recomputing beyond)" : "");
     std::printf("peak rss: %ld KiB\n", peakRssKiB());
     return 0;
   } catch (const std::exception &e) {

@@ -44,7 +44,8 @@ const char *kUsage =
     "device)\n"
     "  --timeline-width C   columns of the ASCII timeline (default 120, 0: "
     "none)\n"
-    "  --node-budget K      search nodes per period (default 4000000)\n"
+    "  --node-budget K      search nodes in all (default 16000000; one period\n"
+    "                       gets at most K/4, the memory explanation K/4)\n"
     "  --no-explain         do not search for the memory a smaller period "
     "needs\n"
     "  --pipeline P         synthesize a P-stage pipeline placement instead\n"
@@ -219,7 +220,7 @@ int run(const Options &o) {
   summary.lowerBound = g.lowerBound();
   std::optional<Repetend> repetend;
   double seconds = 0;
-  std::string note;
+  std::string note, effort;
   auto t0 = std::chrono::steady_clock::now();
   if (!builtin) {
     if (!o.memory)
@@ -231,7 +232,15 @@ int run(const Options &o) {
     so.explainMemory = o.explain;
     SearchResult r = searchSchedule(g, so);
     seconds = r.seconds;
+    // The work done, in deterministic units (seconds vary from run to run).
+    effort = "search nodes: " + std::to_string(r.nodes) + " in " +
+             std::to_string(r.attempts.size()) +
+             " period search(es), explanation " +
+             std::to_string(r.explainNodes) + " in " +
+             std::to_string(r.explainSearches) + " search(es), time quantum " +
+             std::to_string(r.timeQuantum) + "\n";
     if (!r.found) {
+      std::cout << effort;
       std::cerr << "error: " << r.message << "\n";
       return 1;
     }
@@ -277,7 +286,8 @@ int run(const Options &o) {
   char timeLine[64];
   std::snprintf(timeLine, sizeof(timeLine), "%.4f", seconds);
   std::cout << (builtin ? "build time: " : "search time: ") << timeLine
-            << " s\n";
+            << " s\n"
+            << effort;
   if (!note.empty())
     std::cout << "result: " << note << "\n";
   if (repetend)

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace tessera::planner {
@@ -20,9 +21,19 @@ namespace tessera::planner {
 class DownsetLattice {
 public:
   /// Enumerates the downsets of the DAG on nodes 0..n-1 given by
-  /// \p successors. Throws PlanError when there are more than \p limit.
+  /// \p successors. Throws PlanError when there are more than \p limit, or
+  /// more than \p pairLimit pairs of nested downsets, or when its own
+  /// storage (bitsets, member lists, nesting lists; see bytesPerDownset)
+  /// would exceed \p byteLimit; the message then ends with \p reason. Each
+  /// is checked before the lists grow past it.
   DownsetLattice(int n, const std::vector<std::vector<int>> &successors,
-                 size_t limit = 50000);
+                 size_t limit = 50000, size_t pairLimit = SIZE_MAX,
+                 size_t byteLimit = SIZE_MAX, const std::string &reason = "");
+
+  /// Bytes counted per downset of a graph on n nodes: three copies of its
+  /// bitset while enumerating (the list, the hash set, the sorted list) and
+  /// its member list at its largest.
+  static size_t bytesPerDownset(int n);
 
   /// Downsets are numbered by size: 0 is the empty set, size()-1 all nodes.
   size_t size() const { return sets.size(); }

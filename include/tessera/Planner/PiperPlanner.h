@@ -41,6 +41,13 @@ struct PlannerOptions {
   KnapsackMode knapsack = KnapsackMode::Exact;
   /// Refuse graphs with more downsets than this (the lattice is quadratic).
   size_t maxDownsets = 50000;
+  /// Bound on the planner's tables, in bytes: the lattice's pairs of nested
+  /// downsets, one 32-byte record per pair and tensor-parallel degree, and
+  /// the frontiers at their largest are counted up front and an input that
+  /// needs more is refused (PlanError) before they are allocated; the caches
+  /// filled during the search (knapsack costs, per-d curves) stop growing at
+  /// the bound and are recomputed instead. See docs/planner.md.
+  size_t maxTableBytes = size_t(2) << 30;
   /// Branch-and-bound nodes per stage knapsack before settling for the best
   /// answer found so far (never worse than Piper's greedy).
   size_t knapsackNodeLimit = 1u << 16;
@@ -65,6 +72,9 @@ struct PlannerStats {
   size_t feasibilityRuns = 0; ///< dynamic-program passes
   size_t knapsackSolves = 0;
   size_t inexactKnapsacks = 0; ///< solves that hit the node limit
+  size_t tableBytes = 0;       ///< tables counted up front (the estimate)
+  size_t cacheBytes = 0;       ///< caches filled during the search
+  bool cacheFull = false;      ///< the caches reached maxTableBytes
   bool chain = false;
   double cpuSeconds = 0; ///< planning only, not parsing
 };

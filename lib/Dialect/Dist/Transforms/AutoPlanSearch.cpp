@@ -331,6 +331,13 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
                                      bool &tooLarge) const {
   size_t n = p.units.size();
   tooLarge = false;
+  // The work below is at least pp n^2 / 2 steps (one threshold); deciding
+  // that before the n^2 tables keeps their size bounded by kExactCutWork
+  // too (thousands of units would otherwise allocate gigabytes first).
+  if (double(pp) * double(n) * double(n) / 2 > kExactCutWork) {
+    tooLarge = true;
+    return {};
+  }
   // Per range [a, b]: its time per micro-batch and once-per-step time, as
   // evaluate() computes them.
   const cost::LinkSpec &ppLink = groupLink(spec, pp, 1);
