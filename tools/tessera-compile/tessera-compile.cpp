@@ -438,10 +438,13 @@ int main(int argc, char **argv) {
     planOptions.devices = devices;
     planOptions.microBatches = microBatches;
     planOptions.zero1 = zero1;
-    planOptions.deviceSpec = deviceSpec;
-    planOptions.memoryGiB = memoryGiB;
-    planOptions.schedule = schedule;
-    planOptions.report = !quiet;
+    // dist-plan rejects its auto-only options with any other plan.
+    if (autoPlan) {
+      planOptions.deviceSpec = deviceSpec;
+      planOptions.memoryGiB = memoryGiB;
+      planOptions.schedule = schedule;
+      planOptions.report = !quiet;
+    }
     // Interleaved 1F1B and ZB-V run two virtual stages per device.
     if (schedule == "interleaved" || schedule == "zb-v")
       planOptions.stagesPerDevice = 2;

@@ -439,6 +439,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       return module.emitError("dist-plan: vshape places two virtual stages "
                               "per device, but stages-per-device is ")
              << int64_t(stagesPerDevice);
+    if (failed(checkAutoOnlyOptions(module)))
+      return failure();
     if (!StringRef(plan).ends_with(".json"))
       return parsePolicyAndCheck(module, plan, spec);
 
@@ -490,6 +492,25 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       spec.assign.push_back({a.pattern, a.stage, a.index});
     spec.order = file->order;
     return success();
+  }
+
+  /// device-spec, memory-gib, schedule and report feed only the auto
+  /// policy; with another plan a value would be silently ignored. Only a
+  /// value other than the default can be told apart: a pass built from an
+  /// options struct (tessera-compile) has every option set.
+  LogicalResult checkAutoOnlyOptions(ModuleOp module) {
+    if (plan == "auto")
+      return success();
+    DistPlanOptions defaults;
+    StringRef given = deviceSpec != defaults.deviceSpec ? "device-spec"
+                      : memoryGiB != defaults.memoryGiB ? "memory-gib"
+                      : schedule != defaults.schedule   ? "schedule"
+                      : report != defaults.report       ? "report"
+                                                        : "";
+    if (given.empty())
+      return success();
+    return module.emitError("dist-plan: ")
+           << given << " applies only to plan=auto (plan is '" << plan << "')";
   }
 
   LogicalResult parsePolicyAndCheck(ModuleOp module, StringRef text,

@@ -34,8 +34,10 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     planner library cuts the layer groups into stages, and the fastest plan
     that fits wins; the built-in dp, tp and pp policies then annotate it,
     with the planner's stages; `report` prints the plan and its predicted
-    memory, step time and bubble to stderr); or a JSON plan file
-    (docs/plans.md), read strictly: an unknown key, a value of the wrong
+    memory, step time and bubble to stderr; `device-spec`, `memory-gib`,
+    `schedule` and `report` are for auto only, and another plan rejects a
+    value other than their default); or a JSON plan file (docs/plans.md),
+    read strictly: an unknown key, a value of the wrong
     type or out of range, or a file that is not a regular file is an error
     naming the file and the key path. With `zero1` the
     optimizer updates are split over `dp` (ZeRO-1). An infeasible plan is an
