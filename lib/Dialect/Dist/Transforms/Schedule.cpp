@@ -76,10 +76,12 @@ struct DistSchedulePass
           << std::numeric_limits<int>::max() << "], got " << micro;
       return signalPassFailure();
     }
-    if (memoryLimit < 0) {
-      module.emitError("dist-schedule: memory-limit must be >= 0 (0: 2 x "
-                       "stages), got ")
-          << int64_t(memoryLimit);
+    // The search explains an infeasible limit by probing limit + 1, so the
+    // limit stays well inside int64_t (as tessera-schedule's --memory).
+    constexpr int64_t maxLimit = int64_t(1) << 62;
+    if (memoryLimit < 0 || memoryLimit > maxLimit) {
+      module.emitError("dist-schedule: memory-limit must be in [0, ")
+          << maxLimit << "] (0: 2 x stages), got " << int64_t(memoryLimit);
       return signalPassFailure();
     }
     int64_t stages = pp;

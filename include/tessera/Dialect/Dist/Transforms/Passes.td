@@ -99,7 +99,7 @@ def DistSchedule : Pass<"dist-schedule", "::mlir::ModuleOp"> {
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v or search">,
     Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
-           "For search: in-flight micro-batches per device (>= 0; 0: 2 x "
+           "For search: in-flight micro-batches per device (0..2^62; 0: 2 x "
            "stages)">,
   ];
   let dependentDialects = ["::tessera::dist::DistDialect"];
