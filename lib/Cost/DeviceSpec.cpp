@@ -2,12 +2,11 @@
 
 #include "tessera/Cost/DeviceSpec.h"
 
+#include "tessera/Support/StrictJson.h"
+
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
-
-using json = nlohmann::json;
+#include <filesystem>
 
 namespace tessera::cost {
 
@@ -30,75 +29,48 @@ double DeviceSpec::peakFlopsFor(const std::string &dtype) const {
 
 namespace {
 
-double positiveNumber(const json &obj, const char *field,
-                      const std::string &where) {
-  if (!obj.contains(field))
-    throw CostModelError(where + ": missing field '" + field + "'");
-  const json &v = obj.at(field);
-  if (!v.is_number())
-    throw CostModelError(where + ": field '" + field + "' must be a number");
-  double x = v.get<double>();
-  if (!(x > 0))
-    throw CostModelError(where + ": field '" + field + "' must be positive");
-  return x;
-}
+using support::JsonObject;
+using support::JsonValue;
 
-double nonNegativeNumber(const json &obj, const char *field,
-                         const std::string &where) {
-  if (!obj.contains(field))
-    throw CostModelError(where + ": missing field '" + field + "'");
-  const json &v = obj.at(field);
-  if (!v.is_number() || v.get<double>() < 0)
-    throw CostModelError(where + ": field '" + field +
-                         "' must be a non-negative number");
-  return v.get<double>();
-}
-
-LinkSpec parseLink(const json &obj, const char *field,
-                   const std::string &where) {
-  if (!obj.contains(field) || !obj.at(field).is_object())
-    throw CostModelError(where + ": missing object '" + field + "'");
-  const json &l = obj.at(field);
-  std::string w = where + "." + field;
-  return LinkSpec{positiveNumber(l, "bandwidth", w),
-                  nonNegativeNumber(l, "latency", w)};
+LinkSpec parseLink(const JsonObject &spec, const char *field) {
+  JsonObject l = spec.get(field).getObject({"bandwidth", "latency"}, "a link");
+  return LinkSpec{
+      l.get("bandwidth")
+          .getNumber(JsonValue::Range::Positive, "bytes per second"),
+      l.get("latency").getNumber(JsonValue::Range::NonNegative, "seconds")};
 }
 
 } // namespace
 
 DeviceSpec parseDeviceSpec(const std::string &jsonText,
                            const std::string &origin) {
-  json j;
-  try {
-    j = json::parse(jsonText);
-  } catch (const json::parse_error &e) {
-    throw CostModelError(origin + ": malformed JSON: " + e.what());
-  }
-  if (!j.is_object())
-    throw CostModelError(origin + ": a device spec must be a JSON object");
-  DeviceSpec spec;
-  if (!j.contains("name") || !j.at("name").is_string())
-    throw CostModelError(origin + ": missing string field 'name'");
-  spec.name = j.at("name").get<std::string>();
-  if (j.contains("description") && j.at("description").is_string())
-    spec.description = j.at("description").get<std::string>();
-  if (!j.contains("peak_flops") || !j.at("peak_flops").is_object() ||
-      j.at("peak_flops").empty())
-    throw CostModelError(origin + ": missing non-empty object 'peak_flops'");
-  for (auto it = j.at("peak_flops").begin(); it != j.at("peak_flops").end();
-       ++it) {
-    if (!it.value().is_number() || !(it.value().get<double>() > 0))
-      throw CostModelError(origin + ": peak_flops." + it.key() +
-                           " must be a positive number");
-    spec.peakFlops[it.key()] = it.value().get<double>();
-  }
-  spec.memoryBandwidth = positiveNumber(j, "memory_bandwidth", origin);
-  spec.memoryBytes = positiveNumber(j, "memory_bytes", origin);
-  spec.devicesPerNode =
-      static_cast<int>(positiveNumber(j, "devices_per_node", origin));
-  spec.intraNode = parseLink(j, "intra_node", origin);
-  spec.interNode = parseLink(j, "inter_node", origin);
-  return spec;
+  return support::rethrowAs<CostModelError>([&] {
+    using Range = JsonValue::Range;
+    nlohmann::json j = support::parseJson(jsonText, origin);
+    JsonObject o = JsonValue(j, origin).getObject(
+        {"name", "description", "peak_flops", "memory_bandwidth",
+         "memory_bytes", "devices_per_node", "intra_node", "inter_node"},
+        "a device spec");
+    DeviceSpec spec;
+    spec.name = o.get("name").getString("the spec's name");
+    if (auto d = o.find("description"))
+      spec.description = d->getString("a description");
+    JsonObject peaks = o.get("peak_flops").getMap("a map from dtype to FLOP/s");
+    if (peaks.empty())
+      peaks.fail("expected at least one dtype (e.g. \"fp32\": 6.7e13)");
+    for (const auto &[dtype, value] : peaks.entries())
+      spec.peakFlops[dtype] = value.getNumber(Range::Positive, "FLOP/s");
+    spec.memoryBandwidth = o.get("memory_bandwidth")
+                               .getNumber(Range::Positive, "bytes per second");
+    spec.memoryBytes =
+        o.get("memory_bytes").getNumber(Range::Positive, "bytes");
+    spec.devicesPerNode =
+        static_cast<int>(o.get("devices_per_node")
+                             .getInt(1, kMaxDevicesPerNode, "a device count"));
+    spec.intraNode = parseLink(o, "intra_node");
+    spec.interNode = parseLink(o, "inter_node");
+    return spec;
+  });
 }
 
 std::vector<std::string> bundledDeviceSpecNames() {
@@ -119,18 +91,21 @@ DeviceSpec loadDeviceSpec(const std::string &nameOrPath) {
   std::string bundled = bundledDeviceSpecText(nameOrPath);
   if (!bundled.empty())
     return parseDeviceSpec(bundled, nameOrPath);
-  std::ifstream in(nameOrPath);
-  if (!in) {
+  std::error_code ec;
+  if (!std::filesystem::exists(nameOrPath, ec)) {
     std::string known;
     for (const std::string &n : bundledDeviceSpecNames())
       known += (known.empty() ? "" : ", ") + n;
-    throw CostModelError("'" + nameOrPath +
-                         "' is neither a bundled device spec (" + known +
-                         ") nor a readable file");
+    throw CostModelError("unknown device spec '" + nameOrPath +
+                         "' (not a bundled spec: " + known +
+                         "; not an existing file)");
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parseDeviceSpec(ss.str(), nameOrPath);
+  std::string error;
+  std::optional<std::string> text = support::readInputFile(
+      nameOrPath, "device spec", support::kMaxJsonFileBytes, error);
+  if (!text)
+    throw CostModelError(error);
+  return parseDeviceSpec(*text, nameOrPath);
 }
 
 } // namespace tessera::cost

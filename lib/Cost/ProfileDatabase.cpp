@@ -3,12 +3,12 @@
 #include "tessera/Cost/ProfileDatabase.h"
 #include "tessera/Cost/Roofline.h"
 
+#include "tessera/Support/StrictJson.h"
+
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-#include <sstream>
-
-using json = nlohmann::json;
+#include <cmath>
+#include <limits>
 
 namespace tessera::cost {
 
@@ -29,9 +29,9 @@ std::string ProfileDatabase::key(const std::string &op,
 
 void ProfileDatabase::add(const std::string &op, const std::string &dtype,
                           const std::vector<Shape> &shapes, double seconds) {
-  if (!(seconds >= 0))
+  if (!(seconds >= 0) || !std::isfinite(seconds))
     throw CostModelError("profile entry for '" + op +
-                         "' has a negative or NaN time");
+                         "' has a negative, infinite or NaN time");
   entries[key(op, dtype, shapes)] = seconds;
 }
 
@@ -46,55 +46,44 @@ ProfileDatabase::lookup(const std::string &op, const std::string &dtype,
 
 ProfileDatabase ProfileDatabase::parse(const std::string &jsonText,
                                        const std::string &origin) {
-  json j;
-  try {
-    j = json::parse(jsonText);
-  } catch (const json::parse_error &e) {
-    throw CostModelError(origin + ": malformed JSON: " + e.what());
-  }
-  if (!j.is_object() || !j.contains("entries") || !j.at("entries").is_array())
-    throw CostModelError(origin +
-                         ": expected an object with an 'entries' array");
-  ProfileDatabase db;
-  if (j.contains("device") && j.at("device").is_string())
-    db.deviceName = j.at("device").get<std::string>();
-  size_t index = 0;
-  for (const json &e : j.at("entries")) {
-    std::string where = origin + ": entries[" + std::to_string(index++) + "]";
-    if (!e.is_object() || !e.contains("op") || !e.at("op").is_string() ||
-        !e.contains("dtype") || !e.at("dtype").is_string() ||
-        !e.contains("shapes") || !e.at("shapes").is_array() ||
-        !e.contains("seconds") || !e.at("seconds").is_number())
-      throw CostModelError(where + ": needs string 'op', string 'dtype', array "
-                                   "'shapes' and number 'seconds'");
-    std::vector<Shape> shapes;
-    for (const json &s : e.at("shapes")) {
-      if (!s.is_array())
-        throw CostModelError(where + ": each shape must be an array");
-      Shape shape;
-      for (const json &d : s) {
-        if (!d.is_number_integer())
-          throw CostModelError(where + ": dimensions must be integers");
-        shape.push_back(d.get<int64_t>());
+  return support::rethrowAs<CostModelError>([&] {
+    using support::JsonObject;
+    using support::JsonValue;
+    nlohmann::json j = support::parseJson(jsonText, origin);
+    JsonObject top = JsonValue(j, origin).getObject({"device", "entries"},
+                                                    "a profile database");
+    ProfileDatabase db;
+    if (auto device = top.find("device"))
+      db.deviceName = device->getString("a device spec name");
+    for (const JsonValue &e :
+         top.get("entries").getArray("a list of measurements")) {
+      JsonObject o =
+          e.getObject({"op", "dtype", "shapes", "seconds"}, "a measurement");
+      std::string op = o.get("op").getString("an op name");
+      std::string dtype = o.get("dtype").getString("a dtype");
+      std::vector<Shape> shapes;
+      for (const JsonValue &s : o.get("shapes").getArray("operand shapes")) {
+        Shape shape;
+        for (const JsonValue &d : s.getArray("a shape"))
+          shape.push_back(d.getInt(0, std::numeric_limits<int64_t>::max(),
+                                   "a dimension size"));
+        shapes.push_back(std::move(shape));
       }
-      shapes.push_back(std::move(shape));
+      double seconds =
+          o.get("seconds").getNumber(JsonValue::Range::NonNegative, "seconds");
+      db.add(op, dtype, shapes, seconds);
     }
-    double seconds = e.at("seconds").get<double>();
-    if (seconds < 0)
-      throw CostModelError(where + ": 'seconds' must be non-negative");
-    db.add(e.at("op").get<std::string>(), e.at("dtype").get<std::string>(),
-           shapes, seconds);
-  }
-  return db;
+    return db;
+  });
 }
 
 ProfileDatabase ProfileDatabase::load(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    throw CostModelError("cannot read profile database '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse(ss.str(), path);
+  std::string error;
+  std::optional<std::string> text = support::readInputFile(
+      path, "profile database", support::kMaxJsonFileBytes, error);
+  if (!text)
+    throw CostModelError(error);
+  return parse(*text, path);
 }
 
 double estimateOpTime(const DeviceSpec &spec, const ProfileDatabase *profile,

@@ -2,12 +2,15 @@
 
 #include "tessera/Planner/PiperInstance.h"
 
+#include "tessera/Support/StrictJson.h"
+
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <fstream>
+#include <limits>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 using json = nlohmann::json;
@@ -20,89 +23,67 @@ bool PiperConfig::recomputes() const {
 
 namespace {
 
-const json &field(const json &obj, const char *name, const std::string &where) {
-  if (!obj.is_object())
-    throw PlanError(where + ": expected a JSON object");
-  auto it = obj.find(name);
-  if (it == obj.end())
-    throw PlanError(where + ": missing field '" + name + "'");
-  return *it;
+using support::JsonObject;
+using support::JsonValue;
+constexpr int64_t kIntMin = std::numeric_limits<int>::min();
+constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+
+/// Keys of Piper's maps are decimal integers written as strings ("4").
+int integerKey(const JsonObject &map, const std::string &key) {
+  size_t digits = key.size() > 0 && key[0] == '-' ? 1 : 0;
+  bool ok = key.size() > digits && key.size() - digits <= 10;
+  for (size_t i = digits; ok && i < key.size(); ++i)
+    ok = std::isdigit(static_cast<unsigned char>(key[i]));
+  long long value = ok ? std::stoll(key) : 0;
+  if (!ok || value < kIntMin || value > kIntMax)
+    map.fail("key '" + key + "' is not an integer in [" +
+             std::to_string(kIntMin) + ", " + std::to_string(kIntMax) + "]");
+  return static_cast<int>(value);
 }
 
-double number(const json &obj, const char *name, const std::string &where) {
-  const json &v = field(obj, name, where);
-  if (!v.is_number())
-    throw PlanError(where + ": field '" + name + "' must be a number");
-  double x = v.get<double>();
-  if (!std::isfinite(x))
-    throw PlanError(where + ": field '" + name + "' must be finite");
-  return x;
-}
-
-int integer(const json &obj, const char *name, const std::string &where) {
-  const json &v = field(obj, name, where);
-  // Piper's files write integers; accept 8.0 but not 8.5.
-  if (!v.is_number() || std::floor(v.get<double>()) != v.get<double>() ||
-      std::fabs(v.get<double>()) > 2e9)
-    throw PlanError(where + ": field '" + name + "' must be an integer");
-  return static_cast<int>(v.get<double>());
-}
-
-/// Keys of Piper's maps are decimal integers written as strings.
-int integerKey(const std::string &key, const std::string &where) {
-  size_t pos = 0;
-  int value = 0;
-  try {
-    value = std::stoi(key, &pos);
-  } catch (const std::exception &) {
-    pos = 0;
-  }
-  if (pos == 0 || pos != key.size())
-    throw PlanError(where + ": key '" + key + "' is not an integer");
-  return value;
-}
-
-std::map<int, double> syncMap(const json &obj, const char *name,
-                              const std::string &where) {
-  const json &m = field(obj, name, where);
-  if (!m.is_object())
-    throw PlanError(where + ": field '" + name + "' must be an object");
+std::map<int, double> syncMap(const JsonObject &config, const char *name) {
+  JsonObject m = config.get(name).getMap("a map from node id to bytes");
   std::map<int, double> out;
-  for (auto it = m.begin(); it != m.end(); ++it) {
-    if (!it.value().is_number())
-      throw PlanError(where + ": " + name + "[" + it.key() +
-                      "] must be a number");
-    out[integerKey(it.key(), where + ": " + name)] = it.value().get<double>();
-  }
+  for (const auto &[key, value] : m.entries())
+    out[integerKey(m, key)] = value.getNumber(JsonValue::Range::NonNegative,
+                                              "extra bytes on the edge");
   return out;
 }
 
-PiperConfig parseConfig(const json &j, const std::string &where) {
+PiperConfig parseConfig(const JsonValue &j) {
+  JsonObject o =
+      j.getObject({"id", "timePerSample", "parameterSize", "memoryUsageA",
+                   "memoryUsageB", "syncTimeFw", "syncTimeBw"},
+                  "a configuration (TMPC)");
+  using Range = JsonValue::Range;
   PiperConfig c;
-  const json &id = field(j, "id", where);
-  if (!id.is_string())
-    throw PlanError(where + ": field 'id' must be a string");
-  c.id = id.get<std::string>();
-  c.timePerSample = number(j, "timePerSample", where);
-  c.parameterSize = number(j, "parameterSize", where);
-  c.memoryA = number(j, "memoryUsageA", where);
-  c.memoryB = number(j, "memoryUsageB", where);
-  c.syncFw = syncMap(j, "syncTimeFw", where);
-  c.syncBw = syncMap(j, "syncTimeBw", where);
+  c.id = o.get("id").getString("a configuration id");
+  c.timePerSample =
+      o.get("timePerSample").getNumber(Range::NonNegative, "a time");
+  c.parameterSize =
+      o.get("parameterSize").getNumber(Range::NonNegative, "a size in bytes");
+  c.memoryA =
+      o.get("memoryUsageA").getNumber(Range::NonNegative, "a size in bytes");
+  c.memoryB =
+      o.get("memoryUsageB").getNumber(Range::NonNegative, "a size in bytes");
+  c.syncFw = syncMap(o, "syncTimeFw");
+  c.syncBw = syncMap(o, "syncTimeBw");
   return c;
 }
 
 } // namespace
 
 void PiperInstance::validate() const {
-  if (!(maxMemoryPerDevice > 0))
-    throw PlanError("maxMemoryPerDevice must be positive");
-  if (maxDevices < 1)
-    throw PlanError("maxDevices must be at least 1");
-  if (!(bandwidth > 0))
-    throw PlanError("bandwidth must be positive");
-  if (mbsInBatch < 1)
-    throw PlanError("mbsInBatch must be at least 1");
+  if (!(maxMemoryPerDevice > 0) || !std::isfinite(maxMemoryPerDevice))
+    throw PlanError("maxMemoryPerDevice must be a finite number > 0");
+  if (maxDevices < 1 || maxDevices > kMaxPiperDevices)
+    throw PlanError("maxDevices must be in [1, " +
+                    std::to_string(kMaxPiperDevices) + "]");
+  if (!(bandwidth > 0) || !std::isfinite(bandwidth))
+    throw PlanError("bandwidth must be a finite number > 0");
+  if (mbsInBatch < 1 || mbsInBatch > kMaxPiperMicroBatches)
+    throw PlanError("mbsInBatch must be in [1, " +
+                    std::to_string(kMaxPiperMicroBatches) + "]");
   if (nodes.empty())
     throw PlanError("the graph has no nodes");
 
@@ -153,6 +134,14 @@ void PiperInstance::validate() const {
       std::string tWhere = nodeWhere + ", t=" + std::to_string(t);
       if (t < 1)
         throw PlanError(tWhere + ": tensor-parallel degree must be >= 1");
+      // The planner counts devices in int: t times a data-parallel degree
+      // (at most min(N, K)) plus the devices already used (at most K).
+      int64_t devices =
+          int64_t(t) * std::min(mbsInBatch, maxDevices) + int64_t(maxDevices);
+      if (devices > std::numeric_limits<int>::max())
+        throw PlanError(tWhere + ": tensor-parallel degree too large: t x "
+                                 "min(mbsInBatch, maxDevices) + maxDevices "
+                                 "exceeds 2^31 - 1");
       if (configs.empty())
         throw PlanError(tWhere + ": empty list of configurations");
       // The exact stage solver is a two-choice knapsack, as in Piper.
@@ -198,75 +187,80 @@ void PiperInstance::validate() const {
 
 PiperInstance parsePiperInstance(const std::string &jsonText,
                                  const std::string &origin) {
-  json j;
-  try {
-    j = json::parse(jsonText);
-  } catch (const json::parse_error &e) {
-    throw PlanError(origin + ": malformed JSON: " + e.what());
-  }
-  if (!j.is_object())
-    throw PlanError(origin + ": the top level must be a JSON object");
-  PiperInstance ins;
-  ins.maxMemoryPerDevice = number(j, "maxMemoryPerDevice", origin);
-  ins.maxDevices = integer(j, "maxDevices", origin);
-  ins.bandwidth = number(j, "bandwidth", origin);
-  // Piper's README calls it maxBatchSize; its code and files use mbsInBatch.
-  ins.mbsInBatch = integer(j, "mbsInBatch", origin);
+  return support::rethrowAs<PlanError>([&] {
+    using Range = JsonValue::Range;
+    json j = support::parseJson(jsonText, origin);
+    JsonObject top = JsonValue(j, origin).getObject(
+        {"maxMemoryPerDevice", "maxDevices", "bandwidth", "mbsInBatch",
+         "maxBatchSize", "nodes", "edges"},
+        "a Piper input");
+    // Piper's README calls it maxBatchSize; its code and files use
+    // mbsInBatch, and so do we.
+    if (top.has("maxBatchSize"))
+      top.fail("unknown key 'maxBatchSize' (Piper's README name; its files "
+               "and code, and this reader, use 'mbsInBatch')");
+    PiperInstance ins;
+    // Piper's files write integers; 8.0 is accepted, 8.5 is not.
+    ins.maxMemoryPerDevice =
+        top.get("maxMemoryPerDevice").getNumber(Range::Positive, "bytes");
+    ins.maxDevices = static_cast<int>(
+        top.get("maxDevices")
+            .getIntegral(1, kMaxPiperDevices, "a device count"));
+    ins.bandwidth =
+        top.get("bandwidth").getNumber(Range::Positive, "bytes per second");
+    ins.mbsInBatch = static_cast<int>(
+        top.get("mbsInBatch")
+            .getIntegral(1, kMaxPiperMicroBatches, "a micro-batch count"));
 
-  const json &nodes = field(j, "nodes", origin);
-  if (!nodes.is_array())
-    throw PlanError(origin + ": 'nodes' must be an array");
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    std::string where = origin + ": nodes[" + std::to_string(i) + "]";
-    PiperNode n;
-    n.id = integer(nodes[i], "id", where);
-    where = origin + ": node " + std::to_string(n.id);
-    if (nodes[i].contains("name") && nodes[i].at("name").is_string())
-      n.name = nodes[i].at("name").get<std::string>();
-    const json &tmpcs = field(nodes[i], "TMPCs", where);
-    if (!tmpcs.is_object())
-      throw PlanError(where + ": 'TMPCs' must be an object");
-    for (auto it = tmpcs.begin(); it != tmpcs.end(); ++it) {
-      int t = integerKey(it.key(), where + ": TMPCs");
-      if (!it.value().is_array())
-        throw PlanError(where + ": TMPCs[" + it.key() + "] must be an array");
-      std::vector<PiperConfig> configs;
-      for (size_t c = 0; c < it.value().size(); ++c)
-        configs.push_back(
-            parseConfig(it.value()[c], where + ": TMPCs[" + it.key() + "][" +
-                                           std::to_string(c) + "]"));
-      n.configs[t] = std::move(configs);
+    for (const JsonValue &jn : top.get("nodes").getArray("a list of nodes")) {
+      JsonObject o = jn.getObject({"id", "name", "TMPCs"}, "a node");
+      PiperNode n;
+      n.id = static_cast<int>(
+          o.get("id").getIntegral(kIntMin, kIntMax, "a node id"));
+      if (auto name = o.find("name"))
+        n.name = name->getString("a node name");
+      JsonObject tmpcs =
+          o.get("TMPCs").getMap("a map from tensor-parallel degree to "
+                                "configurations");
+      for (const auto &[key, value] : tmpcs.entries()) {
+        int t = integerKey(tmpcs, key);
+        std::vector<PiperConfig> configs;
+        for (const JsonValue &c : value.getArray("a list of configurations"))
+          configs.push_back(parseConfig(c));
+        n.configs[t] = std::move(configs);
+      }
+      ins.nodes.push_back(std::move(n));
     }
-    ins.nodes.push_back(std::move(n));
-  }
 
-  const json &edges = field(j, "edges", origin);
-  if (!edges.is_array())
-    throw PlanError(origin + ": 'edges' must be an array");
-  for (size_t i = 0; i < edges.size(); ++i) {
-    std::string where = origin + ": edges[" + std::to_string(i) + "]";
-    PiperEdge e;
-    e.source = integer(edges[i], "sourceId", where);
-    e.dest = integer(edges[i], "destId", where);
-    e.bytes = number(edges[i], "communicationCost", where);
-    ins.edges.push_back(e);
-  }
+    for (const JsonValue &je : top.get("edges").getArray("a list of edges")) {
+      JsonObject o =
+          je.getObject({"sourceId", "destId", "communicationCost"}, "an edge");
+      PiperEdge e;
+      e.source = static_cast<int>(
+          o.get("sourceId").getIntegral(kIntMin, kIntMax, "a node id"));
+      e.dest = static_cast<int>(
+          o.get("destId").getIntegral(kIntMin, kIntMax, "a node id"));
+      e.bytes =
+          o.get("communicationCost").getNumber(Range::NonNegative, "bytes");
+      ins.edges.push_back(e);
+    }
 
-  try {
-    ins.validate();
-  } catch (const PlanError &e) {
-    throw PlanError(origin + ": " + e.what());
-  }
-  return ins;
+    try {
+      ins.validate();
+    } catch (const PlanError &e) {
+      throw PlanError(origin + ": " + e.what());
+    }
+    return ins;
+  });
 }
 
 PiperInstance loadPiperInstance(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    throw PlanError("cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parsePiperInstance(ss.str(), path);
+  std::string error;
+  std::optional<std::string> text = support::readInputFile(
+      path, "Piper input", support::kMaxJsonFileBytes, error);
+  if (!text)
+    throw PlanError(error);
+  return parsePiperInstance(*text, path);
 }
 
 } // namespace tessera::planner

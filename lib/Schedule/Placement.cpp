@@ -2,8 +2,10 @@
 
 #include "tessera/Schedule/Placement.h"
 
+#include "tessera/Support/StrictJson.h"
+
 #include <algorithm>
-#include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <queue>
 #include <sstream>
@@ -24,102 +26,64 @@ const char *kindName(BlockKind kind) {
   return "?";
 }
 
-namespace {
-
-// Fetches an integer field, with a message that names the block and field
-// because the user has to find it in a hand-written file.
-int64_t getInt(const json &obj, const char *field, const std::string &where,
-               bool required = true, int64_t fallback = 0) {
-  auto it = obj.find(field);
-  if (it == obj.end()) {
-    if (!required)
-      return fallback;
-    throw ScheduleError(where + ": missing field '" + field + "'");
-  }
-  if (!it->is_number_integer())
-    throw ScheduleError(where + ": field '" + field + "' must be an integer");
-  return it->get<int64_t>();
-}
-
-std::vector<int> getIntList(const json &obj, const char *field,
-                            const std::string &where) {
-  auto it = obj.find(field);
-  if (it == obj.end())
-    return {};
-  if (!it->is_array())
-    throw ScheduleError(where + ": field '" + field + "' must be an array");
-  std::vector<int> out;
-  for (const json &v : *it) {
-    if (!v.is_number_integer())
-      throw ScheduleError(where + ": field '" + field + "' must hold integers");
-    out.push_back(v.get<int>());
-  }
-  return out;
-}
-
-} // namespace
-
-Placement parsePlacement(const json &root) {
-  if (!root.is_object())
-    throw ScheduleError("placement: expected a JSON object");
-  Placement p;
-  if (auto it = root.find("name"); it != root.end() && it->is_string())
-    p.name = it->get<std::string>();
-  int64_t ndevs = getInt(root, "ndevs", "placement");
-  if (ndevs < 1 || ndevs > 4096)
-    throw ScheduleError("placement: 'ndevs' must be in [1, 4096], got " +
-                        std::to_string(ndevs));
-  p.numDevices = static_cast<int>(ndevs);
-  auto blocks = root.find("blocks");
-  if (blocks == root.end() || !blocks->is_array())
-    throw ScheduleError("placement: missing array 'blocks'");
-  int pos = 0;
-  for (const json &jb : *blocks) {
-    std::string where = "block #" + std::to_string(pos++);
-    if (!jb.is_object())
-      throw ScheduleError(where + ": expected an object");
-    Block b;
-    b.id = static_cast<int>(getInt(jb, "id", where));
-    where = "block " + std::to_string(b.id);
-    auto kind = jb.find("kind");
-    if (kind == jb.end() || !kind->is_string())
-      throw ScheduleError(where + ": missing string field 'kind'");
-    std::string k = kind->get<std::string>();
-    if (k == "F")
-      b.kind = BlockKind::Forward;
-    else if (k == "B")
-      b.kind = BlockKind::Backward;
-    else if (k == "W")
-      b.kind = BlockKind::WeightGrad;
-    else
-      throw ScheduleError(where + ": unknown kind '" + k +
-                          "' (expected F, B or W)");
-    b.span = getInt(jb, "span", where);
-    b.memory = getInt(jb, "memory", where, /*required=*/false, 0);
-    b.devices = getIntList(jb, "devices", where);
-    b.deps = getIntList(jb, "deps", where);
-    p.blocks.push_back(std::move(b));
-  }
-  // Check now so that a file error is reported with the file, not later.
-  (void)PlacementGraph(p);
-  return p;
+Placement parsePlacement(const json &root, const std::string &origin) {
+  return support::rethrowAs<ScheduleError>([&] {
+    using support::JsonValue;
+    constexpr int64_t intMin = std::numeric_limits<int>::min();
+    constexpr int64_t intMax = std::numeric_limits<int>::max();
+    support::JsonObject top =
+        JsonValue(root, origin)
+            .getObject({"name", "ndevs", "blocks"}, "a placement");
+    Placement p;
+    if (auto name = top.find("name"))
+      p.name = name->getString("the placement's name");
+    p.numDevices = static_cast<int>(
+        top.get("ndevs").getInt(1, kMaxPlacementDevices, "a device count"));
+    std::vector<JsonValue> blocks = top.get("blocks").getArray(
+        "the blocks of one micro-batch", 1, kMaxPlacementBlocks);
+    for (const JsonValue &jb : blocks) {
+      support::JsonObject o = jb.getObject(
+          {"id", "kind", "span", "memory", "devices", "deps"}, "a block");
+      Block b;
+      b.id = static_cast<int>(o.get("id").getInt(intMin, intMax, "a block id"));
+      JsonValue kind = o.get("kind");
+      std::string k = kind.getString("a block kind");
+      if (k == "F")
+        b.kind = BlockKind::Forward;
+      else if (k == "B")
+        b.kind = BlockKind::Backward;
+      else if (k == "W")
+        b.kind = BlockKind::WeightGrad;
+      else
+        kind.fail("unknown kind '" + k + "' (expected F, B or W)");
+      b.span = o.get("span").getInt(1, kMaxBlockSpan, "a span in time steps");
+      if (auto memory = o.find("memory"))
+        b.memory =
+            memory->getInt(-kMaxBlockMemory, kMaxBlockMemory, "a memory delta");
+      for (const JsonValue &d : o.get("devices").getArray("a list of devices"))
+        b.devices.push_back(
+            static_cast<int>(d.getInt(0, intMax, "a device index")));
+      if (auto deps = o.find("deps"))
+        for (const JsonValue &d : deps->getArray("a list of block ids"))
+          b.deps.push_back(
+              static_cast<int>(d.getInt(intMin, intMax, "a block id")));
+      p.blocks.push_back(std::move(b));
+    }
+    // Check now so that a file error is reported with the file, not later.
+    try {
+      (void)PlacementGraph(p);
+    } catch (const ScheduleError &e) {
+      throw ScheduleError(origin + ": " + e.what());
+    }
+    return p;
+  });
 }
 
 Placement loadPlacement(const std::string &path) {
-  std::ifstream in(path);
-  if (!in)
-    throw ScheduleError("cannot open placement file '" + path + "'");
-  json root;
-  try {
-    root = json::parse(in);
-  } catch (const json::parse_error &e) {
-    throw ScheduleError("malformed JSON in '" + path + "': " + e.what());
-  }
-  try {
-    return parsePlacement(root);
-  } catch (const ScheduleError &e) {
-    throw ScheduleError(path + ": " + e.what());
-  }
+  return parsePlacement(support::rethrowAs<ScheduleError>([&] {
+                          return support::loadJsonFile(path, "placement file");
+                        }),
+                        path);
 }
 
 json placementToJson(const Placement &p) {

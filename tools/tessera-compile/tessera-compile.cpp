@@ -20,6 +20,7 @@
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
+#include "tessera/Support/InputFile.h"
 #include "tessera/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -30,6 +31,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -39,6 +41,9 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+#include <sstream>
 
 using namespace mlir;
 using namespace tessera;
@@ -50,18 +55,19 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
 static cl::opt<std::string> outDir("o", cl::desc("Output directory"),
                                    cl::value_desc("OUT"), cl::Required,
                                    cl::cat(category));
-static cl::opt<int> devices("devices", cl::desc("Number of devices"),
+static cl::opt<int> devices("devices", cl::desc("Number of devices (>= 1)"),
                             cl::init(1), cl::cat(category));
 static cl::opt<std::string>
     target("target",
            cl::desc("cpu (OpenBLAS + MPI) or cuda (cuBLASLt + NCCL; the "
                     "same emitted C++, linked with runtime/cuda)"),
            cl::init("cpu"), cl::cat(category));
-static cl::opt<std::string>
-    cudaArch("cuda-arch",
-             cl::desc("--target cuda: the GPU architecture the runtime's "
-                      "kernels are compiled for (CMAKE_CUDA_ARCHITECTURES)"),
-             cl::init("90a"), cl::cat(category));
+static cl::opt<std::string> cudaArch(
+    "cuda-arch",
+    cl::desc("Only with --target cuda: the GPU architecture the runtime's "
+             "kernels are compiled for (CMAKE_CUDA_ARCHITECTURES, e.g. 90a, "
+             "80;90, native)"),
+    cl::init("90a"), cl::cat(category));
 static cl::opt<std::string>
     lossOutput("loss-output",
                cl::desc("Graph output that is the loss (default: the only "
@@ -69,12 +75,14 @@ static cl::opt<std::string>
                cl::cat(category));
 static cl::opt<double>
     clipNorm("clip-norm",
-             cl::desc("Clip gradients to this global norm (0: off)"),
+             cl::desc("Clip gradients to this global norm: a finite number "
+                      ">= 0 (0: off)"),
              cl::init(0.0), cl::cat(category));
 static cl::opt<std::string>
     plan("plan",
          cl::desc("Parallel plan: dp, tp, pp, a product like dp2xtp2xpp2, "
-                  "auto, or a plan file (.json); see docs/plans.md"),
+                  "auto, or a plan file (.json); see docs/plans.md. Only "
+                  "with --devices > 1 or --micro-batches > 1"),
          cl::init("dp"), cl::cat(category));
 static cl::opt<int> microBatches(
     "micro-batches",
@@ -83,21 +91,25 @@ static cl::opt<int> microBatches(
     cl::init(1), cl::cat(category));
 static cl::opt<bool> zero1("zero1",
                            cl::desc("Shard optimizer state and updates over "
-                                    "the data-parallel ranks (ZeRO-1)"),
+                                    "the data-parallel ranks (ZeRO-1); the "
+                                    "plan must have dp > 1"),
                            cl::cat(category));
-static cl::opt<std::string>
-    schedule("schedule",
-             cl::desc("Pipeline schedule of the micro-batches: 1f1b, gpipe, "
-                      "interleaved, zb-h1, zb-h2, zb-v or search"),
-             cl::init("1f1b"), cl::cat(category));
+static cl::opt<std::string> schedule(
+    "schedule",
+    cl::desc("Pipeline schedule of the micro-batches: 1f1b, gpipe, "
+             "interleaved, zb-h1, zb-h2, zb-v or search (--plan auto: 1f1b "
+             "or gpipe). Only for a plan with pipeline stages or several "
+             "micro-batches (interleaved, zb-v: with pipeline stages)"),
+    cl::init("1f1b"), cl::cat(category));
 static cl::opt<std::string> deviceSpec(
     "device-spec",
-    cl::desc("For --plan auto: the device, h100, a100, cpu or a spec file "
-             "(JSON, docs/planner.md)"),
+    cl::desc("Only with --plan auto: the device, h100, a100, cpu or a spec "
+             "file (JSON, docs/planner.md)"),
     cl::init("cpu"), cl::cat(category));
 static cl::opt<double>
     memoryGiB("memory-gib",
-              cl::desc("For --plan auto: memory per device in GiB"),
+              cl::desc("Only with --plan auto: memory per device in GiB, a "
+                       "finite number > 0"),
               cl::init(16.0), cl::cat(category));
 static cl::opt<bool> noBuild("no-build",
                              cl::desc("Emit sources but do not build them"),
@@ -293,14 +305,59 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv,
                               "Tessera: compile a single-device ONNX model "
-                              "into a training program\n");
+                              "into a training program\n\n"
+                              "An option given outside the mode it applies to "
+                              "(\"Only with ...\" below) is an error, not "
+                              "ignored.\n");
   if (target != "cpu" && target != "cuda")
     return fail("--target " + target + " is unknown (use cpu or cuda)");
   if (devices < 1)
-    return fail("--devices must be >= 1");
+    return fail("--devices must be >= 1, got " + Twine(int(devices)));
   if (microBatches < 1)
-    return fail("--micro-batches must be >= 1");
+    return fail("--micro-batches must be >= 1, got " +
+                Twine(int(microBatches)));
+  // The norm is computed in f32: NaN, negatives and values beyond f32 would
+  // silently turn clipping off.
+  if (!std::isfinite(static_cast<float>(clipNorm)) || clipNorm < 0) {
+    std::ostringstream value;
+    value << clipNorm;
+    return fail("--clip-norm must be a finite number >= 0 (0: off), got " +
+                value.str());
+  }
   bool distributed = devices > 1 || microBatches > 1;
+  // Options that only some modes read are errors elsewhere, not silently
+  // ignored (--help says which mode each needs).
+  auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
+  if (given(cudaArch) && target != "cuda")
+    return fail("--cuda-arch applies only with --target cuda");
+  // It is written into the emitted CMakeLists.txt.
+  if (cudaArch.empty() || llvm::any_of(std::string(cudaArch), [](char c) {
+        return !llvm::isAlnum(c) && c != '-' && c != '_' && c != ';';
+      }))
+    return fail("--cuda-arch expects CMAKE_CUDA_ARCHITECTURES (e.g. 90a, "
+                "80;90, native), got '" +
+                cudaArch + "'");
+  if (!distributed)
+    for (const cl::Option *o : {static_cast<const cl::Option *>(&plan),
+                                static_cast<const cl::Option *>(&schedule)})
+      if (given(*o))
+        return fail("--" + o->ArgStr +
+                    " applies only with --devices > 1 or --micro-batches > 1 "
+                    "(one device with one micro-batch has no plan)");
+  if (zero1 && devices == 1)
+    return fail("--zero1 shards the optimizer over data-parallel ranks: it "
+                "needs --devices > 1");
+  bool autoPlan = plan == "auto";
+  for (const cl::Option *o : {static_cast<const cl::Option *>(&deviceSpec),
+                              static_cast<const cl::Option *>(&memoryGiB)})
+    if (given(*o) && !autoPlan)
+      return fail("--" + o->ArgStr + " applies only with --plan auto");
+  // The model is mapped whole: refuse directories, devices and FIFOs, and
+  // anything over protobuf's 2 GiB limit, before reading.
+  std::string modelError = support::checkInputFile(inputFile, "ONNX model",
+                                                   support::kMaxModelFileBytes);
+  if (!modelError.empty())
+    return fail(modelError);
 
   if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
     return fail("cannot create " + outDir + ": " + ec.message());
@@ -322,8 +379,8 @@ int main(int argc, char **argv) {
   // Import.
   auto buffer = llvm::MemoryBuffer::getFile(inputFile);
   if (!buffer)
-    return fail("cannot read " + inputFile + ": " +
-                buffer.getError().message());
+    return fail("cannot read ONNX model '" + inputFile +
+                "': " + buffer.getError().message());
   onnx_import::ImportOptions options;
   options.lossOutput = lossOutput;
   options.weightsOut = path("init.safetensors");
@@ -381,15 +438,40 @@ int main(int argc, char **argv) {
     planOptions.devices = devices;
     planOptions.microBatches = microBatches;
     planOptions.zero1 = zero1;
-    planOptions.deviceSpec = deviceSpec;
-    planOptions.memoryGiB = memoryGiB;
-    planOptions.schedule = schedule;
-    planOptions.report = !quiet;
+    // dist-plan rejects its auto-only options with any other plan.
+    if (autoPlan) {
+      planOptions.deviceSpec = deviceSpec;
+      planOptions.memoryGiB = memoryGiB;
+      planOptions.schedule = schedule;
+      planOptions.report = !quiet;
+    }
     // Interleaved 1F1B and ZB-V run two virtual stages per device.
     if (schedule == "interleaved" || schedule == "zb-v")
       planOptions.stagesPerDevice = 2;
     planOptions.vShape = schedule == "zb-v";
     dpm.addPass(dist::createDistPlan(planOptions));
+    if (failed(dpm.run(*module)))
+      return 1;
+    // Whether the schedule applies depends on the plan (a plan file's mesh
+    // and micro-batches). The auto policy weighs the schedule in its
+    // choice, so there it always applies.
+    if (given(schedule) && !autoPlan) {
+      int64_t pp = 1, micro = 1;
+      auto mesh = (*module)->getAttrOfType<dist::MeshAttr>("dist.mesh");
+      if (auto axis = mesh.axisIndex("pp"))
+        pp = mesh.getSizes()[*axis];
+      if (auto m = (*module)->getAttrOfType<IntegerAttr>("dist.micro_batches"))
+        micro = m.getInt();
+      if (pp == 1 && micro == 1)
+        return fail("--schedule orders micro-batches through pipeline "
+                    "stages, but plan '" +
+                    plan + "' has one stage and one micro-batch");
+      if (pp == 1 && (schedule == "interleaved" || schedule == "zb-v"))
+        return fail("--schedule " + schedule +
+                    " interleaves virtual pipeline stages, but plan '" + plan +
+                    "' has one stage (pp = 1)");
+    }
+    dpm.clear();
     dist::DistScheduleOptions scheduleOptions;
     scheduleOptions.schedule = schedule;
     dpm.addPass(dist::createDistSchedule(scheduleOptions));

@@ -13,10 +13,13 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -39,7 +42,10 @@ const char *kUsage =
     "--objective piper minimises Piper's time per sample of the slowest\n"
     "stage; iteration (the default) adds the pipeline bubble.\n"
     "--max-table-gib bounds the planner's tables (default 2): a graph whose\n"
-    "tables need more is refused up front, with the estimate.\n";
+    "tables need more is refused up front, with the estimate.\n"
+    "Counts are integers in [1, 1000000]; sizes and bandwidths finite\n"
+    "numbers > 0. Each option may be given once, and only one of\n"
+    "--bandwidth-gibps and --bandwidth-bps.\n";
 
 struct Args {
   std::string file;
@@ -59,24 +65,32 @@ struct Args {
   std::exit(2);
 }
 
-double parseNumber(const std::string &flag, const std::string &text) {
+/// A finite number > 0 that stays finite once multiplied by `scale` (GiB
+/// to bytes): 1e308 GiB is not a size.
+double parseNumber(const std::string &flag, const std::string &text,
+                   double scale = 1) {
   char *end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0)
-    usageError(flag + " expects a positive number, got '" + text + "'");
-  return v;
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])) ||
+      *end != '\0' || !std::isfinite(v * scale) || v <= 0)
+    usageError(flag + " expects a finite positive number, got '" + text + "'");
+  return v * scale;
 }
 
-long parseInteger(const std::string &flag, const std::string &text) {
+long parseInteger(const std::string &flag, const std::string &text, long max) {
   char *end = nullptr;
+  errno = 0;
   long v = std::strtol(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v <= 0 || v > 1000000)
-    usageError(flag + " expects a positive integer, got '" + text + "'");
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0])) ||
+      *end != '\0' || errno == ERANGE || v <= 0 || v > max)
+    usageError(flag + " expects an integer in [1, " + std::to_string(max) +
+               "], got '" + text + "'");
   return v;
 }
 
 Args parseArgs(int argc, char **argv) {
   Args a;
+  std::set<std::string> given;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     auto value = [&]() -> std::string {
@@ -84,19 +98,23 @@ Args parseArgs(int argc, char **argv) {
         usageError(flag + " needs a value");
       return argv[++i];
     };
+    // A repeated option would silently override the first.
+    if (flag != "--help" && flag != "-h" && !given.insert(flag).second)
+      usageError(flag + " is given twice");
     if (flag == "--help" || flag == "-h") {
       std::cout << kUsage;
       std::exit(0);
     } else if (flag == "--piper-json") {
       a.file = value();
     } else if (flag == "--devices") {
-      a.devices = parseInteger(flag, value());
+      a.devices = parseInteger(flag, value(), kMaxPiperDevices);
     } else if (flag == "--memory-gib") {
-      a.memoryGiB = parseNumber(flag, value());
+      a.memoryGiB =
+          parseNumber(flag, value(), double(1ull << 30)) / double(1ull << 30);
     } else if (flag == "--micro-batches") {
-      a.microBatches = parseInteger(flag, value());
+      a.microBatches = parseInteger(flag, value(), kMaxPiperMicroBatches);
     } else if (flag == "--bandwidth-gibps") {
-      a.bandwidth = parseNumber(flag, value()) * double(1ull << 30);
+      a.bandwidth = parseNumber(flag, value(), double(1ull << 30));
     } else if (flag == "--bandwidth-bps") {
       a.bandwidth = parseNumber(flag, value());
     } else if (flag == "--objective") {
@@ -124,7 +142,8 @@ Args parseArgs(int argc, char **argv) {
       else
         usageError("--knapsack must be 'exact' or 'greedy'");
     } else if (flag == "--max-table-gib") {
-      a.maxTableGiB = parseNumber(flag, value());
+      a.maxTableGiB =
+          parseNumber(flag, value(), double(1ull << 30)) / double(1ull << 30);
     } else if (flag == "--json") {
       a.json = true;
     } else {
@@ -133,6 +152,8 @@ Args parseArgs(int argc, char **argv) {
   }
   if (a.file.empty())
     usageError("--piper-json FILE is required");
+  if (given.count("--bandwidth-gibps") && given.count("--bandwidth-bps"))
+    usageError("give either --bandwidth-gibps or --bandwidth-bps, not both");
   return a;
 }
 

@@ -21,6 +21,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -33,26 +34,37 @@ const char *kUsage =
     "       tessera-schedule --pipeline P [--chunks V] [options]\n"
     "\n"
     "options:\n"
-    "  --memory M           per-device memory limit (required with a "
-    "placement)\n"
-    "  --micro-batches N    micro-batches to schedule (default 128)\n"
+    "  --memory M           per-device memory limit, 0..2^62 (required with "
+    "a\n"
+    "                       placement file and with --method search)\n"
+    "  --micro-batches N    micro-batches to schedule, 1..1000000 (default "
+    "128;\n"
+    "                       N x blocks at most 2^24)\n"
     "  --method NAME        search (default), gpipe, 1f1b; with --pipeline "
     "also\n"
     "                       interleaved, zb-h1, zb-h2, zb-v\n"
     "  -o SCHEDULE.json     write the schedule\n"
     "  --trace TRACE.json   write a Chrome/Perfetto trace (one track per "
     "device)\n"
-    "  --timeline-width C   columns of the ASCII timeline (default 120, 0: "
-    "none)\n"
-    "  --node-budget K      search nodes in all (default 16000000; one period\n"
-    "                       gets at most K/4, the memory explanation K/4)\n"
-    "  --no-explain         do not search for the memory a smaller period "
-    "needs\n"
+    "  --timeline-width C   columns of the ASCII timeline, 0..10000 (default "
+    "120,\n"
+    "                       0: none)\n"
+    "  --node-budget K      --method search: search nodes in all, >= 1\n"
+    "                       (default 16000000; one period gets at most\n"
+    "                       K/4, the memory explanation K/4)\n"
+    "  --no-explain         --method search: do not search for the memory a\n"
+    "                       smaller period needs\n"
     "  --pipeline P         synthesize a P-stage pipeline placement instead\n"
-    "  --chunks V           model chunks per device (interleaved)\n"
-    "  --spans F,B[,W]      block spans of the synthesized pipeline "
-    "(default 1,2)\n"
-    "  --emit-placement F   write the (synthesized) placement as JSON\n";
+    "                       (P x chunks at most 1365)\n"
+    "  --chunks V           with --pipeline and --method interleaved or "
+    "search:\n"
+    "                       model chunks per device (default 1; zb-v uses 2)\n"
+    "  --spans F,B[,W]      with --pipeline: block spans of the synthesized\n"
+    "                       pipeline, each 1..2^20 (default 1,2)\n"
+    "  --emit-placement F   write the (synthesized) placement as JSON\n"
+    "\n"
+    "An option that does not apply to the chosen mode, or given twice, is an\n"
+    "error.\n";
 
 struct Options {
   std::string placementPath;
@@ -68,21 +80,38 @@ struct Options {
   std::vector<int64_t> spans;
 };
 
-int64_t parseInt(const std::string &flag, const std::string &text) {
+/// An integer in [min, max]: out of range is an error, never a truncation.
+int64_t parseInt(const std::string &flag, const std::string &text, int64_t min,
+                 int64_t max) {
+  int64_t v = 0;
   try {
     size_t used = 0;
-    long long v = std::stoll(text, &used);
+    v = std::stoll(text, &used);
     if (used != text.size())
       throw std::invalid_argument(text);
-    return v;
   } catch (const std::exception &) {
     throw ScheduleError("option " + flag + " expects an integer, got '" + text +
                         "'");
   }
+  if (v < min || v > max)
+    throw ScheduleError("option " + flag + " expects an integer in [" +
+                        std::to_string(min) + ", " + std::to_string(max) +
+                        "], got " + text);
+  return v;
 }
+
+/// Limits of the options (see kUsage).
+constexpr int64_t kMaxMemory = int64_t(1) << 62;
+constexpr int64_t kMaxMicroBatches = 1000000;
+constexpr int64_t kMaxTimelineWidth = 10000;
+constexpr int64_t kMaxNodeBudget = int64_t(1) << 62;
+/// The schedule holds micro-batches x blocks tasks; spans and memory deltas
+/// summed over them stay far inside int64_t (see Placement.h).
+constexpr int64_t kMaxTasks = int64_t(1) << 24;
 
 Options parseArgs(int argc, char **argv) {
   Options o;
+  std::set<std::string> given;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -90,10 +119,16 @@ Options parseArgs(int argc, char **argv) {
         throw ScheduleError("option " + a + " expects a value");
       return argv[++i];
     };
+    if (!a.empty() && a[0] == '-' && a != "-h" && a != "--help") {
+      std::string key = a == "--output" ? "-o" : a;
+      if (!given.insert(key).second)
+        throw ScheduleError("option " + a + " is given twice");
+    }
     if (a == "--memory")
-      o.memory = parseInt(a, value());
+      o.memory = parseInt(a, value(), 0, kMaxMemory);
     else if (a == "--micro-batches")
-      o.microBatches = static_cast<int>(parseInt(a, value()));
+      o.microBatches =
+          static_cast<int>(parseInt(a, value(), 1, kMaxMicroBatches));
     else if (a == "--method")
       o.method = value();
     else if (a == "-o" || a == "--output")
@@ -101,20 +136,22 @@ Options parseArgs(int argc, char **argv) {
     else if (a == "--trace")
       o.trace = value();
     else if (a == "--timeline-width")
-      o.timelineWidth = parseInt(a, value());
+      o.timelineWidth = parseInt(a, value(), 0, kMaxTimelineWidth);
     else if (a == "--node-budget")
-      o.nodeBudget = static_cast<uint64_t>(parseInt(a, value()));
+      o.nodeBudget =
+          static_cast<uint64_t>(parseInt(a, value(), 1, kMaxNodeBudget));
     else if (a == "--no-explain")
       o.explain = false;
     else if (a == "--pipeline")
-      o.pipeline = static_cast<int>(parseInt(a, value()));
+      o.pipeline =
+          static_cast<int>(parseInt(a, value(), 1, kMaxPlacementDevices));
     else if (a == "--chunks")
-      o.chunks = static_cast<int>(parseInt(a, value()));
+      o.chunks = static_cast<int>(parseInt(a, value(), 1, kMaxPlacementBlocks));
     else if (a == "--spans") {
       std::stringstream ss(value());
       std::string item;
       while (std::getline(ss, item, ','))
-        o.spans.push_back(parseInt("--spans", item));
+        o.spans.push_back(parseInt("--spans", item, 1, kMaxBlockSpan));
       if (o.spans.size() < 2 || o.spans.size() > 3)
         throw ScheduleError("--spans expects F,B or F,B,W");
     } else if (a == "--emit-placement")
@@ -135,10 +172,36 @@ Options parseArgs(int argc, char **argv) {
     throw ScheduleError("no placement file given");
   if (!o.pipeline && !o.memory)
     throw ScheduleError("--memory is required with a placement file");
-  if (o.microBatches < 1)
-    throw ScheduleError("--micro-batches must be >= 1");
-  if (o.memory && *o.memory < 0)
-    throw ScheduleError("--memory must be >= 0");
+  // Options that only one mode reads: given elsewhere they would be
+  // silently ignored.
+  if (!o.pipeline)
+    for (const char *flag : {"--chunks", "--spans"})
+      if (given.count(flag))
+        throw ScheduleError(std::string(flag) +
+                            " applies only with --pipeline (a placement file "
+                            "gives its own blocks)");
+  if (given.count("--chunks") && o.method != "interleaved" &&
+      o.method != "search")
+    throw ScheduleError(
+        "--chunks applies only to --method interleaved or "
+        "search (" +
+        o.method +
+        (o.method == "zb-v" ? " always uses 2 chunks)" : " uses 1 chunk)"));
+  if (o.pipeline) {
+    // F, B and W blocks per (virtual) stage; zb-v always has 2 chunks.
+    int64_t stages = int64_t(*o.pipeline) * (o.method == "zb-v" ? 2 : o.chunks);
+    if (stages * 3 > kMaxPlacementBlocks)
+      throw ScheduleError(
+          "--pipeline " + std::to_string(*o.pipeline) + " with " +
+          std::to_string(stages / *o.pipeline) + " chunk(s) has " +
+          std::to_string(stages) + " stages; a placement holds at most " +
+          std::to_string(kMaxPlacementBlocks / 3) + " (3 blocks each)");
+  }
+  if (o.method != "search")
+    for (const char *flag : {"--node-budget", "--no-explain"})
+      if (given.count(flag))
+        throw ScheduleError(std::string(flag) +
+                            " applies only to --method search");
   return o;
 }
 
@@ -208,6 +271,11 @@ int run(const Options &o) {
   if (!o.emitPlacement.empty())
     writeText(o.emitPlacement, placementToJson(placement).dump(2) + "\n");
   PlacementGraph g(placement);
+  if (int64_t(o.microBatches) * g.numBlocks() > kMaxTasks)
+    throw ScheduleError(
+        "--micro-batches " + std::to_string(o.microBatches) + " x " +
+        std::to_string(g.numBlocks()) + " blocks is more than the " +
+        std::to_string(kMaxTasks) + " block instances a schedule may hold");
 
   std::cout << "placement: " << (placement.name.empty() ? "-" : placement.name)
             << " (" << g.numDevices() << " devices, " << g.numBlocks()

@@ -54,7 +54,7 @@ TEST(DeviceSpec, ErrorsNameTheProblem) {
     }
   };
   expectError("{", "malformed JSON");
-  expectError("[]", "JSON object");
+  expectError("[]", "expected a device spec (an object)");
   expectError(R"({"name": "x"})", "peak_flops");
   std::string noBw = kTinySpec;
   noBw.replace(noBw.find("\"memory_bandwidth\""), 18, "\"memory_bandwidthX\"");
@@ -64,6 +64,66 @@ TEST(DeviceSpec, ErrorsNameTheProblem) {
   expectError(negative, "memory_bytes");
   EXPECT_THROW(loadDeviceSpec("/nonexistent/spec.json"), CostModelError);
   EXPECT_THROW(parseDeviceSpec(kTinySpec).peakFlopsFor("fp8"), CostModelError);
+}
+
+// Every key known, every number finite and in range, the device count an
+// integer that fits int.
+TEST(DeviceSpec, RejectsUnknownKeysAndValuesOutOfRange) {
+  auto expectError = [](const std::string &text, const std::string &what) {
+    try {
+      parseDeviceSpec(text, "spec.json");
+      FAIL() << "accepted: " << text;
+    } catch (const CostModelError &e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos)
+          << e.what();
+    }
+  };
+  auto replaced = [](std::string s, const std::string &from,
+                     const std::string &to) {
+    size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+  };
+  expectError(
+      replaced(kTinySpec, "\"memory_bandwidth\"", "\"memory_bandwith\""),
+      "spec.json: unknown key 'memory_bandwith' (did you mean "
+      "'memory_bandwidth'?)");
+  expectError(replaced(kTinySpec, "\"latency\": 1e-6", "\"latncy\": 1e-6"),
+              "spec.json: intra_node: unknown key 'latncy' (did you mean "
+              "'latency'?)");
+  expectError(replaced(kTinySpec, "\"devices_per_node\": 4",
+                       "\"devices_per_node\": 2.5"),
+              "devices_per_node: expected a device count (an integer in [1, "
+              "1048576]), got 2.5");
+  expectError(replaced(kTinySpec, "\"devices_per_node\": 4",
+                       "\"devices_per_node\": 4294967297"),
+              "got 4294967297");
+  expectError(
+      replaced(kTinySpec, "\"memory_bytes\": 1e9", "\"memory_bytes\": 1e999"),
+      "spec.json: malformed JSON: number overflow parsing '1e999'");
+  expectError(replaced(kTinySpec, "\"bf16\": 4e12", "\"bf16\": \"fast\""),
+              "peak_flops.bf16: expected FLOP/s (a finite number > 0), got "
+              "\"fast\"");
+  expectError(replaced(kTinySpec, "\"name\": \"tiny\"", "\"name\": 3"),
+              "name: expected the spec's name (a string), got 3");
+}
+
+TEST(DeviceSpec, ReadsOnlyRegularFiles) {
+  auto loadError = [](const std::string &path) {
+    try {
+      loadDeviceSpec(path);
+    } catch (const CostModelError &e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(loadError("/dev/zero"),
+            "cannot read device spec '/dev/zero': it is not a regular file (a "
+            "device, FIFO or socket)");
+  EXPECT_EQ(loadError("/"), "cannot read device spec '/': it is a directory");
+  EXPECT_EQ(loadError("/nonexistent/spec.json"),
+            "unknown device spec '/nonexistent/spec.json' (not a bundled "
+            "spec: h100-sxm, a100-sxm, cpu; not an existing file)");
 }
 
 TEST(Roofline, ComputeAndMemoryBound) {

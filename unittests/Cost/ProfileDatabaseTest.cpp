@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 using namespace tessera::cost;
 
 namespace {
@@ -48,6 +50,44 @@ TEST(ProfileDatabase, BadInputIsAnError) {
                        "seconds": 1}]})"),
                CostModelError);
   EXPECT_THROW(ProfileDatabase::load("/nonexistent.json"), CostModelError);
+}
+
+// Messages name the file and the key path; keys are declared; numbers are
+// finite; only regular files are read.
+TEST(ProfileDatabase, ErrorsNameTheKeyPath) {
+  auto errorOf = [](const std::function<void()> &read) {
+    try {
+      read();
+    } catch (const CostModelError &e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(errorOf([] {
+              ProfileDatabase::parse(R"({"entries": [{"op": "x", "dtype": "f",
+                "shapes": [[1]], "secnds": 1}]})",
+                                     "p.json");
+            }),
+            "p.json: entries[0]: unknown key 'secnds' (did you mean "
+            "'seconds'?)");
+  EXPECT_EQ(errorOf([] {
+              ProfileDatabase::parse(R"({"entries": [{"op": "x", "dtype": "f",
+                "shapes": [[1]], "seconds": 1e999}]})",
+                                     "p.json");
+            }),
+            "p.json: malformed JSON: number overflow parsing '1e999'");
+  EXPECT_EQ(errorOf([] {
+              ProfileDatabase::parse(R"({"entries": [{"op": "x", "dtype": "f",
+                "shapes": [[1, -2]], "seconds": 1}]})",
+                                     "p.json");
+            }),
+            "p.json: entries[0].shapes[0][1]: expected a dimension size (an "
+            "integer >= 0), got -2");
+  EXPECT_EQ(errorOf([] { ProfileDatabase::load("/dev/zero"); }),
+            "cannot read profile database '/dev/zero': it is not a regular "
+            "file (a device, FIFO or socket)");
+  EXPECT_EQ(errorOf([] { ProfileDatabase::load("/"); }),
+            "cannot read profile database '/': it is a directory");
 }
 
 } // namespace

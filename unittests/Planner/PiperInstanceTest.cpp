@@ -55,15 +55,17 @@ TEST(PiperInstance, ParsesTheFormat) {
 
 TEST(PiperInstance, MalformedAndMissingFieldsAreErrors) {
   expectError("{\"maxDevices\": ", "malformed JSON");
-  expectError("[1, 2]", "JSON object");
+  expectError("[1, 2]", "expected a Piper input (an object)");
   expectError(replaced(kTwoNodes, "\"mbsInBatch\": 4,", ""),
-              "missing field 'mbsInBatch'");
+              "in.json: missing key 'mbsInBatch'");
   expectError(replaced(kTwoNodes, "\"maxDevices\": 2", "\"maxDevices\": 2.5"),
-              "'maxDevices' must be an integer");
+              "maxDevices: expected a device count (an integer in [1, "
+              "1000000]), got 2.5");
   expectError(replaced(kTwoNodes, "\"timePerSample\": 0.5,", ""),
-              "missing field 'timePerSample'");
+              "nodes[0].TMPCs.1[0]: missing key 'timePerSample'");
   expectError(replaced(kTwoNodes, "\"bandwidth\": 1e9", "\"bandwidth\": \"x\""),
-              "'bandwidth' must be a number");
+              "bandwidth: expected bytes per second (a finite number > 0), "
+              "got \"x\"");
   expectError(replaced(kTwoNodes, "{\"1\": [", "{\"one\": ["),
               "is not an integer");
 }
@@ -81,7 +83,8 @@ TEST(PiperInstance, InconsistentGraphsAreErrors) {
               "duplicate node id 7");
   expectError(
       replaced(kTwoNodes, "\"memoryUsageB\": 5", "\"memoryUsageB\": -5"),
-      "non-negative");
+      "nodes[0].TMPCs.1[0].memoryUsageB: expected a size in bytes (a finite "
+      "number >= 0), got -5");
   // A back edge 9 -> 7 closes a cycle.
   std::string cyclic = replaced(kTwoNodes, "\"edges\": [",
                                 "\"edges\": [{\"sourceId\": 9, \"destId\": 7, "
@@ -91,6 +94,65 @@ TEST(PiperInstance, InconsistentGraphsAreErrors) {
   cyclic = replaced(cyclic, "\"syncTimeFw\": {\"7\": 0}, \"syncTimeBw\": {}",
                     "\"syncTimeFw\": {\"7\": 0}, \"syncTimeBw\": {\"7\": 0}");
   expectError(cyclic, "cycle");
+}
+
+// Every key is known: a misspelt one would otherwise be "missing" at best
+// or, for an optional one, silently absent.
+TEST(PiperInstance, UnknownKeysAreErrorsWithASuggestion) {
+  expectError(replaced(kTwoNodes, "\"maxDevices\"", "\"maxDevicse\""),
+              "in.json: unknown key 'maxDevicse' (did you mean 'maxDevices'?)");
+  expectError(replaced(kTwoNodes, "\"name\": \"a\"", "\"nmae\": \"a\""),
+              "in.json: nodes[0]: unknown key 'nmae' (did you mean 'name'?)");
+  expectError(
+      replaced(kTwoNodes, "\"communicationCost\"", "\"communicationCosts\""),
+      "edges[0]: unknown key 'communicationCosts' (did you mean "
+      "'communicationCost'?)");
+  expectError(replaced(kTwoNodes, "\"mbsInBatch\": 4", "\"maxBatchSize\": 4"),
+              "unknown key 'maxBatchSize' (Piper's README name");
+  expectError(replaced(kTwoNodes, "\"maxDevices\": 2,",
+                       "\"maxDevices\": 2, \"maxDevices\": 4,"),
+              "in.json: duplicate key 'maxDevices'");
+}
+
+// Integers are range-checked before narrowing to int; counts are bounded
+// because the planner keeps tables of min(N, K) entries.
+TEST(PiperInstance, OutOfRangeValuesAreErrors) {
+  expectError(
+      replaced(kTwoNodes, "\"maxDevices\": 2", "\"maxDevices\": 2147483648"),
+      "maxDevices: expected a device count (an integer in [1, "
+      "1000000]), got 2147483648");
+  expectError(replaced(kTwoNodes, "\"mbsInBatch\": 4", "\"mbsInBatch\": 0"),
+              "mbsInBatch: expected a micro-batch count (an integer in [1, "
+              "1000000]), got 0");
+  expectError(replaced(kTwoNodes, "{\"id\": 9,", "{\"id\": 4294967305,"),
+              "nodes[1].id: expected a node id");
+  expectError(replaced(kTwoNodes, "\"bandwidth\": 1e9", "\"bandwidth\": 1e999"),
+              "in.json: malformed JSON: number overflow parsing '1e999'");
+  expectError(replaced(kTwoNodes, "{\"1\": [", "{\"4294967297\": ["),
+              "nodes[0].TMPCs: key '4294967297' is not an integer");
+  // t x min(N, K) + K must fit the planner's int device counts.
+  expectError(replaced(replaced(kTwoNodes, "{\"1\": [", "{\"2000000000\": ["),
+                       "\"maxDevices\": 2", "\"maxDevices\": 1000"),
+              "node 7, t=2000000000: tensor-parallel degree too large");
+  expectError(replaced(kTwoNodes, "\"syncTimeBw\": {\"9\": 0}",
+                       "\"syncTimeBw\": {\"9\": -1}"),
+              "nodes[0].TMPCs.1[0].syncTimeBw.9: expected extra bytes on the "
+              "edge (a finite number >= 0), got -1");
+}
+
+TEST(PiperInstance, ReadsOnlyRegularFiles) {
+  auto loadError = [](const std::string &path) {
+    try {
+      loadPiperInstance(path);
+    } catch (const PlanError &e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(loadError("/dev/zero"),
+            "cannot read Piper input '/dev/zero': it is not a regular file (a "
+            "device, FIFO or socket)");
+  EXPECT_EQ(loadError("/"), "cannot read Piper input '/': it is a directory");
 }
 
 TEST(PiperInstance, NoFeasiblePlanIsAClearError) {

@@ -47,12 +47,17 @@ struct DeviceSpec {
   double peakFlopsFor(const std::string &dtype) const;
 };
 
-/// Parses a spec from JSON text; \p origin names it in error messages.
+/// The largest devices_per_node a spec may give.
+constexpr int kMaxDevicesPerNode = 1 << 20;
+
+/// Parses a spec from JSON text: every key known, every number finite and in
+/// its range (docs/planner.md); \p origin names it in error messages, with
+/// the key path of the offending value.
 DeviceSpec parseDeviceSpec(const std::string &jsonText,
                            const std::string &origin = "<spec>");
 
 /// Loads a spec: a bundled name ("h100-sxm", "a100-sxm", "cpu") or a path to
-/// a JSON file.
+/// a JSON file (a regular file of at most 64 MiB).
 DeviceSpec loadDeviceSpec(const std::string &nameOrPath);
 
 /// Names of the specs compiled into the library.

@@ -53,6 +53,12 @@ struct PiperEdge {
   double bytes = 0; ///< c(u,v): activation bytes (its gradient is as large)
 };
 
+/// The largest device count K and micro-batch count N (from the file or the
+/// command line): the planner keeps tables of min(N, K) entries and counts
+/// devices in int.
+constexpr int kMaxPiperDevices = 1000000;
+constexpr int kMaxPiperMicroBatches = 1000000;
+
 struct PiperInstance {
   double maxMemoryPerDevice = 0; ///< M, bytes
   int maxDevices = 0;            ///< K
@@ -67,9 +73,12 @@ struct PiperInstance {
   void validate() const;
 };
 
-/// Parses Piper's JSON. \p origin names the input in error messages.
+/// Parses Piper's JSON: every key known, every value of its type and range
+/// (docs/planner.md). \p origin names the input in error messages, with the
+/// key path of the offending value. Throws PlanError.
 PiperInstance parsePiperInstance(const std::string &jsonText,
                                  const std::string &origin = "<input>");
+/// Reads (a regular file of at most 64 MiB) and parses a Piper input.
 PiperInstance loadPiperInstance(const std::string &path);
 
 } // namespace tessera::planner

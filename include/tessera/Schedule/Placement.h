@@ -56,10 +56,24 @@ struct Placement {
   std::vector<Block> blocks;
 };
 
+/// Limits of the placement format (docs/schedule.md). Devices and blocks:
+/// the graph keeps a blocks x blocks table of path lengths (128 MiB at
+/// 4096). Spans and memory deltas: a schedule sums them over at most 2^24
+/// block instances (tessera-schedule's limit), which stays far inside
+/// int64_t.
+constexpr int64_t kMaxPlacementDevices = 4096;
+constexpr int64_t kMaxPlacementBlocks = 4096;
+constexpr int64_t kMaxBlockSpan = int64_t(1) << 20;
+constexpr int64_t kMaxBlockMemory = (int64_t(1) << 31) - 1;
+
 /// Parses the placement format of bench/workloads/tessel (see
-/// docs/schedule.md). Throws ScheduleError naming the offending field.
-Placement parsePlacement(const nlohmann::json &json);
-/// Reads and parses a placement file; throws ScheduleError.
+/// docs/schedule.md): every key known, every value of its type and range.
+/// Throws ScheduleError naming `origin` and the key path of the offending
+/// value ("p.json: blocks[3].span: expected ...").
+Placement parsePlacement(const nlohmann::json &json,
+                         const std::string &origin = "placement");
+/// Reads (a regular file of at most 64 MiB) and parses a placement file;
+/// throws ScheduleError.
 Placement loadPlacement(const std::string &path);
 nlohmann::json placementToJson(const Placement &placement);
 

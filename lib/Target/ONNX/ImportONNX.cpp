@@ -1135,6 +1135,13 @@ LogicalResult Importer::importLayerNorm() {
   }
   // ONNX's epsilon is a float32 attribute; keep its exact value.
   double eps = static_cast<float>(attrFloat("epsilon", 1e-5));
+  // NaN or infinity (also a float32 overflow) would make every output NaN
+  // or zero; a negative epsilon is the verifier's to report.
+  if (!std::isfinite(eps))
+    return err() << "attribute 'epsilon' must be finite, got "
+                 << (std::isnan(eps) ? "NaN"
+                     : eps > 0       ? "infinity"
+                                     : "-infinity");
   auto op = createInferred<tsr::LayerNormOp>(
       3, *x, *w, bias, b.getI64IntegerAttr(*axis), b.getF64FloatAttr(eps));
   if (failed(op))

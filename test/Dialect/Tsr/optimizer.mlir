@@ -3,6 +3,13 @@
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer="optimizer=sgd clip-norm=1.0" | FileCheck %s --check-prefix=SGD
 // RUN: not tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=lion 2>&1 | FileCheck %s --check-prefix=BADOPT
 // RUN: not tessera-opt %s -tsr-optimizer 2>&1 | FileCheck %s --check-prefix=NOGRAD
+// A negative, NaN or infinite clip norm silently turned clipping off.
+// RUN: not tessera-opt %s -tsr-autodiff -tsr-optimizer="clip-norm=-1" 2>&1 | FileCheck %s --check-prefix=CLIPNEG
+// RUN: not tessera-opt %s -tsr-autodiff -tsr-optimizer="clip-norm=nan" 2>&1 | FileCheck %s --check-prefix=CLIPNAN
+// RUN: not tessera-opt %s -tsr-autodiff -tsr-optimizer="clip-norm=1e39" 2>&1 | FileCheck %s --check-prefix=CLIPBIG
+// CLIPNEG: error: tsr-optimizer: clip-norm must be a finite f32 number >= 0 (0: no clipping), got -1
+// CLIPNAN: error: tsr-optimizer: clip-norm must be a finite f32 number >= 0 (0: no clipping), got nan
+// CLIPBIG: error: tsr-optimizer: clip-norm must be a finite f32 number >= 0 (0: no clipping), got 1.000000e+39
 
 func.func @model(%w: tensor<8x4xf32> {tsr.param = "w"}, %x: tensor<2x8xf32> {tsr.input = "x"},
                  %t: tensor<2xi64> {tsr.input = "t"}) -> (tensor<f32> {tsr.loss}) {

@@ -23,6 +23,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cmath>
 #include <numeric>
 
 using namespace mlir;
@@ -97,15 +98,17 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   auto fail = [&](const Twine &why) {
     return mlir::emitError(module.getLoc(), "dist-plan: plan 'auto': ") << why;
   };
-  if (!(options.memoryGiB > 0))
-    return fail("memory-gib must be positive, got " + sig3(options.memoryGiB));
+  // Finite, and finite in bytes too (1e300 GiB is not).
+  if (!(options.memoryGiB > 0) ||
+      !std::isfinite(options.memoryGiB * double(1ull << 30)))
+    return fail("memory-gib must be a finite number > 0, got " +
+                sig3(options.memoryGiB));
   if (options.schedule != "1f1b" && options.schedule != "gpipe")
     return fail("plans for the 1f1b or gpipe schedule, not '" +
                 options.schedule + "'");
   std::string specError = autoplan::checkDeviceSpec(options.deviceSpec);
   if (!specError.empty())
-    return fail("unknown device spec '" + options.deviceSpec +
-                "' (use h100, a100, cpu or a JSON file): " + specError);
+    return fail(specError);
   func::FuncOp f = pickStep(module);
   if (!f)
     return fail("no train_step_* function (run tsr-optimizer first)");

@@ -16,22 +16,23 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PlanFile.h"
 #include "PlanUtils.h"
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Support/InputFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Regex.h"
 
 #include <deque>
+#include <limits>
 
 namespace tessera {
 namespace dist {
@@ -358,6 +359,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     }
   }
 
+  /// A built-in policy. `spec.microBatches` and `spec.zero1` are already
+  /// the effective values (options and plan file together).
   LogicalResult parsePolicy(ModuleOp module, StringRef text, PlanSpec &spec) {
     auto fail = [&](const Twine &why) {
       return module.emitError("dist-plan: plan '") << text << "': " << why;
@@ -368,11 +371,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                     "schedule)");
       AutoPlanOptions options;
       options.devices = devices;
-      options.microBatches = microBatches;
+      options.microBatches = spec.microBatches;
       options.deviceSpec = deviceSpec;
       options.memoryGiB = memoryGiB;
       options.schedule = schedule;
-      options.zero1 = zero1;
+      options.zero1 = spec.zero1;
       options.report = report;
       AutoPlanChoice choice;
       if (failed(planAuto(module, options, choice)))
@@ -399,16 +402,24 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
           part.drop_front(2).getAsInteger(10, n) || n < 1)
         return fail("expected dp, tp, pp or a product like dp2xtp2xpp2, "
                     "found '" +
-                    part + "'");
+                    part + "'" +
+                    (text.contains('/') || text.contains('.')
+                         ? " (a plan file's name ends in .json)"
+                         : ""));
       int64_t &slot = kind == "dp" ? spec.dp : kind == "tp" ? spec.tp : spec.pp;
       if (slot != 1)
         return fail("'" + kind + "' appears twice");
       slot = n;
       spec.policies.push_back(kind.str());
     }
-    if (spec.dp * spec.tp * spec.pp != devices)
-      return fail("uses " + Twine(spec.dp * spec.tp * spec.pp) +
-                  " devices, but --devices is " + Twine(devices.getValue()));
+    std::optional<int64_t> used = support::checkedMul(spec.dp, spec.tp);
+    if (used)
+      used = support::checkedMul(*used, spec.pp);
+    if (!used)
+      return fail("the product of its sizes overflows a 64-bit integer");
+    if (*used != devices)
+      return fail("uses " + Twine(*used) + " devices, but --devices is " +
+                  Twine(devices.getValue()));
     return success();
   }
 
@@ -416,96 +427,107 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     spec.microBatches = microBatches;
     spec.zero1 = zero1;
     if (devices < 1)
-      return module.emitError("dist-plan: devices must be >= 1");
+      return module.emitError("dist-plan: devices must be >= 1, got ")
+             << int64_t(devices);
     if (microBatches < 1)
-      return module.emitError("dist-plan: micro-batches must be >= 1");
+      return module.emitError("dist-plan: micro-batches must be >= 1, got ")
+             << int64_t(microBatches);
+    if (stagesPerDevice < 1)
+      return module.emitError("dist-plan: stages-per-device must be >= 1, got ")
+             << int64_t(stagesPerDevice);
+    if (vShape && stagesPerDevice != 2)
+      return module.emitError("dist-plan: vshape places two virtual stages "
+                              "per device, but stages-per-device is ")
+             << int64_t(stagesPerDevice);
+    if (failed(checkAutoOnlyOptions(module)))
+      return failure();
     if (!StringRef(plan).ends_with(".json"))
-      return parsePolicy(module, plan, spec);
+      return parsePolicyAndCheck(module, plan, spec);
 
-    // A plan file (docs/plans.md).
-    auto buffer = llvm::MemoryBuffer::getFile(plan);
-    if (!buffer)
-      return module.emitError("dist-plan: cannot read plan file ")
-             << plan << ": " << buffer.getError().message();
-    auto json = llvm::json::parse((*buffer)->getBuffer());
-    if (!json)
-      return module.emitError("dist-plan: ")
-             << plan << ": invalid JSON: " << llvm::toString(json.takeError());
-    auto *root = json->getAsObject();
+    // A plan file (docs/plans.md): read and checked by PlanFile.cpp.
+    std::string error;
+    std::optional<PlanFile> file = readPlanFile(plan, error);
+    if (!file)
+      return module.emitError("dist-plan: ") << error;
     auto fail = [&](const Twine &why) {
       return module.emitError("dist-plan: ") << plan << ": " << why;
     };
-    if (!root)
-      return fail("expected a JSON object");
-    for (auto &entry : *root)
-      if (!llvm::is_contained({"policy", "mesh", "micro_batches", "zero1",
-                               "trans", "assign", "order"},
-                              entry.first.str()))
-        return fail("unknown key '" + entry.first.str() + "'");
-    if (auto policy = root->getString("policy")) {
-      if (failed(parsePolicy(module, *policy, spec)))
+    // The file and the options may both give micro-batches and ZeRO-1; a
+    // disagreement is an error rather than one silently winning.
+    if (file->microBatches) {
+      if (microBatches != 1 && microBatches != *file->microBatches)
+        return fail("micro_batches is " + Twine(*file->microBatches) +
+                    ", but --micro-batches is " +
+                    Twine(microBatches.getValue()));
+      spec.microBatches = *file->microBatches;
+    }
+    if (file->zero1) {
+      if (zero1 && !*file->zero1)
+        return fail("zero1 is false, but --zero1 is given");
+      spec.zero1 = *file->zero1;
+    }
+    if (file->policy) {
+      // The auto policy takes its inputs (device spec, memory) from the
+      // options; a plan file gives the plan by hand.
+      if (*file->policy == "auto")
+        return fail("policy: 'auto' is not a plan-file policy (use plan=auto, "
+                    "--plan auto with tessera-compile)");
+      if (failed(parsePolicyAndCheck(module, *file->policy, spec)))
         return failure();
-    } else if (auto *m = root->getObject("mesh")) {
-      for (auto &entry : *m) {
-        auto n = entry.second.getAsInteger();
-        StringRef axis = entry.first;
-        if (!n || *n < 1 || (axis != "dp" && axis != "tp" && axis != "pp"))
-          return fail("mesh entry '" + axis +
-                      "' must be dp, tp or pp with a size >= 1");
-        (axis == "dp" ? spec.dp : axis == "tp" ? spec.tp : spec.pp) = *n;
-      }
-      if (spec.dp * spec.tp * spec.pp != devices)
-        return fail("the mesh has " + Twine(spec.dp * spec.tp * spec.pp) +
-                    " devices, but --devices is " + Twine(devices.getValue()));
     } else {
-      return fail("needs a 'policy' (e.g. \"dp2xtp2\") or a 'mesh'");
+      spec.dp = file->mesh->dp;
+      spec.tp = file->mesh->tp;
+      spec.pp = file->mesh->pp;
+      // The reader checked that the product fits in 64 bits.
+      int64_t used = spec.dp * spec.tp * spec.pp;
+      if (used != devices)
+        return fail("the mesh has " + Twine(used) +
+                    " devices, but --devices is " + Twine(devices.getValue()));
+      if (failed(checkZero1(module, spec)))
+        return failure();
     }
-    if (auto mbs = root->getInteger("micro_batches")) {
-      if (*mbs < 1)
-        return fail("micro_batches must be >= 1");
-      spec.microBatches = *mbs;
-    }
-    if (auto z = root->getBoolean("zero1"))
-      spec.zero1 = *z;
-    if (auto *trans = root->getArray("trans"))
-      for (auto [i, item] : llvm::enumerate(*trans)) {
-        auto *o = item.getAsObject();
-        auto ops = o ? o->getString("ops") : std::nullopt;
-        auto *split = o ? o->getObject("split") : nullptr;
-        if (!ops || !split)
-          return fail("trans entry " + Twine(i) +
-                      " needs \"ops\" (a regular expression over op names) "
-                      "and \"split\" ({dimension: axis})");
-        PlanSpec::Trans t{ops->str(), {}, i};
-        for (auto &s : *split) {
-          auto axis = s.second.getAsString();
-          if (!axis)
-            return fail("trans entry " + Twine(i) + ": split of '" +
-                        s.first.str() + "' must name a mesh axis");
-          t.split[s.first.str()] = axis->str();
-        }
-        spec.trans.push_back(t);
-      }
-    if (auto *assign = root->getArray("assign"))
-      for (auto [i, item] : llvm::enumerate(*assign)) {
-        auto *o = item.getAsObject();
-        auto ops = o ? o->getString("ops") : std::nullopt;
-        auto stage = o ? o->getInteger("stage") : std::nullopt;
-        if (!ops || !stage)
-          return fail("assign entry " + Twine(i) +
-                      " needs \"ops\" and \"stage\"");
-        spec.assign.push_back({ops->str(), *stage, i});
-      }
-    if (auto *order = root->getArray("order"))
-      for (auto [i, item] : llvm::enumerate(*order)) {
-        auto *pair = item.getAsArray();
-        if (!pair || pair->size() != 2 || !(*pair)[0].getAsString() ||
-            !(*pair)[1].getAsString())
-          return fail("order entry " + Twine(i) +
-                      " must be [\"before\", \"after\"]");
-        spec.order.push_back(
-            {(*pair)[0].getAsString()->str(), (*pair)[1].getAsString()->str()});
-      }
+    for (const PlanFile::Trans &t : file->trans)
+      spec.trans.push_back({t.pattern, t.split, t.index});
+    for (const PlanFile::Assign &a : file->assign)
+      spec.assign.push_back({a.pattern, a.stage, a.index});
+    spec.order = file->order;
+    return success();
+  }
+
+  /// device-spec, memory-gib, schedule and report feed only the auto
+  /// policy; with another plan a value would be silently ignored. Only a
+  /// value other than the default can be told apart: a pass built from an
+  /// options struct (tessera-compile) has every option set.
+  LogicalResult checkAutoOnlyOptions(ModuleOp module) {
+    if (plan == "auto")
+      return success();
+    DistPlanOptions defaults;
+    StringRef given = deviceSpec != defaults.deviceSpec ? "device-spec"
+                      : memoryGiB != defaults.memoryGiB ? "memory-gib"
+                      : schedule != defaults.schedule   ? "schedule"
+                      : report != defaults.report       ? "report"
+                                                        : "";
+    if (given.empty())
+      return success();
+    return module.emitError("dist-plan: ")
+           << given << " applies only to plan=auto (plan is '" << plan << "')";
+  }
+
+  LogicalResult parsePolicyAndCheck(ModuleOp module, StringRef text,
+                                    PlanSpec &spec) {
+    if (failed(parsePolicy(module, text, spec)))
+      return failure();
+    // The auto policy weighs ZeRO-1 in its memory model and may still
+    // choose dp = 1; every other plan fixes dp itself.
+    if (text == "auto")
+      return success();
+    return checkZero1(module, spec);
+  }
+
+  LogicalResult checkZero1(ModuleOp module, const PlanSpec &spec) {
+    if (spec.zero1 && spec.dp == 1)
+      return module.emitError("dist-plan: zero1 shards the optimizer over "
+                              "dp, but the plan has dp = 1");
     return success();
   }
 
@@ -532,7 +554,16 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     for (BlockArgument arg : body.getArguments())
       if (f.getArgAttr(arg.getArgNumber(), "tsr.input"))
         batchSeeds.push_back({arg, 0});
-    int64_t batchFactor = spec.dp * spec.microBatches;
+    // dp x micro-batches divides the batch; formed with an overflow check
+    // because both come from the user (a product that wraps to 0 would
+    // divide by zero below).
+    std::optional<int64_t> factor =
+        support::checkedMul(spec.dp, spec.microBatches);
+    if (!factor)
+      return f.emitError("dist-plan: dp (")
+             << spec.dp << ") x micro-batches (" << spec.microBatches
+             << ") overflows a 64-bit integer";
+    int64_t batchFactor = *factor;
     for (auto [arg, d] : batchSeeds) {
       int64_t b = cast<RankedTensorType>(arg.getType()).getDimSize(0);
       if (b % batchFactor != 0)
@@ -596,25 +627,15 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   }
 
   LogicalResult applyPlanFile(func::FuncOp f, const PlanSpec &spec) {
+    // The plan-file reader checked the patterns and the axes.
     if (spec.trans.empty() && spec.assign.empty())
       return success();
-    for (const auto &t : spec.trans) {
-      std::string why;
-      if (!llvm::Regex(t.pattern).isValid(why))
-        return f.emitError("dist-plan: plan entry trans[")
-               << t.index << "]: invalid regular expression '" << t.pattern
-               << "': " << why;
-    }
-    for (const auto &a : spec.assign) {
-      std::string why;
-      if (!llvm::Regex(a.pattern).isValid(why))
-        return f.emitError("dist-plan: plan entry assign[")
-               << a.index << "]: invalid regular expression '" << a.pattern
-               << "': " << why;
-    }
     Block &body = f.getBody().front();
     std::vector<bool> transUsed(spec.trans.size()),
         assignUsed(spec.assign.size());
+    // Both factors are >= 1; an overflowing product admits every stage.
+    int64_t numStages = support::checkedMul(spec.pp, stagesPerDevice)
+                            .value_or(std::numeric_limits<int64_t>::max());
     for (Operation &op : body) {
       std::string name = nameOfOp(&op);
       if (name.empty())
@@ -632,18 +653,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         if (!bound)
           return op.emitError("dist-plan: ") << bound.message();
         std::map<std::string, int64_t> factors;
-        for (auto &[dim, axis] : t.split) {
-          int64_t size = axis == "dp"   ? spec.dp
-                         : axis == "tp" ? spec.tp
-                         : axis == "pp" ? -1
-                                        : 0;
-          if (size <= 0)
-            return op.emitError("dist-plan: plan entry trans[")
-                   << t.index << "] splits '" << dim << "' of '" << name
-                   << "' over '" << axis
-                   << "', which is not a split axis (use dp or tp)";
-          factors[dim] = size;
-        }
+        for (auto &[dim, axis] : t.split)
+          factors[dim] = axis == "dp" ? spec.dp : spec.tp;
         auto split = annotation::split(*bound, factors);
         if (!split)
           return op.emitError("dist-plan: plan entry trans[")
@@ -655,10 +666,10 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       for (const auto &a : spec.assign)
         if (llvm::Regex(a.pattern).match(name)) {
           assignUsed[a.index] = true;
-          if (a.stage < 0 || a.stage >= spec.pp * stagesPerDevice)
+          if (a.stage >= numStages)
             return op.emitError("dist-plan: plan entry assign[")
                    << a.index << "] puts '" << name << "' on stage " << a.stage
-                   << ", but the mesh has " << spec.pp << " stage(s)";
+                   << ", but the mesh has " << numStages << " stage(s)";
           op.setAttr(
               "dist.stage",
               IntegerAttr::get(IntegerType::get(&getContext(), 64), a.stage));
@@ -684,7 +695,10 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     std::vector<double> used(units.names.size(), 0);
     for (auto [i, op] : llvm::enumerate(forward))
       used[units.unitOf[i]] += flops(op);
-    int64_t numStages = spec.pp * stagesPerDevice;
+    // Both factors are >= 1; an overflowing product is as infeasible as
+    // any count above the number of layer groups.
+    int64_t numStages = support::checkedMul(spec.pp, stagesPerDevice)
+                            .value_or(std::numeric_limits<int64_t>::max());
     if (int64_t(used.size()) < numStages)
       return f.emitError("dist-plan: pp=")
              << spec.pp

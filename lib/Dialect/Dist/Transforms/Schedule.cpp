@@ -20,6 +20,7 @@
 #include "llvm/ADT/DenseSet.h"
 
 #include <cmath>
+#include <limits>
 
 namespace tessera {
 namespace dist {
@@ -69,6 +70,20 @@ struct DistSchedulePass
     int64_t micro = 1;
     if (auto m = module->getAttrOfType<IntegerAttr>("dist.micro_batches"))
       micro = m.getInt();
+    // The schedule library counts micro-batches in int.
+    if (micro < 1 || micro > std::numeric_limits<int>::max()) {
+      module.emitError("dist-schedule: dist.micro_batches must be in [1, ")
+          << std::numeric_limits<int>::max() << "], got " << micro;
+      return signalPassFailure();
+    }
+    // The search explains an infeasible limit by probing limit + 1, so the
+    // limit stays well inside int64_t (as tessera-schedule's --memory).
+    constexpr int64_t maxLimit = int64_t(1) << 62;
+    if (memoryLimit < 0 || memoryLimit > maxLimit) {
+      module.emitError("dist-schedule: memory-limit must be in [0, ")
+          << maxLimit << "] (0: 2 x stages), got " << int64_t(memoryLimit);
+      return signalPassFailure();
+    }
     int64_t stages = pp;
     bool vShape = false;
     if (auto devices =
@@ -160,7 +175,7 @@ struct DistSchedulePass
     if (schedule == "search")
       limit = memoryLimit > 0 ? int64_t(memoryLimit) : 2 * stages;
     schedule::PipelineOrder order =
-        schedule::pipelineOrder(schedule, spec, micro, limit);
+        schedule::pipelineOrder(schedule, spec, static_cast<int>(micro), limit);
     if (!order.error.empty()) {
       module.emitError("dist-schedule: ") << schedule << ": " << order.error;
       return signalPassFailure();

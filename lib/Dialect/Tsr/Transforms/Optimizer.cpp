@@ -16,6 +16,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <cmath>
+
 namespace tessera {
 namespace tsr {
 #define GEN_PASS_DEF_TSROPTIMIZER
@@ -49,6 +51,15 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     if (optimizer != "adamw" && optimizer != "sgd") {
       getOperation().emitError("tsr-optimizer: unknown optimizer '")
           << optimizer << "' (expected adamw or sgd)";
+      return signalPassFailure();
+    }
+    // Negative or NaN would silently mean "no clipping" below (clipNorm > 0
+    // is false), and a value beyond f32 (the norm's type) would clip
+    // nothing: all are mistakes.
+    if (!std::isfinite(static_cast<float>(clipNorm)) || clipNorm < 0) {
+      getOperation().emitError("tsr-optimizer: clip-norm must be a finite "
+                               "f32 number >= 0 (0: no clipping), got ")
+          << double(clipNorm);
       return signalPassFailure();
     }
     func::FuncOp grad = findGradFn();

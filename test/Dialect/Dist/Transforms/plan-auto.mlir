@@ -65,11 +65,11 @@
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=64" 2>&1 | FileCheck %s --check-prefix=MESH
 // MESH: error: dist-plan: plan 'auto': no mesh of 64 devices divides the batch (4), the attention heads and the 4 layer groups
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=tpu9" 2>&1 | FileCheck %s --check-prefix=SPEC
-// SPEC: error: dist-plan: plan 'auto': unknown device spec 'tpu9' (use h100, a100, cpu or a JSON file)
+// SPEC: error: dist-plan: plan 'auto': unknown device spec 'tpu9' (not a bundled spec: h100-sxm, a100-sxm, cpu; not an existing file)
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0" 2>&1 | FileCheck %s --check-prefix=NONPOS
-// NONPOS: error: dist-plan: plan 'auto': memory-gib must be positive, got 0
+// NONPOS: error: dist-plan: plan 'auto': memory-gib must be a finite number > 0, got 0
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=-2" 2>&1 | FileCheck %s --check-prefix=NEG
-// NEG: error: dist-plan: plan 'auto': memory-gib must be positive, got -2
+// NEG: error: dist-plan: plan 'auto': memory-gib must be a finite number > 0, got -2
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 schedule=zb-h1" 2>&1 | FileCheck %s --check-prefix=SCHED
 // SCHED: error: dist-plan: plan 'auto': plans for the 1f1b or gpipe schedule, not 'zb-h1'
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 stages-per-device=2" 2>&1 | FileCheck %s --check-prefix=VIRTUAL

@@ -7,6 +7,14 @@
 // RUN: not tessera-opt %S/Inputs/step.mlir -dist-plan="plan=pp devices=2 micro-batches=2" -dist-schedule=schedule=zb-v 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not tessera-opt %S/Inputs/step.mlir -dist-plan="plan=pp devices=2 micro-batches=2" -dist-schedule=schedule=fastest 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: tessera-opt %S/Inputs/step.mlir -dist-plan="plan=pp devices=2 micro-batches=4" -dist-schedule=schedule=search | FileCheck %s --check-prefix=SEARCH
+// A negative limit silently meant the default; a micro-batch count beyond
+// int was truncated.
+// RUN: not tessera-opt %S/Inputs/step.mlir -dist-plan="plan=pp devices=2 micro-batches=2" -dist-schedule="schedule=search memory-limit=-1" 2>&1 | FileCheck %s --check-prefix=NEGLIMIT
+// NEGLIMIT: error: dist-schedule: memory-limit must be in [0, 4611686018427387904] (0: 2 x stages), got -1
+// RUN: not tessera-opt %S/Inputs/step.mlir -dist-plan="plan=pp devices=2 micro-batches=2" -dist-schedule="schedule=search memory-limit=9223372036854775807" 2>&1 | FileCheck %s --check-prefix=HUGELIMIT
+// HUGELIMIT: error: dist-schedule: memory-limit must be in [0, 4611686018427387904] (0: 2 x stages), got 9223372036854775807
+// RUN: echo 'module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 2]>, dist.micro_batches = 4294967297 : i64} {}' | not tessera-opt -dist-schedule 2>&1 | FileCheck %s --check-prefix=MICRO
+// MICRO: error: dist-schedule: dist.micro_batches must be in [1, 2147483647], got 4294967297
 
 // 1F1B on 2 stages, 2 micro-batches: F0(0) F0(1) F1(0) B1(0) B0(0) F1(1) ... (stage 1
 // alternates forward and backward).

@@ -46,7 +46,25 @@ func.func @axis(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
 // -----
 
 func.func @epsilon(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
-  // expected-error @+1 {{attribute 'epsilon' failed to satisfy constraint: 64-bit float attribute whose value is non-negative}}
+  // expected-error @+1 {{attribute 'epsilon' failed to satisfy constraint: 64-bit float attribute whose value is finite and non-negative}}
   %0:3 = tsr.layer_norm %x, %w {axis = 1 : i64, epsilon = -1.0 : f64} : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  return %0#0 : tensor<2x8xf32>
+}
+
+// -----
+
+// NaN (hex form) is not negative, but as an epsilon it makes every output NaN.
+func.func @epsilon_nan(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{attribute 'epsilon' failed to satisfy constraint: 64-bit float attribute whose value is finite and non-negative}}
+  %0:3 = tsr.layer_norm %x, %w {axis = 1 : i64, epsilon = 0x7FF8000000000000 : f64} : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  return %0#0 : tensor<2x8xf32>
+}
+
+// -----
+
+// Infinity makes every output zero.
+func.func @epsilon_inf(%x: tensor<2x8xf32>, %w: tensor<8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{attribute 'epsilon' failed to satisfy constraint: 64-bit float attribute whose value is finite and non-negative}}
+  %0:3 = tsr.layer_norm %x, %w {axis = 1 : i64, epsilon = 0x7FF0000000000000 : f64} : (tensor<2x8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
   return %0#0 : tensor<2x8xf32>
 }

@@ -65,6 +65,13 @@ def main(out):
         helper.make_node("LayerNormalization", ["x", "s"], ["y"], name="ln",
                          stash_type=0),
     ], [x44, vi("s", F, [4])], [vi("y", F, [4, 4])])
+    # An epsilon that is not a finite number >= 0.
+    for name, eps in [("epsilon_nan", float("nan")),
+                      ("epsilon_inf", float("inf"))]:
+        save(out, name, [
+            helper.make_node("LayerNormalization", ["x", "s"], ["y"],
+                             name="ln", epsilon=eps),
+        ], [x44, vi("s", F, [4])], [vi("y", F, [4, 4])])
 
     # Gemm with every attribute; MatMul with 1-D operands.
     save(out, "gemm", [

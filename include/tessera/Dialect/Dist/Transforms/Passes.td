@@ -34,8 +34,12 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     planner library cuts the layer groups into stages, and the fastest plan
     that fits wins; the built-in dp, tp and pp policies then annotate it,
     with the planner's stages; `report` prints the plan and its predicted
-    memory, step time and bubble to stderr); or a JSON plan file
-    (docs/plans.md). With `zero1` the
+    memory, step time and bubble to stderr; `device-spec`, `memory-gib`,
+    `schedule` and `report` are for auto only, and another plan rejects a
+    value other than their default); or a JSON plan file (docs/plans.md),
+    read strictly: an unknown key, a value of the wrong
+    type or out of range, or a file that is not a regular file is an error
+    naming the file and the key path. With `zero1` the
     optimizer updates are split over `dp` (ZeRO-1). An infeasible plan is an
     error naming the op and the plan entry.
   }];
@@ -44,22 +48,28 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
            "dp, tp, pp, a product like dp2xtp2xpp2, auto, or a plan file "
            "(.json)">,
     Option<"devices", "devices", "int64_t", /*default=*/"1",
-           "Number of devices">,
+           "Number of devices (>= 1)">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
-           "Micro-batches per step (pipelines and gradient accumulation)">,
+           "Micro-batches per step (pipelines and gradient accumulation; "
+           ">= 1, dp x micro-batches within int64; a plan file's "
+           "micro_batches must agree unless this is 1)">,
     Option<"zero1", "zero1", "bool", /*default=*/"false",
-           "Shard optimizer updates and state over dp (ZeRO-1)">,
+           "Shard optimizer updates and state over dp (ZeRO-1; the plan "
+           "must have dp > 1, auto excepted; a plan file's \"zero1\": "
+           "false contradicts it)">,
     Option<"stagesPerDevice", "stages-per-device", "int64_t",
            /*default=*/"1",
-           "Virtual pipeline stages per device (2 for interleaved and ZB-V)">,
+           "Virtual pipeline stages per device (>= 1; 2 for interleaved and "
+           "ZB-V)">,
     Option<"vShape", "vshape", "bool", /*default=*/"false",
-           "Place virtual stages in a V (ZB-V): stage s and 2p-1-s share a "
-           "device; otherwise round-robin (interleaved)">,
+           "Place virtual stages in a V (ZB-V; needs stages-per-device=2): "
+           "stage s and 2p-1-s share a device; otherwise round-robin "
+           "(interleaved)">,
     Option<"deviceSpec", "device-spec", "std::string", /*default=*/"\"cpu\"",
            "For auto: the device spec, h100, a100, cpu, a bundled name "
            "(h100-sxm, a100-sxm) or a JSON file (docs/planner.md)">,
     Option<"memoryGiB", "memory-gib", "double", /*default=*/"16",
-           "For auto: memory per device in GiB">,
+           "For auto: memory per device in GiB (a finite number > 0)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "For auto: the pipeline schedule the plan will run (1f1b or "
            "gpipe); it decides the activations a stage holds">,
@@ -89,7 +99,8 @@ def DistSchedule : Pass<"dist-schedule", "::mlir::ModuleOp"> {
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v or search">,
     Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
-           "For search: in-flight micro-batches per device (0: 2 x stages)">,
+           "For search: in-flight micro-batches per device (0..2^62; 0: 2 x "
+           "stages)">,
   ];
   let dependentDialects = ["::tessera::dist::DistDialect"];
 }

@@ -53,6 +53,12 @@ def Tsr_LossReduction : I32EnumAttr<"LossReduction",
 def Tsr_NonNegativeFloat : AttrConstraint<
     CPred<"!::llvm::cast<::mlir::FloatAttr>($_self).getValue().isNegative()">,
     "whose value is non-negative">;
+// NaN and infinity are not negative, but as an epsilon they turn every
+// output into NaN or zero.
+def Tsr_FiniteNonNegativeFloat : AttrConstraint<
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValue().isFinite() && "
+          "!::llvm::cast<::mlir::FloatAttr>($_self).getValue().isNegative()">,
+    "whose value is finite and non-negative">;
 
 // Ops with a gradient rule (TsrGradients.cpp) for tsr-autodiff.
 def Tsr_Differentiable : DeclareOpInterfaceMethods<GradientOpInterface>;
@@ -263,7 +269,7 @@ def Tsr_LayerNormOp : Tsr_Op<"layer_norm", "* d^, d^, d^ -> * d^, * 1, * 1",
   let arguments = (ins Tsr_FloatTensor:$input, Tsr_FloatTensor:$weight,
                        Optional<Tsr_FloatTensor>:$bias,
                        I64Attr:$axis,
-                       ConfinedAttr<F64Attr, [Tsr_NonNegativeFloat]>:$epsilon);
+                       ConfinedAttr<F64Attr, [Tsr_FiniteNonNegativeFloat]>:$epsilon);
   let results = (outs Tsr_FloatTensor:$result, Tsr_FloatTensor:$mean,
                       Tsr_FloatTensor:$rstd);
   let assemblyFormat = [{

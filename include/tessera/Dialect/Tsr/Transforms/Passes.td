@@ -82,7 +82,8 @@ def TsrOptimizer : Pass<"tsr-optimizer", "::mlir::ModuleOp"> {
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
            "adamw or sgd">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
-           "Clip gradients to this global norm (0: no clipping)">,
+           "Clip gradients to this global norm (a finite f32 number >= 0; "
+           "0: no clipping)">,
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",
            "The gradient function (default: the one with tsr.grad results)">,
   ];

@@ -1,0 +1,151 @@
+//===- PlanFile.cpp - Reading dist-plan's JSON plan files -----------------===//
+//
+// Built with exceptions (see CMakeLists.txt): the strict JSON reader throws
+// InputError, and readPlanFile catches everything before returning to the
+// pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanFile.h"
+
+#include "tessera/Support/StrictJson.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Regex.h"
+
+#include <limits>
+
+using namespace tessera;
+using namespace tessera::dist;
+using support::JsonObject;
+using support::JsonValue;
+
+namespace {
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+/// An `ops` pattern: a non-empty, valid regular expression over op names.
+std::string readPattern(const JsonValue &v) {
+  std::string pattern = v.getString("a regular expression over op names");
+  if (pattern.empty())
+    v.fail("expected a regular expression over op names, got \"\"");
+  std::string why;
+  if (!llvm::Regex(pattern).isValid(why))
+    v.fail("invalid regular expression '" + pattern + "': " + why);
+  return pattern;
+}
+
+std::string readOpName(const JsonValue &v) {
+  std::string name = v.getString("an op name");
+  if (name.empty())
+    v.fail("expected an op name, got \"\"");
+  return name;
+}
+
+PlanFile::Mesh readMesh(const JsonValue &v) {
+  JsonObject m = v.getObject({"dp", "tp", "pp"}, "mesh axis sizes");
+  PlanFile::Mesh mesh;
+  for (auto [axis, slot] : {std::pair<const char *, int64_t *>{"dp", &mesh.dp},
+                            {"tp", &mesh.tp},
+                            {"pp", &mesh.pp}})
+    if (auto size = m.find(axis))
+      *slot = size->getInt(1, kInt64Max, "an axis size");
+  std::optional<int64_t> product = support::checkedMul(mesh.dp, mesh.tp);
+  if (product)
+    product = support::checkedMul(*product, mesh.pp);
+  if (!product)
+    m.fail("the number of devices dp x tp x pp = " + std::to_string(mesh.dp) +
+           " x " + std::to_string(mesh.tp) + " x " + std::to_string(mesh.pp) +
+           " overflows a 64-bit integer");
+  return mesh;
+}
+
+PlanFile::Trans readTrans(const JsonValue &v, size_t index) {
+  JsonObject o = v.getObject({"ops", "split"}, "a trans entry");
+  PlanFile::Trans t{readPattern(o.get("ops")), {}, index};
+  JsonObject split =
+      o.get("split").getMap("a map from annotation dimension to mesh axis");
+  if (split.empty())
+    split.fail("expected at least one {\"<dimension>\": \"dp\" | \"tp\"} "
+               "pair, got an empty object");
+  std::map<std::string, std::string> dimOfAxis;
+  for (const auto &[dim, value] : split.entries()) {
+    std::string axis = value.getString("a mesh axis name");
+    if (axis != "dp" && axis != "tp")
+      value.fail("'" + axis + "' is not a split axis (use dp or tp)");
+    // The partitioner splits an op at most once per axis; a second
+    // dimension over the same axis would be dropped.
+    auto [it, inserted] = dimOfAxis.emplace(axis, dim);
+    if (!inserted)
+      value.fail("axis '" + axis + "' already splits dimension '" + it->second +
+                 "' of this entry (one dimension per axis)");
+    t.split[dim] = axis;
+  }
+  return t;
+}
+
+PlanFile::Assign readAssign(const JsonValue &v, size_t index) {
+  JsonObject o = v.getObject({"ops", "stage"}, "an assign entry");
+  return PlanFile::Assign{readPattern(o.get("ops")),
+                          o.get("stage").getInt(0, kInt64Max, "a stage"),
+                          index};
+}
+
+PlanFile readPlan(const std::string &path) {
+  nlohmann::json root = support::loadJsonFile(path, "plan file");
+  JsonObject top = JsonValue(root, path)
+                       .getObject({"policy", "mesh", "micro_batches", "zero1",
+                                   "trans", "assign", "order"},
+                                  "a plan");
+  PlanFile plan;
+  if (top.has("policy") && top.has("mesh"))
+    top.fail("give either 'policy' or 'mesh', not both (the policy fixes the "
+             "mesh)");
+  if (auto policy = top.find("policy")) {
+    plan.policy = policy->getString("a plan policy (e.g. \"dp2xtp2\")");
+    if (plan.policy->empty())
+      policy->fail("expected a plan policy (e.g. \"dp2xtp2\"), got \"\"");
+  } else if (auto mesh = top.find("mesh")) {
+    plan.mesh = readMesh(*mesh);
+  } else {
+    top.fail("needs a 'policy' (e.g. \"dp2xtp2\") or a 'mesh'");
+  }
+  if (auto mbs = top.find("micro_batches"))
+    plan.microBatches = mbs->getInt(1, kInt64Max, "a micro-batch count");
+  if (auto zero1 = top.find("zero1"))
+    plan.zero1 = zero1->getBool("whether to use ZeRO-1");
+  if (auto trans = top.find("trans")) {
+    std::vector<JsonValue> entries = trans->getArray("a list of trans entries");
+    for (size_t i = 0; i < entries.size(); ++i)
+      plan.trans.push_back(readTrans(entries[i], i));
+  }
+  if (auto assign = top.find("assign")) {
+    std::vector<JsonValue> entries =
+        assign->getArray("a list of assign entries");
+    for (size_t i = 0; i < entries.size(); ++i)
+      plan.assign.push_back(readAssign(entries[i], i));
+  }
+  if (auto order = top.find("order"))
+    for (const JsonValue &pair : order->getArray("a list of order entries")) {
+      std::vector<JsonValue> names =
+          pair.getArray("a pair [\"before\", \"after\"] of op names", 2, 2);
+      plan.order.push_back({readOpName(names[0]), readOpName(names[1])});
+    }
+  return plan;
+}
+
+} // namespace
+
+std::optional<PlanFile>
+tessera::dist::readPlanFile(const std::string &path,
+                            std::string &error) noexcept {
+  try {
+    return readPlan(path);
+  } catch (const std::exception &e) {
+    // InputError from the reader; std::bad_alloc on a huge, valid file.
+    error = e.what();
+  } catch (...) {
+    error = path + ": unexpected error while reading the plan file";
+  }
+  return std::nullopt;
+}

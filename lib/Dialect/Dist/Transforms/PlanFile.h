@@ -1,0 +1,64 @@
+//===- PlanFile.h - Reading dist-plan's JSON plan files ---------*- C++ -*-===//
+//
+// The plan file format of docs/plans.md, read and checked independently of
+// any model: every key known, every value of its type and range, every
+// regular expression valid. The reader uses the strict JSON reader of
+// lib/Support, which throws; this interface does not (the pass is built
+// without exceptions), so errors come back as a message that names the file
+// and the key path, for the pass to turn into a diagnostic.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANFILE_H
+#define TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANFILE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::dist {
+
+struct PlanFile {
+  /// `policy`: a built-in plan ("dp", "dp2xpp2", "auto"); checked by the
+  /// pass, which knows the policies.
+  std::optional<std::string> policy;
+  /// `mesh`: axis sizes, each >= 1, their product within int64_t.
+  struct Mesh {
+    int64_t dp = 1, tp = 1, pp = 1;
+  };
+  std::optional<Mesh> mesh;
+  std::optional<int64_t> microBatches;
+  std::optional<bool> zero1;
+  /// `trans[i]`: split the ops matching `pattern` along annotation
+  /// dimensions, each over "dp" or "tp" (each axis at most once).
+  struct Trans {
+    std::string pattern;
+    std::map<std::string, std::string> split; ///< dimension -> axis
+    size_t index;
+  };
+  /// `assign[i]`: put the ops matching `pattern` on pipeline stage `stage`.
+  struct Assign {
+    std::string pattern;
+    int64_t stage;
+    size_t index;
+  };
+  std::vector<Trans> trans;
+  std::vector<Assign> assign;
+  /// `order[i]`: [before, after] op names.
+  std::vector<std::pair<std::string, std::string>> order;
+};
+
+/// Reads and checks the plan file at `path`. Returns the plan, or
+/// std::nullopt with `error` set to a message naming the file and the key
+/// path ("p.json: trans[2].split.heads: expected a mesh axis name (a
+/// string), got 3"). Never throws.
+std::optional<PlanFile> readPlanFile(const std::string &path,
+                                     std::string &error) noexcept;
+
+} // namespace tessera::dist
+
+#endif // TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANFILE_H

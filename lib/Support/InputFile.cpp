@@ -1,0 +1,135 @@
+//===- InputFile.cpp - Reading user input files safely --------------------===//
+
+#include "tessera/Support/InputFile.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace tessera::support {
+
+namespace {
+
+std::string prefix(const std::string &path, std::string_view what) {
+  return "cannot read " + std::string(what) + " '" + path + "'";
+}
+
+std::string sizeText(uint64_t bytes) {
+  if (bytes >= (uint64_t(1) << 30) && bytes % (uint64_t(1) << 30) == 0)
+    return std::to_string(bytes >> 30) + " GiB";
+  if (bytes >= (uint64_t(1) << 20) && bytes % (uint64_t(1) << 20) == 0)
+    return std::to_string(bytes >> 20) + " MiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+std::string tooLarge(uint64_t bytes, uint64_t maxBytes) {
+  return "it has " + std::to_string(bytes) + " bytes, more than the limit of " +
+         sizeText(maxBytes);
+}
+
+/// Why a file with this status cannot be read as input, or "".
+std::string refusal(const struct stat &st, uint64_t maxBytes) {
+  if (S_ISDIR(st.st_mode))
+    return "it is a directory";
+  if (!S_ISREG(st.st_mode))
+    return "it is not a regular file (a device, FIFO or socket)";
+  if (static_cast<uint64_t>(st.st_size) > maxBytes)
+    return tooLarge(st.st_size, maxBytes);
+  return "";
+}
+
+} // namespace
+
+std::string checkInputFile(const std::string &path, std::string_view what,
+                           uint64_t maxBytes) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return prefix(path, what) + ": " + std::strerror(errno);
+  std::string why = refusal(st, maxBytes);
+  return why.empty() ? "" : prefix(path, what) + ": " + why;
+}
+
+std::optional<std::string> readInputFile(const std::string &path,
+                                         std::string_view what,
+                                         uint64_t maxBytes,
+                                         std::string &error) noexcept {
+  try {
+    // O_NONBLOCK: opening a FIFO without a writer would otherwise wait
+    // forever before fstat can refuse it; regular files ignore the flag.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+      error = prefix(path, what) + ": " + std::strerror(errno);
+      return std::nullopt;
+    }
+    struct stat st;
+    std::string why;
+    if (::fstat(fd, &st) != 0)
+      why = std::strerror(errno);
+    else
+      why = refusal(st, maxBytes);
+    std::string contents;
+    if (why.empty()) {
+      contents.reserve(static_cast<size_t>(st.st_size));
+      char buffer[1 << 16];
+      while (true) {
+        ssize_t n = ::read(fd, buffer, sizeof(buffer));
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n < 0) {
+          why = std::strerror(errno);
+          break;
+        }
+        if (n == 0)
+          break;
+        // The file may grow between fstat and here.
+        if (contents.size() + static_cast<size_t>(n) > maxBytes) {
+          why = tooLarge(contents.size() + n, maxBytes);
+          break;
+        }
+        contents.append(buffer, static_cast<size_t>(n));
+      }
+    }
+    ::close(fd);
+    if (!why.empty()) {
+      error = prefix(path, what) + ": " + why;
+      return std::nullopt;
+    }
+    return contents;
+  } catch (const std::exception &e) {
+    // std::bad_alloc: the size was within the limit but memory is short.
+    error = prefix(path, what) + ": " + e.what();
+    return std::nullopt;
+  }
+}
+
+std::string checkJsonDepth(std::string_view text, unsigned maxDepth) {
+  unsigned depth = 0;
+  bool inString = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth)
+        return "arrays and objects nest deeper than " +
+               std::to_string(maxDepth) + " levels (at byte " +
+               std::to_string(i) + ")";
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return "";
+}
+
+} // namespace tessera::support
