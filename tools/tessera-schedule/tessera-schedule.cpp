@@ -34,7 +34,7 @@ const char *kUsage =
     "       tessera-schedule --pipeline P [--chunks V] [options]\n"
     "\n"
     "options:\n"
-    "  --memory M           per-device memory limit, 0..2^62 (required with "
+    "  --memory M           per-device memory limit, 0..2^63-1 (required with "
     "a\n"
     "                       placement file and with --method search)\n"
     "  --micro-batches N    micro-batches to schedule, 1..1000000 (default "
@@ -60,7 +60,7 @@ const char *kUsage =
     "search:\n"
     "                       model chunks per device (default 1; zb-v uses 2)\n"
     "  --spans F,B[,W]      with --pipeline: block spans of the synthesized\n"
-    "                       pipeline, each 1..2^20 (default 1,2)\n"
+    "                       pipeline, each 1..2^32 (default 1,2)\n"
     "  --emit-placement F   write the (synthesized) placement as JSON\n"
     "\n"
     "An option that does not apply to the chosen mode, or given twice, is an\n"
@@ -84,24 +84,29 @@ struct Options {
 int64_t parseInt(const std::string &flag, const std::string &text, int64_t min,
                  int64_t max) {
   int64_t v = 0;
+  bool outOfRange = false;
   try {
     size_t used = 0;
     v = std::stoll(text, &used);
     if (used != text.size())
       throw std::invalid_argument(text);
+  } catch (const std::out_of_range &) {
+    outOfRange = true; // beyond int64_t: reported with the range below
   } catch (const std::exception &) {
     throw ScheduleError("option " + flag + " expects an integer, got '" + text +
                         "'");
   }
-  if (v < min || v > max)
+  if (outOfRange || v < min || v > max)
     throw ScheduleError("option " + flag + " expects an integer in [" +
                         std::to_string(min) + ", " + std::to_string(max) +
                         "], got " + text);
   return v;
 }
 
-/// Limits of the options (see kUsage).
-constexpr int64_t kMaxMemory = int64_t(1) << 62;
+/// Limits of the options (see kUsage). Any int64_t memory limit is fine: the
+/// search works in units of the memory deltas and checks its arithmetic
+/// (docs/schedule.md).
+constexpr int64_t kMaxMemory = INT64_MAX;
 constexpr int64_t kMaxMicroBatches = 1000000;
 constexpr int64_t kMaxTimelineWidth = 10000;
 constexpr int64_t kMaxNodeBudget = int64_t(1) << 62;

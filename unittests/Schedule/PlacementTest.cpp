@@ -75,7 +75,7 @@ TEST(PlacementTest, RejectsBadFields) {
   j = twoBlocks();
   j["blocks"][0]["span"] = 0;
   EXPECT_NE(errorOf(j).find("blocks[0].span: expected a span in time steps "
-                            "(an integer in [1, 1048576]), got 0"),
+                            "(an integer in [1, 4294967296]), got 0"),
             std::string::npos);
   j = twoBlocks();
   j["blocks"][0].erase("span");

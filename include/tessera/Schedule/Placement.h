@@ -60,10 +60,11 @@ struct Placement {
 /// the graph keeps a blocks x blocks table of path lengths (128 MiB at
 /// 4096). Spans and memory deltas: a schedule sums them over at most 2^24
 /// block instances (tessera-schedule's limit), which stays far inside
-/// int64_t.
+/// int64_t (2^24 x 2^32 = 2^56); the search itself works in a time quantum
+/// independent of the spans' magnitude.
 constexpr int64_t kMaxPlacementDevices = 4096;
 constexpr int64_t kMaxPlacementBlocks = 4096;
-constexpr int64_t kMaxBlockSpan = int64_t(1) << 20;
+constexpr int64_t kMaxBlockSpan = int64_t(1) << 32;
 constexpr int64_t kMaxBlockMemory = (int64_t(1) << 31) - 1;
 
 /// Parses the placement format of bench/workloads/tessel (see

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanFile.h"
+#include "tessera/Dialect/Dist/Transforms/PlanFile.h"
 #include "PlanUtils.h"
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"

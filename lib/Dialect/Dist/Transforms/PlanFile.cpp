@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanFile.h"
+#include "tessera/Dialect/Dist/Transforms/PlanFile.h"
 
 #include "tessera/Support/StrictJson.h"
 
@@ -91,8 +91,13 @@ PlanFile::Assign readAssign(const JsonValue &v, size_t index) {
                           index};
 }
 
+PlanFile parsePlan(const nlohmann::json &root, const std::string &path);
+
 PlanFile readPlan(const std::string &path) {
-  nlohmann::json root = support::loadJsonFile(path, "plan file");
+  return parsePlan(support::loadJsonFile(path, "plan file"), path);
+}
+
+PlanFile parsePlan(const nlohmann::json &root, const std::string &path) {
   JsonObject top = JsonValue(root, path)
                        .getObject({"policy", "mesh", "micro_batches", "zero1",
                                    "trans", "assign", "order"},
@@ -135,6 +140,19 @@ PlanFile readPlan(const std::string &path) {
 }
 
 } // namespace
+
+std::optional<PlanFile>
+tessera::dist::parsePlanFile(std::string_view text, const std::string &origin,
+                             std::string &error) noexcept {
+  try {
+    return parsePlan(support::parseJson(text, origin), origin);
+  } catch (const std::exception &e) {
+    error = e.what();
+  } catch (...) {
+    error = origin + ": unexpected error while reading the plan file";
+  }
+  return std::nullopt;
+}
 
 std::optional<PlanFile>
 tessera::dist::readPlanFile(const std::string &path,

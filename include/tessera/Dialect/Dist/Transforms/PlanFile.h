@@ -9,14 +9,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANFILE_H
-#define TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANFILE_H
+#ifndef TESSERA_DIALECT_DIST_TRANSFORMS_PLANFILE_H
+#define TESSERA_DIALECT_DIST_TRANSFORMS_PLANFILE_H
 
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -58,7 +59,11 @@ struct PlanFile {
 /// string), got 3"). Never throws.
 std::optional<PlanFile> readPlanFile(const std::string &path,
                                      std::string &error) noexcept;
+/// The same for a plan file's text (`origin` names it in messages).
+std::optional<PlanFile> parsePlanFile(std::string_view text,
+                                      const std::string &origin,
+                                      std::string &error) noexcept;
 
 } // namespace tessera::dist
 
-#endif // TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANFILE_H
+#endif // TESSERA_DIALECT_DIST_TRANSFORMS_PLANFILE_H
