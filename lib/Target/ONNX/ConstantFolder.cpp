@@ -38,10 +38,13 @@ std::string shapeStr(const std::vector<int64_t> &s) {
   return r + "]";
 }
 
+/// The element count, saturated at INT64_MAX: shapes come from the file,
+/// and every caller compares the count with a limit.
 int64_t product(const std::vector<int64_t> &s) {
   int64_t n = 1;
   for (int64_t d : s)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX;
   return n;
 }
 
@@ -258,8 +261,9 @@ bool reshapeShape(const std::vector<int64_t> &in, std::vector<int64_t> target,
     } else if (target[i] < 0) {
       error = "shape " + shapeStr(target) + " has a negative entry";
       return false;
-    } else {
-      known *= target[i];
+    } else if (__builtin_mul_overflow(known, target[i], &known)) {
+      error = "shape " + shapeStr(target) + " has too many elements";
+      return false;
     }
   }
   int64_t total = product(in);

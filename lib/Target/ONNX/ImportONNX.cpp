@@ -48,10 +48,13 @@ std::string shapeString(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
+/// The element count, saturated at INT64_MAX (tsr's type constraints reject
+/// such shapes when the op is built).
 int64_t product(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX;
   return n;
 }
 

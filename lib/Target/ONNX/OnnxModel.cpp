@@ -193,9 +193,12 @@ template <typename T> void store(std::string &data, int64_t i, T v) {
 //===----------------------------------------------------------------------===//
 
 int64_t Tensor::numElements() const {
+  // Saturated at INT64_MAX: dims come from the file, and a count that large
+  // never matches the data's size.
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX;
   return n;
 }
 

@@ -21,6 +21,17 @@ struct TsrInlinerInterface : public DialectInlinerInterface {
 };
 } // namespace
 
+bool tessera::tsr::hasBoundedElementCount(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return false;
+  int64_t n = 1;
+  for (int64_t d : t.getShape())
+    if (d < 0 || __builtin_mul_overflow(n, d, &n) || n > kMaxTensorElements)
+      return false;
+  return true;
+}
+
 void TsrDialect::initialize() {
   addInterfaces<TsrInlinerInterface>();
   addOperations<

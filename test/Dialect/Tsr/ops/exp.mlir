@@ -19,7 +19,7 @@ func.func @exp(%x: tensor<4x8xf32>, %y: tensor<3xbf16>) -> (tensor<4x8xf32>, ten
 // -----
 
 func.func @int_operand(%x: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values of at most 2^48 elements, but got 'tensor<4xi32>'}}
   %0 = tsr.exp %x : tensor<4xi32>
   return %0 : tensor<4xi32>
 }
@@ -38,4 +38,14 @@ func.func @type_change(%x: tensor<4xf32>) -> tensor<4xf16> {
   // expected-error @+1 {{requires the same type for all operands and results}}
   %0 = "tsr.exp"(%x) : (tensor<4xf32>) -> tensor<4xf16>
   return %0 : tensor<4xf16>
+}
+
+// -----
+
+// A shape whose element count exceeds 2^48 (or int64_t) is no tsr tensor:
+// every size computed from tsr types then fits in int64_t.
+func.func @too_many_elements(%x: tensor<4683743612465315840x256xf32>) -> tensor<4683743612465315840x256xf32> {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values of at most 2^48 elements, but got 'tensor<4683743612465315840x256xf32>'}}
+  %0 = tsr.exp %x : tensor<4683743612465315840x256xf32>
+  return %0 : tensor<4683743612465315840x256xf32>
 }

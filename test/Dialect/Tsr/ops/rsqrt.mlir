@@ -19,7 +19,7 @@ func.func @rsqrt(%x: tensor<4x8xf32>, %y: tensor<3xbf16>) -> (tensor<4x8xf32>, t
 // -----
 
 func.func @int_operand(%x: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float or bfloat16 type or 16-bit float values of at most 2^48 elements, but got 'tensor<4xi32>'}}
   %0 = tsr.rsqrt %x : tensor<4xi32>
   return %0 : tensor<4xi32>
 }

@@ -73,6 +73,16 @@ def main(out):
                              name="ln", epsilon=eps),
         ], [x44, vi("s", F, [4])], [vi("y", F, [4, 4])])
 
+    # Shapes whose element count overflows int64_t (a fuzzer finding: a
+    # Reshape target), or only exceeds tsr's 2^48 elements.
+    save(out, "reshape_overflow", [
+        const("huge", np.array([2, 4683743612465315840], np.int64)),
+        helper.make_node("Reshape", ["x", "huge"], ["y"], name="reshape"),
+    ], [x44], [vi("y", F, [2, 4683743612465315840])], check=False)
+    save(out, "huge_input", [helper.make_node("Relu", ["x"], ["y"],
+                                              name="relu")],
+         [vi("x", F, [1 << 30, 1 << 20])], [vi("y", F, [1 << 30, 1 << 20])])
+
     # Gemm with every attribute; MatMul with 1-D operands.
     save(out, "gemm", [
         helper.make_node("Gemm", ["a", "b", "c"], ["y"], name="gemm",

@@ -7,4 +7,13 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrOpsDialect.h.inc"
 
+namespace tessera::tsr {
+/// The most elements a tensor of a tsr op may hold (2^48).
+constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
+/// Whether `type` is a ranked tensor of static, non-negative dimensions
+/// holding at most kMaxTensorElements elements (the type constraint of every
+/// tsr op's operands and results).
+bool hasBoundedElementCount(mlir::Type type);
+} // namespace tessera::tsr
+
 #endif // TESSERA_DIALECT_TSR_IR_TSRDIALECT_H

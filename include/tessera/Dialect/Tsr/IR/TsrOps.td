@@ -21,12 +21,22 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Types and enums
 //===----------------------------------------------------------------------===//
 
+// Every tensor of a tsr op holds at most 2^48 elements (256 Ti): element
+// counts, byte sizes and their sums in the passes, the planner and the
+// runtime then fit in int64_t, whatever shapes an input file claims.
+class Tsr_TensorOf<list<Type> allowedTypes>
+    : Type<And<[StaticShapeTensorOf<allowedTypes>.predicate,
+                CPred<"::tessera::tsr::hasBoundedElementCount($_self)">]>,
+           StaticShapeTensorOf<allowedTypes>.summary #
+               " of at most 2^48 elements",
+           "::mlir::TensorType">;
+
 // f64 is for reference runs (gradient checks against finite differences).
-def Tsr_FloatTensor : StaticShapeTensorOf<[F32, F64, BF16, F16]>;
-def Tsr_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
-def Tsr_BoolTensor : StaticShapeTensorOf<[I1]>;
-def Tsr_AnyTensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I32, I64, I1]>;
-def Tsr_NumericTensor : StaticShapeTensorOf<[F32, F64, BF16, F16, I32, I64]>;
+def Tsr_FloatTensor : Tsr_TensorOf<[F32, F64, BF16, F16]>;
+def Tsr_IndexTensor : Tsr_TensorOf<[I32, I64]>;
+def Tsr_BoolTensor : Tsr_TensorOf<[I1]>;
+def Tsr_AnyTensor : Tsr_TensorOf<[F32, F64, BF16, F16, I32, I64, I1]>;
+def Tsr_NumericTensor : Tsr_TensorOf<[F32, F64, BF16, F16, I32, I64]>;
 
 def Tsr_GeluApproximation : I32EnumAttr<"GeluApproximation",
     "how gelu evaluates the normal CDF", [
