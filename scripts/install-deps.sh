@@ -18,6 +18,8 @@ PACKAGES=(
   python3-torch python3-onnx
   # ONNX node tests the importer is checked against
   libonnx-testdata
+  # libFuzzer and the sanitizers' run-time (scripts/fuzz.sh)
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

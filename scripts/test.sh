@@ -7,8 +7,33 @@
 # kernels; empty: skip), so that no test depends on the BLAS kernels of the
 # machine at hand. OPENBLAS_CORETYPE and OPENBLAS_NUM_THREADS set by the
 # caller reach every test.
+#
+# Also a short smoke run of every fuzz target (scripts/fuzz.sh; seconds per
+# target from TESSERA_FUZZ_SECONDS, default 10; 0: skip).
+#
+#   scripts/test.sh --sanitize   the unit and lit suites on a build with
+#                                AddressSanitizer and UBSan (build-asan/;
+#                                no BLAS recheck, no fuzzing)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+
+sanitize=0
+if [ "${1:-}" = "--sanitize" ]; then
+  sanitize=1
+  export TESSERA_BUILD_DIR=${TESSERA_BUILD_DIR:-build-asan}
+  export TESSERA_CMAKE_ARGS="-DTESSERA_SANITIZE=ON"
+  # Every finding fails the test that hit it; leaks too.
+  # allow_user_poisoning=0: see scripts/fuzz.sh (LLVM's headers poison
+  # memory that the uninstrumented libMLIR.so then uses).
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allow_user_poisoning=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  if [ -x /usr/lib/llvm-22/bin/llvm-symbolizer ]; then
+    export ASAN_SYMBOLIZER_PATH=/usr/lib/llvm-22/bin/llvm-symbolizer
+  fi
+elif [ $# -gt 0 ]; then
+  echo "usage: scripts/test.sh [--sanitize]" >&2
+  exit 2
+fi
 
 scripts/build.sh || { echo "0 passed, 1 failed"; exit 1; }
 
@@ -21,12 +46,20 @@ trap 'rm -f "$log"' EXIT
 rc=${PIPESTATUS[0]}
 
 recheck=${TESSERA_BLAS_RECHECK-Prescott}
-if [ -n "$recheck" ]; then
+if [ -n "$recheck" ] && [ $sanitize -eq 0 ]; then
   echo "== end-to-end equivalence again with OPENBLAS_CORETYPE=$recheck"
   OPENBLAS_CORETYPE=$recheck "$LIT" -sv "$BUILD_DIR/test/E2E" \
     --filter 'equivalence|gpt-' 2>&1 | tee -a "$log"
   rc2=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] && rc=$rc2
+fi
+
+fuzz_seconds=${TESSERA_FUZZ_SECONDS-10}
+if [ "$fuzz_seconds" != 0 ] && [ $sanitize -eq 0 ]; then
+  echo "== fuzz targets, $fuzz_seconds s each"
+  scripts/fuzz.sh "$fuzz_seconds" 2>&1 | tee -a "$log"
+  rc3=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] && rc=$rc3
 fi
 
 # Sum a category over lit's summaries ("  Passed: 12 (100.00%)").

@@ -207,6 +207,7 @@ std::string cmakeLists(ArrayRef<std::string> dirs, bool cuda) {
     return s;
   }
   os << "find_package(MPI REQUIRED COMPONENTS CXX)\n"
+        "find_package(Threads REQUIRED)\n"
         "set(TESSERA_RUNTIME_INCLUDE_DIR \"" TESSERA_RUNTIME_INCLUDE_DIR
         "\" CACHE PATH \"Tessera runtime headers\")\n"
         "set(TESSERA_RUNTIME_LIBRARY \"" TESSERA_RUNTIME_LIBRARY
@@ -227,7 +228,12 @@ std::string cmakeLists(ArrayRef<std::string> dirs, bool cuda) {
        << " PRIVATE ${TESSERA_RUNTIME_INCLUDE_DIR})\n"
        << "target_link_libraries(" << target
        << " PRIVATE ${TESSERA_RUNTIME_LIBRARY}\n  ${TESSERA_OPENBLAS_LIBRARY} "
-          "MPI::MPI_CXX m)\n";
+          "MPI::MPI_CXX Threads::Threads m)\n";
+    // A runtime built with sanitizers (TESSERA_SANITIZE) needs their
+    // run-time libraries in the program too.
+    if (StringRef(TESSERA_RUNTIME_LINK_OPTIONS).size())
+      os << "target_link_options(" << target
+         << " PRIVATE " TESSERA_RUNTIME_LINK_OPTIONS ")\n";
   }
   return s;
 }
