@@ -132,4 +132,38 @@ std::string checkJsonDepth(std::string_view text, unsigned maxDepth) {
   return "";
 }
 
+std::string checkMlirDepth(std::string_view text, unsigned maxDepth) {
+  unsigned depth = 0;
+  bool inString = false, escaped = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      size_t end = text.find('\n', i);
+      if (end == std::string_view::npos)
+        break;
+      i = end;
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth > maxDepth)
+        return "brackets nest deeper than " + std::to_string(maxDepth) +
+               " levels (at byte " + std::to_string(i) + ")";
+    } else if ((c == ')' || c == ']' || c == '}' ||
+                (c == '>' && (i == 0 || text[i - 1] != '-'))) &&
+               depth > 0) {
+      --depth;
+    }
+  }
+  return "";
+}
+
 } // namespace tessera::support

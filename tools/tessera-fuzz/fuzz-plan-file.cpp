@@ -29,17 +29,21 @@ namespace {
 /// The devices a plan needs: the mesh's product, or the product of a
 /// policy's numbers ("dp2xtp2" -> 4); small so that partitioning is cheap.
 int64_t devicesOf(const tessera::dist::PlanFile &plan) {
+  // Saturates at 17: more devices than 16 are skipped anyway.
+  auto times = [](int64_t a, int64_t b) {
+    return std::min<int64_t>(a * b, 17);
+  };
   int64_t n = 1;
   if (plan.mesh) {
     for (int64_t d : {plan.mesh->dp, plan.mesh->tp, plan.mesh->pp})
-      n = d > 16 ? 17 : n * d;
+      n = times(n, std::min<int64_t>(d, 17));
   } else if (plan.policy) {
     int64_t digits = 0;
     for (char c : *plan.policy + "x") {
       if (c >= '0' && c <= '9')
         digits = std::min<int64_t>(digits * 10 + (c - '0'), 17);
       else if (digits) {
-        n *= digits;
+        n = times(n, digits);
         digits = 0;
       }
     }

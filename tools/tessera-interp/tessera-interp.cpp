@@ -13,11 +13,13 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Exec/Interpreter.h"
+#include "tessera/Support/InputFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -82,14 +84,24 @@ int main(int argc, char **argv) {
   if (file.empty())
     return fail("no input file (see --help)");
 
+  // A regular file of bounded size whose brackets nest no deeper than MLIR's
+  // recursive parser can take (docs/fuzzing.md).
+  std::string readError;
+  std::optional<std::string> text = support::readInputFile(
+      file, "input", support::kMaxModelFileBytes, readError);
+  if (!text)
+    return fail(readError);
+  if (std::string why = support::checkMlirDepth(*text); !why.empty())
+    return fail(file + ": " + why);
   MLIRContext context;
   context.loadDialect<tsr::TsrDialect, func::FuncDialect>();
   llvm::SourceMgr sources;
+  sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(*text, file),
+                             llvm::SMLoc());
   std::string parseErrors;
   llvm::raw_string_ostream errs(parseErrors);
   SourceMgrDiagnosticHandler handler(sources, &context, errs);
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(file, sources, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &context);
   if (!module)
     return fail("cannot parse " + file + "\n" + parseErrors);
 

@@ -19,6 +19,13 @@
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
+#include "tessera/Support/InputFile.h"
+
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+#include <cstdlib>
 
 int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
@@ -34,6 +41,47 @@ int main(int argc, char **argv) {
                   mlir::func::FuncDialect, mlir::arith::ArithDialect,
                   mlir::tensor::TensorDialect, mlir::emitc::EmitCDialect>();
   mlir::func::registerInlinerExtension(registry);
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "Tessera optimizer driver\n", registry));
+
+  // MlirOptMain's own reading of the input, with two checks first: the
+  // input must be a regular file (not /dev/zero, a FIFO, a directory) of
+  // bounded size, and its brackets must not nest deeper than MLIR's
+  // recursive parser can take (docs/fuzzing.md).
+  auto [inputFile, outputFile] = mlir::registerAndParseCLIOptions(
+      argc, argv, "Tessera optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config =
+      mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return mlir::asMainReturnCode(
+        mlir::MlirOptMain(argc, argv, inputFile, outputFile, registry));
+  auto fail = [](const std::string &message) {
+    llvm::errs() << "tessera-opt: error: " << message << "\n";
+    return EXIT_FAILURE;
+  };
+  std::unique_ptr<llvm::MemoryBuffer> input;
+  if (inputFile == "-") {
+    std::string error;
+    input = mlir::openInputFile(inputFile, &error);
+    if (!input)
+      return fail(error);
+  } else {
+    std::string error;
+    std::optional<std::string> text = tessera::support::readInputFile(
+        inputFile, "input", tessera::support::kMaxModelFileBytes, error);
+    if (!text)
+      return fail(error);
+    input = llvm::MemoryBuffer::getMemBufferCopy(*text, inputFile);
+  }
+  if (std::string why = tessera::support::checkMlirDepth(input->getBuffer());
+      !why.empty())
+    return fail(inputFile + ": " + why);
+  std::string error;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFile, &error);
+  if (!output)
+    return fail(error);
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return EXIT_FAILURE;
+  output->keep();
+  return EXIT_SUCCESS;
 }

@@ -96,6 +96,21 @@ TEST(JsonDepth, CountsBracketsOutsideStrings) {
   EXPECT_NE(checkJsonDepth(deep), "");
 }
 
+TEST(MlirDepth, CountsAllBracketsButArrowsStringsAndComments) {
+  EXPECT_EQ(checkMlirDepth("func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> "
+                           "{ return %x : tensor<4xf32> }",
+                           2),
+            "");
+  EXPECT_EQ(checkMlirDepth("{ %0 = tsr.exp %x : tensor<4xf32> }", 1),
+            "brackets nest deeper than 1 levels (at byte 26)");
+  // '->' closes nothing; strings and // comments hold no brackets.
+  EXPECT_EQ(checkMlirDepth("() -> () -> ()", 1), "");
+  EXPECT_EQ(checkMlirDepth("{ \"(((\\\"(((\" } // ((((((\n[]", 1), "");
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_NE(checkMlirDepth("#a = " + deep), "");
+  EXPECT_EQ(kMaxMlirDepth, 256u);
+}
+
 TEST(ParseJson, DepthDuplicatesAndSyntaxAreErrors) {
   std::string deep = std::string(100000, '[') + std::string(100000, ']');
   EXPECT_EQ(errorOf([&] { parseJson(deep, "deep.json"); }),

@@ -61,6 +61,18 @@ std::optional<std::string> readInputFile(const std::string &path,
 std::string checkJsonDepth(std::string_view text,
                            unsigned maxDepth = kMaxJsonDepth);
 
+/// The deepest bracket nesting accepted in .mlir text: real IR nests a few
+/// dozen levels (regions, attributes, types); MLIR's parser recurses once
+/// per level with no limit of its own, so thousands of levels overflow the
+/// stack.
+constexpr unsigned kMaxMlirDepth = 256;
+
+/// The same check for MLIR's textual IR: (), [], {} and <> (not the '>' of
+/// '->') nest at most `maxDepth` deep, outside string literals and `//`
+/// comments. Returns "" or a message giving the byte offset.
+std::string checkMlirDepth(std::string_view text,
+                           unsigned maxDepth = kMaxMlirDepth);
+
 /// a * b, or std::nullopt when the product overflows int64_t. Every product
 /// of user-given integers (mesh sizes, micro-batches) is formed through it.
 inline std::optional<int64_t> checkedMul(int64_t a, int64_t b) {
