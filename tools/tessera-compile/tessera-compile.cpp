@@ -47,6 +47,8 @@
 
 using namespace mlir;
 using namespace tessera;
+using Dist = tessera::dist::DistDialect;
+using Tsr = tessera::tsr::TsrDialect;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("tessera-compile options");
@@ -269,9 +271,10 @@ std::string runScript(ArrayRef<std::string> dirs, int64_t worldSize) {
 void printPlan(ModuleOp module) {
   if (quiet)
     return;
-  auto mesh = module->getAttrOfType<dist::MeshAttr>("dist.mesh");
+  auto mesh =
+      module->getAttrOfType<dist::MeshAttr>(Dist::MeshAttrHelper::getNameStr());
   int64_t micro = 1;
-  if (auto m = module->getAttrOfType<IntegerAttr>("dist.micro_batches"))
+  if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(module))
     micro = m.getInt();
   llvm::errs() << "tessera-compile: plan " << plan << " on " << mesh << ", "
                << micro << " micro-batch(es)"
@@ -293,9 +296,9 @@ void printPlan(ModuleOp module) {
         ++collectives;
     });
     for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      if (f.getArgAttr(i, "tsr.param"))
+      if (f.getArgAttr(i, Tsr::ParamAttrHelper::getNameStr()))
         ++params;
-    int64_t rank = f->getAttrOfType<IntegerAttr>("dist.rank").getInt();
+    int64_t rank = getAttr<Dist::RankAttrHelper>(f).getInt();
     auto c = mesh.coords(rank);
     llvm::errs() << llvm::formatv(
         "  rank {0} (dp {1}, tp {2}, pp {3}): {4} params, {5} ops, {6} "
@@ -416,7 +419,7 @@ int main(int argc, char **argv) {
   // The gradient function is also kept as `grad_step` (for --dump-grads).
   for (auto f : llvm::make_early_inc_range(module->getOps<func::FuncOp>()))
     if (!distributed && f.getNumResults() > 1 &&
-        f.getResultAttr(1, "tsr.grad")) {
+        f.getResultAttr(1, Tsr::GradAttrHelper::getNameStr())) {
       OpBuilder b(f);
       b.setInsertionPointAfter(f);
       auto copy = cast<func::FuncOp>(b.clone(*f));
@@ -463,10 +466,11 @@ int main(int argc, char **argv) {
     // choice, so there it always applies.
     if (given(schedule) && !autoPlan) {
       int64_t pp = 1, micro = 1;
-      auto mesh = (*module)->getAttrOfType<dist::MeshAttr>("dist.mesh");
+      auto mesh = (*module)->getAttrOfType<dist::MeshAttr>(
+          Dist::MeshAttrHelper::getNameStr());
       if (auto axis = mesh.axisIndex("pp"))
         pp = mesh.getSizes()[*axis];
-      if (auto m = (*module)->getAttrOfType<IntegerAttr>("dist.micro_batches"))
+      if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(*module))
         micro = m.getInt();
       if (pp == 1 && micro == 1)
         return fail("--schedule orders micro-batches through pipeline "
@@ -486,7 +490,9 @@ int main(int argc, char **argv) {
     if (failed(dpm.run(*module)))
       return 1;
     worldSize =
-        (*module)->getAttrOfType<dist::MeshAttr>("dist.mesh").numRanks();
+        (*module)
+            ->getAttrOfType<dist::MeshAttr>(Dist::MeshAttrHelper::getNameStr())
+            .numRanks();
     printPlan(*module);
   }
   if (failed(writeFile(path("train.mlir"),

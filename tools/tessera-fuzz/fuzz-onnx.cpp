@@ -16,6 +16,7 @@
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
+using Tsr = tessera::tsr::TsrDialect;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static std::unique_ptr<MLIRContext> ctx = tessera::fuzz::quietContext();
@@ -29,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool hasLoss = false;
   module->walk([&](func::FuncOp f) {
     for (unsigned i = 0; i < f.getNumResults(); ++i)
-      hasLoss = hasLoss || f.getResultAttr(i, "tsr.loss");
+      hasLoss =
+          hasLoss || f.getResultAttr(i, Tsr::LossAttrHelper::getNameStr());
   });
   if (!hasLoss)
     return 0;

@@ -30,6 +30,7 @@
 
 using namespace mlir;
 using namespace tessera;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 
@@ -120,7 +121,9 @@ int main(int argc, char **argv) {
     if (!inputs.empty())
       for (auto &[name, t] : rt::readSafetensors(inputs))
         named[name] = t;
-    static const char *const argKeys[] = {"tsr.param", "tsr.input", nullptr};
+    static const char *const argKeys[] = {
+        Tsr::ParamAttrHelper::getNameStr().data(),
+        Tsr::InputAttrHelper::getNameStr().data(), nullptr};
     std::vector<rt::Tensor> args;
     for (unsigned i = 0; i < f.getNumArguments(); ++i) {
       std::string name =
@@ -136,14 +139,17 @@ int main(int argc, char **argv) {
     std::string error;
     if (!exec::interpret(f, args, results, error))
       return fail(error);
-    static const char *const resultKeys[] = {"tsr.output", "tsr.grad", nullptr};
+    static const char *const resultKeys[] = {
+        Tsr::OutputAttrHelper::getNameStr().data(),
+        Tsr::GradAttrHelper::getNameStr().data(), nullptr};
     std::vector<std::pair<std::string, rt::Tensor>> out;
     for (unsigned i = 0; i < results.size(); ++i) {
       DictionaryAttr attrs = f.getResultAttrDict(i);
       std::string name =
           nameOf(attrs, resultKeys,
-                 attrs && attrs.get("tsr.loss") ? std::string("loss")
-                                                : "result" + std::to_string(i));
+                 attrs && attrs.get(Tsr::LossAttrHelper::getNameStr())
+                     ? std::string("loss")
+                     : "result" + std::to_string(i));
       out.push_back({name, results[i]});
       std::cout << name << ": " << rt::dtypeName(results[i].dtype()) << " "
                 << rt::shapeToString(results[i].shape()) << "\n";

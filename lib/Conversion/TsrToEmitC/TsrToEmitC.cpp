@@ -31,6 +31,8 @@ namespace tessera {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::tsr;
+using Dist = tessera::dist::DistDialect;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 
@@ -94,19 +96,19 @@ std::optional<Role> roleOf(DictionaryAttr attrs) {
       return s.str();
     return std::nullopt;
   };
-  if (auto n = str("tsr.param"))
+  if (auto n = str(Tsr::ParamAttrHelper::getNameStr()))
     return Role{"Param", *n};
-  if (auto n = str("tsr.state"))
+  if (auto n = str(Tsr::StateAttrHelper::getNameStr()))
     return Role{"State", *n};
-  if (auto n = str("tsr.input"))
+  if (auto n = str(Tsr::InputAttrHelper::getNameStr()))
     return Role{"Input", *n};
-  if (auto n = str("tsr.hyper"))
+  if (auto n = str(Tsr::HyperAttrHelper::getNameStr()))
     return Role{"Hyper", *n};
-  if (attrs.get("tsr.step"))
+  if (attrs.get(Tsr::StepAttrHelper::getNameStr()))
     return Role{"Step", "step"};
-  if (attrs.get("tsr.loss"))
+  if (attrs.get(Tsr::LossAttrHelper::getNameStr()))
     return Role{"Loss", "loss"};
-  if (auto n = str("tsr.grad"))
+  if (auto n = str(Tsr::GradAttrHelper::getNameStr()))
     return Role{"Grad", *n};
   return std::nullopt;
 }
@@ -164,7 +166,7 @@ public:
                << op.getName() << "'";
       std::string where = locationText(op.getLoc());
       std::string what = op.getName().getStringRef().str();
-      if (auto rvd = op.getAttrOfType<StringAttr>("dist.rvd"))
+      if (auto rvd = getAttr<Dist::RvdAttrHelper>(&op))
         what += " (" + rvd.str() + ")";
       verbatim(op.getLoc(), "// " + (where.empty() ? "" : where + ": ") + what);
       if (failed(lower(&op)))
@@ -685,13 +687,14 @@ struct ConvertTsrToEmitCPass
     if (emitMain && !steps.empty()) {
       std::string model = modelName;
       if (model.empty())
-        if (auto src = module->getAttrOfType<StringAttr>("tsr.source"))
+        if (auto src = getAttr<Tsr::SourceAttrHelper>(module))
           model = src.str();
       // A per-rank program (dist-partition's output) knows its rank.
       int64_t rank = 0, worldSize = 1;
-      if (auto r = steps.front()->getAttrOfType<IntegerAttr>("dist.rank"))
+      if (auto r = getAttr<Dist::RankAttrHelper>(steps.front()))
         rank = r.getInt();
-      if (auto mesh = module->getAttrOfType<dist::MeshAttr>("dist.mesh"))
+      if (auto mesh = module->getAttrOfType<dist::MeshAttr>(
+              Dist::MeshAttrHelper::getNameStr()))
         worldSize = mesh.numRanks();
       if (failed(emitProgram(module, steps, gradStep, model, initWeights, rank,
                              worldSize)))

@@ -37,6 +37,7 @@
 #include <unordered_map>
 
 using namespace mlir;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace tessera::onnx_import {
 namespace {
@@ -480,7 +481,7 @@ OwningOpRef<ModuleOp> Importer::run() {
   ctx->loadDialect<tsr::TsrDialect, func::FuncDialect>();
   opset = model.opsetVersion("");
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  (*module)->setAttr("tsr.source",
+  (*module)->setAttr(Tsr::SourceAttrHelper::getNameStr(),
                      b.getStringAttr(llvm::sys::path::filename(model.path)));
 
   // Arguments: initializers in file order (tsr.param), then the graph
@@ -499,7 +500,7 @@ OwningOpRef<ModuleOp> Importer::run() {
     if (!elem)
       continue;
     argTypes.push_back(tensorOf(t.shape, elem));
-    argAttrs.push_back({"tsr.param", t.name});
+    argAttrs.push_back({Tsr::ParamAttrHelper::getNameStr(), t.name});
     argNames.push_back(t.name);
   }
   for (const ValueInfo &vi : model.inputs) {
@@ -528,7 +529,7 @@ OwningOpRef<ModuleOp> Importer::run() {
                  << vt.str() << "); empty tensors are not supported",
              nullptr;
     argTypes.push_back(tensorOf(vt.shape, elem));
-    argAttrs.push_back({"tsr.input", vi.name});
+    argAttrs.push_back({Tsr::InputAttrHelper::getNameStr(), vi.name});
     argNames.push_back(vi.name);
   }
 
@@ -603,9 +604,10 @@ OwningOpRef<ModuleOp> Importer::run() {
     }
   }
   for (size_t i = 0; i < model.outputs.size(); ++i) {
-    func.setResultAttr(i, "tsr.output", b.getStringAttr(model.outputs[i].name));
+    func.setResultAttr(i, Tsr::OutputAttrHelper::getNameStr(),
+                       b.getStringAttr(model.outputs[i].name));
     if (loss && *loss == i)
-      func.setResultAttr(i, "tsr.loss", b.getUnitAttr());
+      func.setResultAttr(i, Tsr::LossAttrHelper::getNameStr(), b.getUnitAttr());
   }
 
   if (failed(withNodeErrors("the imported module does not verify",

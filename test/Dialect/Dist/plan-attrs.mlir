@@ -171,16 +171,22 @@ func.func @rvd_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd, dist.batch, dist.micro_batches, dist.schedule, dist.schedule_order, dist.stage_devices and dist.weight_grad}}
+  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd, dist.batch, dist.micro_batches, dist.schedule, dist.schedule_order, dist.stage_devices, dist.weight_grad and dist.origin}}
   %0 = tsr.relu %x {dist.splt = {b = "dp"}} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
+// expected-error @+1 {{'dist.micro_batches' must be an integer >= 1, found 0 : i64}}
+module attributes {dist.mesh = #dist.mesh<[dp = 2]>, dist.micro_batches = 0 : i64} {
+}
+
+// -----
+
 module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
-  // expected-error @+1 {{'dist.micro_batches' must be an integer >= 1, found 0 : i64}}
-  func.func @f() attributes {dist.micro_batches = 0 : i64} {
+  // expected-error @+1 {{'dist.micro_batches' belongs on a builtin.module, not on 'func.func'}}
+  func.func @f() attributes {dist.micro_batches = 2 : i64} {
     return
   }
 }
@@ -188,8 +194,55 @@ module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
 // -----
 
 module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
-  // expected-error @+1 {{'dist.batch' must be a string (the annotation name of the op's batch dimension), found 3 : i64}}
-  func.func @f() attributes {dist.batch = 3 : i64} {
+  func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'dist.batch' must be a string (the annotation name of the op's batch dimension), found 3 : i64}}
+    %0 = tsr.relu %x {dist.batch = 3 : i64} : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
+  // expected-error @+1 {{'dist.batch' belongs on an op in a function body, not on 'func.func'}}
+  func.func @f() attributes {dist.batch = "b"} {
     return
   }
+}
+
+// -----
+
+// Function arguments and results are checked too.
+// expected-error @+1 {{'dist.stage' belongs on an op in a function body, not on argument 0 of 'func.func'}}
+func.func @arg(%x: tensor<4xf32> {dist.stage = 0 : i64}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{unknown attribute 'dist.home': dist defines}}
+func.func @result(%x: tensor<4xf32>) -> (tensor<4xf32> {dist.home = 1 : i64}) {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dist.origin' must be a symbol reference, found "train_step"}}
+func.func @origin() attributes {dist.origin = "train_step"} {
+  return
+}
+
+// -----
+
+// A place is checked before the value.
+// expected-error @+1 {{'dist.weight_grad' belongs on an op in a function body, not on 'builtin.module'}}
+module attributes {dist.weight_grad = true} {
+}
+
+// -----
+
+func.func @wg(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.weight_grad' must be a unit attribute, found true}}
+  %0 = tsr.relu %x {dist.weight_grad = true} : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

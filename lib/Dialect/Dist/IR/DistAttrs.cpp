@@ -45,7 +45,8 @@ std::string LayoutEntry::str() const {
 
 MeshAttr tessera::dist::getEnclosingMesh(Operation *op) {
   for (; op; op = op->getParentOp())
-    if (auto mesh = op->getAttrOfType<MeshAttr>(DistDialect::getMeshAttrName()))
+    if (auto mesh = op->getAttrOfType<MeshAttr>(
+            DistDialect::MeshAttrHelper::getNameStr()))
       return mesh;
   return {};
 }

@@ -1,9 +1,8 @@
 //===- DistDialect.cpp - the dist dialect ---------------------------------===//
 //
-// Registration, and the verifier of the discardable plan attributes
-// (dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd,
-// dist.batch, dist.micro_batches, dist.schedule)
-// wherever they appear.
+// Registration, and the verifier of the discardable attributes (declared in
+// DistDialect.td): the generic check of their place and kind, then what
+// each one's value must satisfy beyond its kind.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +14,7 @@
 #include "llvm/ADT/StringMap.h"
 
 using namespace mlir;
+using namespace tessera;
 using namespace tessera::dist;
 
 #include "tessera/Dialect/Dist/IR/DistOpsDialect.cpp.inc"
@@ -47,21 +47,14 @@ FailureOr<int64_t> getI64(Operation *op, NamedAttribute attr) {
 
 LogicalResult verifyMesh(Operation *op, NamedAttribute attr) {
   if (!isa<MeshAttr>(attr.getValue()))
-    return op->emitError() << "'dist.mesh' must be a #dist.mesh, found "
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a #dist.mesh, found "
                            << attr.getValue();
-  if (!isa<ModuleOp>(op))
-    return op->emitError() << "'dist.mesh' belongs on a builtin.module, not "
-                              "on '"
-                           << op->getName() << "'";
   return success();
 }
 
 LogicalResult verifySplit(Operation *op, NamedAttribute attr) {
-  auto split = dyn_cast<DictionaryAttr>(attr.getValue());
-  if (!split)
-    return op->emitError() << "'dist.split' must be a dictionary from "
-                              "dimension names to mesh axis names, found "
-                           << attr.getValue();
+  auto split = cast<DictionaryAttr>(attr.getValue());
   MeshAttr mesh = getEnclosingMesh(op);
   if (!mesh)
     return op->emitError()
@@ -109,8 +102,7 @@ LogicalResult verifyStage(Operation *op, NamedAttribute attr) {
   // With several (virtual) stages per device, dist.stage_devices on the
   // module lists the device of each stage.
   for (Operation *p = op; p; p = p->getParentOp())
-    if (auto devices =
-            p->getAttrOfType<DenseI64ArrayAttr>("dist.stage_devices"))
+    if (auto devices = getAttr<DistDialect::StageDevicesAttrHelper>(p))
       stages = devices.size();
   if (*stage >= stages)
     return op->emitError() << "'dist.stage' is " << *stage
@@ -120,11 +112,7 @@ LogicalResult verifyStage(Operation *op, NamedAttribute attr) {
 }
 
 LogicalResult verifyOrderAfter(Operation *op, NamedAttribute attr) {
-  auto names = dyn_cast<ArrayAttr>(attr.getValue());
-  if (!names)
-    return op->emitError() << "'dist.order_after' must be an array of op "
-                              "names, found "
-                           << attr.getValue();
+  auto names = cast<ArrayAttr>(attr.getValue());
   for (auto [i, name] : llvm::enumerate(names)) {
     auto str = dyn_cast<StringAttr>(name);
     if (!str || str.getValue().empty())
@@ -136,9 +124,6 @@ LogicalResult verifyOrderAfter(Operation *op, NamedAttribute attr) {
 }
 
 LogicalResult verifyRank(Operation *op, NamedAttribute attr) {
-  if (!isa<FunctionOpInterface>(op))
-    return op->emitError() << "'dist.rank' belongs on a function, not on '"
-                           << op->getName() << "'";
   FailureOr<int64_t> rank = getI64(op, attr);
   if (failed(rank))
     return failure();
@@ -154,72 +139,48 @@ LogicalResult verifyRank(Operation *op, NamedAttribute attr) {
 
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (!verifyDiscardableAttr({op, std::nullopt}, attr, kDiscardableAttrs,
+                             getDialectNamespace()))
+    return failure();
+  // What the declared storage type does not say.
   StringRef name = attr.getName().getValue();
-  if (name == getMeshAttrName())
+  if (name == MeshAttrHelper::getNameStr())
     return verifyMesh(op, attr);
-  if (name == getSplitAttrName())
+  if (name == SplitAttrHelper::getNameStr())
     return verifySplit(op, attr);
-  if (name == getStageAttrName())
+  if (name == StageAttrHelper::getNameStr())
     return verifyStage(op, attr);
-  if (name == getOrderAfterAttrName())
+  if (name == OrderAfterAttrHelper::getNameStr())
     return verifyOrderAfter(op, attr);
-  if (name == getRankAttrName())
+  if (name == RankAttrHelper::getNameStr())
     return verifyRank(op, attr);
-  if (name == "dist.stage_devices") {
-    auto devices = dyn_cast<DenseI64ArrayAttr>(attr.getValue());
-    if (!devices)
-      return op->emitError() << "'dist.stage_devices' must be an array<i64> "
-                                "(the pipeline device of each stage), found "
-                             << attr.getValue();
-    return success();
-  }
-  if (name == "dist.schedule_order") {
-    auto blocks = dyn_cast<ArrayAttr>(attr.getValue());
-    if (!blocks || llvm::any_of(blocks, [](Attribute a) {
-          auto b = dyn_cast<DenseI64ArrayAttr>(a);
-          return !b || b.size() != 3;
-        }))
-      return op->emitError() << "'dist.schedule_order' must be an array of "
-                                "[stage, kind, micro-batch] triples";
-    return success();
-  }
-  if (name == "dist.weight_grad") {
-    if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'dist.weight_grad' is a unit attribute";
-    return success();
-  }
-  if (name == "dist.batch") {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError()
-             << "'dist.batch' must be a string (the annotation name of the "
-                "op's batch dimension), found "
-             << attr.getValue();
-    return success();
-  }
-  if (name == "dist.micro_batches") {
-    auto m = dyn_cast<IntegerAttr>(attr.getValue());
-    if (!m || m.getInt() < 1)
-      return op->emitError()
-             << "'dist.micro_batches' must be an integer >= 1, found "
-             << attr.getValue();
-    return success();
-  }
-  if (name == "dist.schedule") {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError()
-             << "'dist.schedule' must be a string, found " << attr.getValue();
-    return success();
-  }
-  if (name == getRvdAttrName()) {
-    if (!isa<StringAttr>(attr.getValue()))
-      return op->emitError()
-             << "'dist.rvd' must be a string, found " << attr.getValue();
-    return success();
-  }
-  return op->emitError() << "unknown attribute '" << name
-                         << "': dist defines dist.mesh, dist.split, "
-                            "dist.stage, dist.order_after, dist.rank, "
-                            "dist.rvd, dist.batch, dist.micro_batches, "
-                            "dist.schedule, dist.schedule_order, "
-                            "dist.stage_devices and dist.weight_grad";
+  if (name == ScheduleOrderAttrHelper::getNameStr() &&
+      llvm::any_of(cast<ArrayAttr>(attr.getValue()), [](Attribute a) {
+        auto b = dyn_cast<DenseI64ArrayAttr>(a);
+        return !b || b.size() != 3;
+      }))
+    return op->emitError() << "'" << name << "' must be an array of "
+                           << "[stage, kind, micro-batch] triples, found "
+                           << attr.getValue();
+  if (name == MicroBatchesAttrHelper::getNameStr() &&
+      cast<IntegerAttr>(attr.getValue()).getInt() < 1)
+    return op->emitError() << "'" << name << "' must be an integer >= 1, found "
+                           << attr.getValue();
+  return success();
+}
+
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned arg,
+                                                    NamedAttribute attr) {
+  return success(verifyDiscardableAttr({op, std::make_pair(false, arg)}, attr,
+                                       kDiscardableAttrs,
+                                       getDialectNamespace()));
+}
+
+LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                       unsigned result,
+                                                       NamedAttribute attr) {
+  return success(verifyDiscardableAttr({op, std::make_pair(true, result)}, attr,
+                                       kDiscardableAttrs,
+                                       getDialectNamespace()));
 }

@@ -47,7 +47,7 @@ std::optional<int64_t> executingRank(Operation *op) {
   auto func = op->getParentOfType<FunctionOpInterface>();
   if (!func)
     return std::nullopt;
-  auto rank = func->getAttrOfType<IntegerAttr>(DistDialect::getRankAttrName());
+  auto rank = getAttr<DistDialect::RankAttrHelper>(func);
   if (!rank)
     return std::nullopt;
   return rank.getInt();

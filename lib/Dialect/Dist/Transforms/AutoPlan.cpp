@@ -30,6 +30,7 @@ using namespace mlir;
 using namespace tessera;
 using namespace tessera::dist;
 using namespace tessera::dist::plan_detail;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 
@@ -128,7 +129,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   SmallVector<std::pair<Value, int64_t>> batchSeeds;
   int64_t batch = 0;
   for (BlockArgument arg : body.getArguments())
-    if (f.getArgAttr(arg.getArgNumber(), "tsr.input")) {
+    if (f.getArgAttr(arg.getArgNumber(), Tsr::InputAttrHelper::getNameStr())) {
       batchSeeds.push_back({arg, 0});
       auto t = cast<RankedTensorType>(arg.getType());
       if (t.getRank() > 0)
@@ -182,7 +183,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   llvm::DenseMap<Value, int> unitOfValue;
   llvm::StringMap<int> paramUnit;
   for (BlockArgument arg : body.getArguments()) {
-    auto name = f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tsr.param");
+    auto name = getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber());
     if (!name)
       continue;
     int u = 0;
@@ -202,12 +203,12 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     unsigned i = arg.getArgNumber();
     bool split = tpValues.contains(arg);
     double bytes = bytesOf(arg.getType());
-    if (auto name = f.getArgAttrOfType<StringAttr>(i, "tsr.param")) {
+    if (auto name = getArgAttr<Tsr::ParamAttrHelper>(f, i)) {
       autoplan::Unit &unit = problem.units[paramUnit[name.getValue()]];
       (split ? unit.paramBytesSplit : unit.paramBytes) += bytes;
       if (mainDtype.empty())
         mainDtype = dtypeName(arg.getType());
-    } else if (auto st = f.getArgAttrOfType<StringAttr>(i, "tsr.state")) {
+    } else if (auto st = getArgAttr<Tsr::StateAttrHelper>(f, i)) {
       int u = paramUnit.lookup(st.getValue().split('/').second);
       autoplan::Unit &unit = problem.units[u];
       (split ? unit.stateBytesSplit : unit.stateBytes) += bytes;
@@ -222,7 +223,8 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     int u = -1;
     if (auto it = unitOf.find(&op); it != unitOf.end())
       u = it->second;
-    else if (auto of = op.getAttrOfType<StringAttr>("tsr.backward");
+    else if (auto of = dyn_cast_or_null<StringAttr>(
+                 getAttr<Tsr::BackwardAttrHelper>(&op));
              of && unitOfName.count(of.getValue()))
       u = unitOfName.lookup(of.getValue());
     else

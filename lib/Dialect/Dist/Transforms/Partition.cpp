@@ -47,6 +47,8 @@ namespace dist {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::dist;
+using Dist = tessera::dist::DistDialect;
+using Tsr = tessera::tsr::TsrDialect;
 namespace lay = tessera::layout;
 
 namespace {
@@ -213,13 +215,13 @@ LogicalResult Partitioner::planOps() {
       continue;
     OpPlan p;
     p.op = &op;
-    if (auto s = op.getAttrOfType<IntegerAttr>("dist.stage"))
+    if (auto s = getAttr<Dist::StageAttrHelper>(&op))
       p.stage = s.getInt();
-    p.kind = !op.hasAttr("tsr.backward")      ? 0
-             : op.hasAttr("dist.weight_grad") ? 2
-                                              : 1;
+    p.kind = !hasAttr<Tsr::BackwardAttrHelper>(&op)     ? 0
+             : hasAttr<Dist::WeightGradAttrHelper>(&op) ? 2
+                                                        : 1;
     std::map<std::string, std::string> axisOf;
-    if (auto split = op.getAttrOfType<DictionaryAttr>("dist.split"))
+    if (auto split = getAttr<Dist::SplitAttrHelper>(&op))
       for (NamedAttribute e : split) {
         StringRef axis = cast<StringAttr>(e.getValue()).getValue();
         if (axis == "pp")
@@ -231,7 +233,7 @@ LogicalResult Partitioner::planOps() {
     // The batch, when split over micro-batches, is D on the temporal axis,
     // inner to dp (which splits the same dimension first).
     std::string mbName;
-    if (auto batch = op.getAttrOfType<StringAttr>("dist.batch")) {
+    if (auto batch = getAttr<Dist::BatchAttrHelper>(&op)) {
       p.perMicro = true;
       if (M > 1) {
         mbName = batch.str();
@@ -286,13 +288,14 @@ LogicalResult Partitioner::planArgs() {
   for (BlockArgument arg : body.getArguments()) {
     argLayouts[arg] = replicated(2);
     unsigned i = arg.getArgNumber();
-    if (auto s = step.getArgAttrOfType<IntegerAttr>(i, "dist.stage"))
+    if (auto s = getArgAttr<Dist::StageAttrHelper>(step, i))
       argStages[arg] = s.getInt();
-    if (auto param = step.getArgAttrOfType<StringAttr>(i, "tsr.param")) {
+    if (auto param = getArgAttr<Tsr::ParamAttrHelper>(step, i)) {
       int64_t s = 0;
       // A parameter lives with its first forward use.
       for (Operation &op : body)
-        if (!op.hasAttr("tsr.backward") && !op.hasAttr("tsr.update") &&
+        if (!hasAttr<Tsr::BackwardAttrHelper>(&op) &&
+            !hasAttr<Tsr::UpdateAttrHelper>(&op) &&
             llvm::is_contained(op.getOperands(), Value(arg))) {
           s = plans[&op].stage;
           break;
@@ -304,7 +307,7 @@ LogicalResult Partitioner::planArgs() {
   }
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
-    auto state = step.getArgAttrOfType<StringAttr>(i, "tsr.state");
+    auto state = getArgAttr<Tsr::StateAttrHelper>(step, i);
     if (!state)
       continue;
     argStages[arg] = paramStage.lookup(state.getValue().split('/').second);
@@ -400,7 +403,7 @@ FailureOr<Value> Partitioner::applyStep(RankState &r, Operation *where, Value x,
       return x;
     return zerosLike(b, loc, x.getType());
   }
-  made->setAttr("dist.rvd", rvd);
+  setAttr<Dist::RvdAttrHelper>(made, rvd);
   return made->getResult(0);
 }
 
@@ -628,7 +631,7 @@ LogicalResult Partitioner::emitAll() {
   // dist-schedule's order or a built-in GPipe / 1F1B.
   std::vector<std::tuple<int64_t, int64_t, int64_t>> blocks;
   ModuleOp module = step->getParentOfType<ModuleOp>();
-  if (auto order = module->getAttrOfType<ArrayAttr>("dist.schedule_order")) {
+  if (auto order = getAttr<Dist::ScheduleOrderAttrHelper>(module)) {
     for (Attribute a : order) {
       auto b = cast<DenseI64ArrayAttr>(a);
       blocks.push_back({b[0], b[1], b[2]});
@@ -677,7 +680,8 @@ LogicalResult Partitioner::finish() {
   // The home stage of a parameter or state result: its argument's.
   llvm::StringMap<BlockArgument> argByName;
   for (BlockArgument arg : body.getArguments())
-    for (const char *key : {"tsr.param", "tsr.state"})
+    for (StringRef key : {Tsr::ParamAttrHelper::getNameStr(),
+                          Tsr::StateAttrHelper::getNameStr()})
       if (auto n = step.getArgAttrOfType<StringAttr>(arg.getArgNumber(), key))
         argByName[(Twine(key) + ":" + n.getValue()).str()] = arg;
   // Phase 1: every rank materialises its results (this may add sends to
@@ -689,9 +693,10 @@ LogicalResult Partitioner::finish() {
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       DictionaryAttr a = step.getResultAttrDict(i);
       FullLayout want = replicated(2);
-      if (!a || !a.get("tsr.loss")) {
+      if (!a || !a.get(Tsr::LossAttrHelper::getNameStr())) {
         BlockArgument home;
-        for (const char *key : {"tsr.param", "tsr.state"})
+        for (StringRef key : {Tsr::ParamAttrHelper::getNameStr(),
+                              Tsr::StateAttrHelper::getNameStr()})
           if (auto n = a ? a.getAs<StringAttr>(key) : StringAttr())
             home = argByName.lookup((Twine(key) + ":" + n.getValue()).str());
         if (!home)
@@ -736,9 +741,8 @@ LogicalResult Partitioner::run() {
                             "and pp, found '")
              << name.getValue() << "'";
   }
-  if (auto devices =
-          step->getParentOfType<ModuleOp>()->getAttrOfType<DenseI64ArrayAttr>(
-              "dist.stage_devices"))
+  if (auto devices = getAttr<Dist::StageDevicesAttrHelper>(
+          step->getParentOfType<ModuleOp>()))
     stageDevices.assign(devices.asArrayRef().begin(),
                         devices.asArrayRef().end());
   auto m = lay::Mesh::create({{"dp", dp}, {"tp", tp}});
@@ -757,8 +761,8 @@ LogicalResult Partitioner::run() {
     rs->fn = func::FuncOp::create(
         mb, step.getLoc(), (step.getSymName() + "_rank" + Twine(r)).str(),
         FunctionType::get(ctx, {}, {}));
-    rs->fn->setAttr("dist.rank",
-                    IntegerAttr::get(IntegerType::get(ctx, 64), r));
+    setAttr<Dist::RankAttrHelper>(
+        rs->fn, IntegerAttr::get(IntegerType::get(ctx, 64), r));
     Block *entry = rs->fn.addEntryBlock();
     rs->builder.setInsertionPointToEnd(entry);
     mb.setInsertionPointAfter(rs->fn);
@@ -776,14 +780,15 @@ struct DistPartitionPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto mesh = module->getAttrOfType<MeshAttr>("dist.mesh");
+    auto mesh =
+        module->getAttrOfType<MeshAttr>(Dist::MeshAttrHelper::getNameStr());
     if (!mesh) {
       module.emitError("dist-partition: the module has no dist.mesh (run "
                        "dist-plan first)");
       return signalPassFailure();
     }
     int64_t microBatches = 1;
-    if (auto m = module->getAttrOfType<IntegerAttr>("dist.micro_batches"))
+    if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(module))
       microBatches = m.getInt();
     SmallVector<func::FuncOp> steps;
     for (auto f : module.getOps<func::FuncOp>())

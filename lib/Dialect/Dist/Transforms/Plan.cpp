@@ -16,11 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessera/Dialect/Dist/Transforms/PlanFile.h"
 #include "PlanUtils.h"
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
+#include "tessera/Dialect/Dist/Transforms/PlanFile.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Support/InputFile.h"
 
@@ -45,6 +45,8 @@ using namespace mlir;
 using namespace tessera;
 using namespace tessera::dist;
 using namespace tessera::dist::plan_detail;
+using Dist = tessera::dist::DistDialect;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 
@@ -153,7 +155,8 @@ LogicalDim traceDim(Block &body, ArrayRef<std::pair<Value, int64_t>> seeds,
 //===----------------------------------------------------------------------===//
 
 bool isForward(Operation *op) {
-  return !op->hasAttr("tsr.backward") && !op->hasAttr("tsr.update");
+  return !hasAttr<Tsr::BackwardAttrHelper>(op) &&
+         !hasAttr<Tsr::UpdateAttrHelper>(op);
 }
 
 /// FLOPs of an op, roughly: GEMMs dominate; everything else counts its
@@ -340,9 +343,9 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     MLIRContext *ctx = &getContext();
     auto mesh = MeshAttr::get(ctx, ArrayRef<StringRef>{"dp", "tp", "pp"},
                               ArrayRef<int64_t>{spec.dp, spec.tp, spec.pp});
-    module->setAttr("dist.mesh", mesh);
+    setAttr<Dist::MeshAttrHelper>(module, mesh);
     module->setAttr(
-        "dist.micro_batches",
+        Dist::MicroBatchesAttrHelper::getNameStr(),
         IntegerAttr::get(IntegerType::get(ctx, 64), spec.microBatches));
     bool any = false;
     for (auto f : module.getOps<func::FuncOp>()) {
@@ -535,13 +538,13 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   void addSplit(Operation *op, StringRef name, StringRef axis) {
     MLIRContext *ctx = op->getContext();
     NamedAttrList entries;
-    if (auto old = op->getAttrOfType<DictionaryAttr>("dist.split"))
+    if (auto old = getAttr<Dist::SplitAttrHelper>(op))
       entries.append(old.getValue());
     for (auto &e : entries)
       if (cast<StringAttr>(e.getValue()).getValue() == axis)
         return; // one split per axis per op: the first wins
     entries.set(name, StringAttr::get(ctx, axis));
-    op->setAttr("dist.split", entries.getDictionary(ctx));
+    setAttr<Dist::SplitAttrHelper>(op, entries.getDictionary(ctx));
   }
 
   LogicalResult planStep(func::FuncOp f, const PlanSpec &spec) {
@@ -552,7 +555,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     // The batch: from every data input's first dimension.
     SmallVector<std::pair<Value, int64_t>> batchSeeds;
     for (BlockArgument arg : body.getArguments())
-      if (f.getArgAttr(arg.getArgNumber(), "tsr.input"))
+      if (f.getArgAttr(arg.getArgNumber(), Tsr::InputAttrHelper::getNameStr()))
         batchSeeds.push_back({arg, 0});
     // dp x micro-batches divides the batch; formed with an overflow check
     // because both come from the user (a product that wraps to 0 would
@@ -570,14 +573,14 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         return f.emitError("dist-plan: the batch (")
                << b << ") of input "
                << f.getArgAttr(cast<BlockArgument>(arg).getArgNumber(),
-                               "tsr.input")
+                               Tsr::InputAttrHelper::getNameStr())
                << " is not divisible by dp (" << spec.dp
                << ") x micro-batches (" << spec.microBatches << ")";
     }
     LogicalDim batch = traceDim(body, batchSeeds, batchFactor,
                                 /*backward=*/false, all);
     for (auto &[op, name] : batch.names) {
-      op->setAttr("dist.batch", StringAttr::get(ctx, name));
+      setAttr<Dist::BatchAttrHelper>(op, StringAttr::get(ctx, name));
       if (spec.dp > 1)
         addSplit(op, name, "dp");
     }
@@ -671,7 +674,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                    << a.index << "] puts '" << name << "' on stage " << a.stage
                    << ", but the mesh has " << numStages << " stage(s)";
           op.setAttr(
-              "dist.stage",
+              Dist::StageAttrHelper::getNameStr(),
               IntegerAttr::get(IntegerType::get(&getContext(), 64), a.stage));
         }
     }
@@ -729,28 +732,28 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         devices.push_back(vShape ? (s < spec.pp ? s : 2 * spec.pp - 1 - s)
                                  : s % spec.pp);
       f->getParentOfType<ModuleOp>()->setAttr(
-          "dist.stage_devices", DenseI64ArrayAttr::get(ctx, devices));
+          Dist::StageDevicesAttrHelper::getNameStr(),
+          DenseI64ArrayAttr::get(ctx, devices));
     }
     // Forward ops: by unit, unless a plan file assigned them.
     llvm::DenseMap<Value, int64_t> stageOf;
     for (auto [i, op] : llvm::enumerate(forward)) {
-      if (!op->hasAttr("dist.stage"))
-        op->setAttr("dist.stage",
-                    IntegerAttr::get(i64, stageOfUnit(units.unitOf[i])));
+      if (!hasAttr<Dist::StageAttrHelper>(op))
+        setAttr<Dist::StageAttrHelper>(
+            op, IntegerAttr::get(i64, stageOfUnit(units.unitOf[i])));
       for (Value r : op->getResults())
-        stageOf[r] = op->getAttrOfType<IntegerAttr>("dist.stage").getInt();
+        stageOf[r] = getAttr<Dist::StageAttrHelper>(op).getInt();
     }
     // Parameters live with their first forward use.
     llvm::StringMap<int64_t> paramStage;
     for (BlockArgument arg : body.getArguments()) {
-      auto name =
-          f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tsr.param");
+      auto name = getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber());
       if (!name)
         continue;
       int64_t s = -1;
       for (Operation *op : forward)
         if (llvm::is_contained(op->getOperands(), arg)) {
-          s = op->getAttrOfType<IntegerAttr>("dist.stage").getInt();
+          s = getAttr<Dist::StageAttrHelper>(op).getInt();
           break;
         }
       if (s < 0)
@@ -759,8 +762,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       stageOf[arg] = s;
     }
     for (BlockArgument arg : body.getArguments())
-      if (auto st =
-              f.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "tsr.state")) {
+      if (auto st = getArgAttr<Tsr::StateAttrHelper>(f, arg.getArgNumber())) {
         StringRef param = st.getValue().split('/').second;
         stageOf[arg] = paramStage.lookup(param);
       }
@@ -772,19 +774,21 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     for (Operation *op : forward) {
       std::string n = nameOfOp(op);
       if (!n.empty() && !stageOfName.count(n))
-        stageOfName[n] = op->getAttrOfType<IntegerAttr>("dist.stage").getInt();
+        stageOfName[n] = getAttr<Dist::StageAttrHelper>(op).getInt();
     }
     SmallVector<Operation *> unresolved;
     for (Operation &op : body) {
       if (isForward(&op) || isa<func::ReturnOp, tsr::ConstantOp>(op))
         continue;
-      if (auto of = op.getAttrOfType<StringAttr>("tsr.backward")) {
+      if (auto of = dyn_cast_or_null<StringAttr>(
+              getAttr<Tsr::BackwardAttrHelper>(&op))) {
         auto it = stageOfName.find(of.getValue());
         if (it != stageOfName.end()) {
-          if (!op.hasAttr("dist.stage"))
-            op.setAttr("dist.stage", IntegerAttr::get(i64, it->second));
+          if (!hasAttr<Dist::StageAttrHelper>(&op))
+            op.setAttr(Dist::StageAttrHelper::getNameStr(),
+                       IntegerAttr::get(i64, it->second));
           for (Value r : op.getResults())
-            stageOf[r] = op.getAttrOfType<IntegerAttr>("dist.stage").getInt();
+            stageOf[r] = getAttr<Dist::StageAttrHelper>(&op).getInt();
           continue;
         }
       }
@@ -794,14 +798,15 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         if (it != stageOf.end())
           s = s < 0 ? it->second : std::min(s, it->second);
       }
-      if (s < 0 && !op.hasAttr("dist.stage")) {
+      if (s < 0 && !hasAttr<Dist::StageAttrHelper>(&op)) {
         unresolved.push_back(&op); // only data inputs: placed by its users
         continue;
       }
-      if (!op.hasAttr("dist.stage"))
-        op.setAttr("dist.stage", IntegerAttr::get(i64, s));
+      if (!hasAttr<Dist::StageAttrHelper>(&op))
+        op.setAttr(Dist::StageAttrHelper::getNameStr(),
+                   IntegerAttr::get(i64, s));
       for (Value r : op.getResults())
-        stageOf[r] = op.getAttrOfType<IntegerAttr>("dist.stage").getInt();
+        stageOf[r] = getAttr<Dist::StageAttrHelper>(&op).getInt();
     }
     // Ops reading only data inputs (e.g. a transposed input in the weight
     // gradient): with their earliest-stage user.
@@ -809,14 +814,14 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       int64_t s = -1;
       for (Value r : op->getResults())
         for (Operation *user : r.getUsers())
-          if (auto us = user->getAttrOfType<IntegerAttr>("dist.stage"))
+          if (auto us = getAttr<Dist::StageAttrHelper>(user))
             s = s < 0 ? us.getInt() : std::min(s, us.getInt());
-      op->setAttr("dist.stage", IntegerAttr::get(i64, s < 0 ? 0 : s));
+      setAttr<Dist::StageAttrHelper>(op, IntegerAttr::get(i64, s < 0 ? 0 : s));
     }
     // Every stage must have work.
     std::vector<bool> busy(numStages, false);
     for (Operation &op : body)
-      if (auto s = op.getAttrOfType<IntegerAttr>("dist.stage"))
+      if (auto s = getAttr<Dist::StageAttrHelper>(&op))
         if (s.getInt() >= 0 && s.getInt() < numStages)
           busy[s.getInt()] = true;
     for (int64_t s = 0; s < numStages; ++s)
@@ -846,10 +851,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                << (!a ? pair.first : pair.second) << "'";
       after[a].push_back(b);
       SmallVector<Attribute> names;
-      if (auto old = b->getAttrOfType<ArrayAttr>("dist.order_after"))
+      if (auto old = getAttr<Dist::OrderAfterAttrHelper>(b))
         names.append(old.begin(), old.end());
       names.push_back(StringAttr::get(&getContext(), pair.first));
-      b->setAttr("dist.order_after", ArrayAttr::get(&getContext(), names));
+      setAttr<Dist::OrderAfterAttrHelper>(b,
+                                          ArrayAttr::get(&getContext(), names));
     }
     // Cycle check over data edges plus order edges.
     llvm::DenseMap<Operation *, int> state;

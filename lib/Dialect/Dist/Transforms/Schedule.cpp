@@ -32,11 +32,13 @@ namespace dist {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::dist;
+using Dist = tessera::dist::DistDialect;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 
 int64_t stageOf(Operation *op) {
-  auto s = op->getAttrOfType<IntegerAttr>("dist.stage");
+  auto s = getAttr<Dist::StageAttrHelper>(op);
   return s ? s.getInt() : 0;
 }
 
@@ -58,7 +60,8 @@ struct DistSchedulePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    auto mesh = module->getAttrOfType<MeshAttr>("dist.mesh");
+    auto mesh =
+        module->getAttrOfType<MeshAttr>(Dist::MeshAttrHelper::getNameStr());
     if (!mesh) {
       module.emitError("dist-schedule: the module has no dist.mesh (run "
                        "dist-plan first)");
@@ -68,7 +71,7 @@ struct DistSchedulePass
     if (auto axis = mesh.axisIndex("pp"))
       pp = mesh.getSizes()[*axis];
     int64_t micro = 1;
-    if (auto m = module->getAttrOfType<IntegerAttr>("dist.micro_batches"))
+    if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(module))
       micro = m.getInt();
     // The schedule library counts micro-batches in int.
     if (micro < 1 || micro > std::numeric_limits<int>::max()) {
@@ -86,8 +89,7 @@ struct DistSchedulePass
     }
     int64_t stages = pp;
     bool vShape = false;
-    if (auto devices =
-            module->getAttrOfType<DenseI64ArrayAttr>("dist.stage_devices")) {
+    if (auto devices = getAttr<Dist::StageDevicesAttrHelper>(module)) {
       stages = devices.size();
       vShape = stages == 2 * pp && pp > 1 && devices[pp] == pp - 1;
     }
@@ -105,11 +107,12 @@ struct DistSchedulePass
       llvm::DenseSet<Operation *> inB;
       SmallVector<Operation *> work;
       for (Operation &op : body) {
-        if (!op.hasAttr("tsr.backward"))
+        if (!hasAttr<Tsr::BackwardAttrHelper>(&op))
           continue;
         for (Value r : op.getResults())
           for (Operation *user : r.getUsers())
-            if (user->hasAttr("dist.stage") && stageOf(user) < stageOf(&op))
+            if (hasAttr<Dist::StageAttrHelper>(user) &&
+                stageOf(user) < stageOf(&op))
               work.push_back(&op);
       }
       while (!work.empty()) {
@@ -118,7 +121,8 @@ struct DistSchedulePass
           continue;
         for (Value v : op->getOperands())
           if (Operation *d = v.getDefiningOp())
-            if (d->hasAttr("tsr.backward") && stageOf(d) == stageOf(op))
+            if (hasAttr<Tsr::BackwardAttrHelper>(d) &&
+                stageOf(d) == stageOf(op))
               work.push_back(d);
       }
       for (Operation &op : body) {
@@ -127,12 +131,13 @@ struct DistSchedulePass
         int64_t s = stageOf(&op);
         if (s >= stages)
           continue;
-        op.removeAttr("dist.weight_grad");
-        if (!op.hasAttr("tsr.backward")) {
-          if (!op.hasAttr("tsr.update"))
+        removeAttr<Dist::WeightGradAttrHelper>(&op);
+        if (!hasAttr<Tsr::BackwardAttrHelper>(&op)) {
+          if (!hasAttr<Tsr::UpdateAttrHelper>(&op))
             f[s] += flopsOf(&op);
         } else if (splitW && !inB.contains(&op)) {
-          op.setAttr("dist.weight_grad", UnitAttr::get(ctx));
+          op.setAttr(Dist::WeightGradAttrHelper::getNameStr(),
+                     UnitAttr::get(ctx));
           w[s] += flopsOf(&op);
         } else {
           bw[s] += flopsOf(&op);
@@ -184,8 +189,8 @@ struct DistSchedulePass
     for (const schedule::OrderedBlock &b : order.blocks)
       blocks.push_back(DenseI64ArrayAttr::get(
           ctx, {b.stage, int64_t(b.kind), int64_t(b.micro)}));
-    module->setAttr("dist.schedule", StringAttr::get(ctx, schedule));
-    module->setAttr("dist.schedule_order", ArrayAttr::get(ctx, blocks));
+    setAttr<Dist::ScheduleAttrHelper>(module, StringAttr::get(ctx, schedule));
+    setAttr<Dist::ScheduleOrderAttrHelper>(module, ArrayAttr::get(ctx, blocks));
   }
 };
 

@@ -6,6 +6,7 @@
 #include "mlir/Transforms/InliningUtils.h"
 
 using namespace mlir;
+using namespace tessera;
 using namespace tessera::tsr;
 
 #include "tessera/Dialect/Tsr/IR/TsrOpsDialect.cpp.inc"
@@ -46,4 +47,33 @@ Operation *TsrDialect::materializeConstant(OpBuilder &builder, Attribute value,
   if (!elements || elements.getType() != type)
     return nullptr;
   return ConstantOp::create(builder, loc, type, elements);
+}
+
+LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attr) {
+  if (!verifyDiscardableAttr({op, std::nullopt}, attr, kDiscardableAttrs,
+                             getDialectNamespace()))
+    return failure();
+  if (attr.getName().getValue() == BackwardAttrHelper::getNameStr() &&
+      !isa<UnitAttr, StringAttr>(attr.getValue()))
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a unit attribute or a string, found "
+                           << attr.getValue();
+  return success();
+}
+
+LogicalResult TsrDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                   unsigned arg,
+                                                   NamedAttribute attr) {
+  return success(verifyDiscardableAttr({op, std::make_pair(false, arg)}, attr,
+                                       kDiscardableAttrs,
+                                       getDialectNamespace()));
+}
+
+LogicalResult TsrDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                      unsigned result,
+                                                      NamedAttribute attr) {
+  return success(verifyDiscardableAttr({op, std::make_pair(true, result)}, attr,
+                                       kDiscardableAttrs,
+                                       getDialectNamespace()));
 }

@@ -31,6 +31,7 @@ namespace tsr {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::tsr;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 
@@ -42,7 +43,7 @@ bool isFloatTensor(Value v) {
 /// Index of the result marked tsr.loss, or -1.
 int lossIndex(func::FuncOp f) {
   for (unsigned i = 0; i < f.getNumResults(); ++i)
-    if (f.getResultAttr(i, "tsr.loss"))
+    if (f.getResultAttr(i, Tsr::LossAttrHelper::getNameStr()))
       return i;
   return -1;
 }
@@ -102,7 +103,8 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
     // initializers) are not differentiable: they get no gradient result.
     SmallVector<BlockArgument> params;
     for (BlockArgument arg : body.getArguments())
-      if (gradFn.getArgAttr(arg.getArgNumber(), "tsr.param") &&
+      if (gradFn.getArgAttr(arg.getArgNumber(),
+                            Tsr::ParamAttrHelper::getNameStr()) &&
           isFloatTensor(arg))
         params.push_back(arg);
     DenseSet<Value> fromParams;
@@ -206,13 +208,15 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
     SmallVector<DictionaryAttr> resultAttrs;
     MLIRContext *ctx = &getContext();
     resultAttrs.push_back(DictionaryAttr::get(
-        ctx, {NamedAttribute(StringAttr::get(ctx, "tsr.loss"),
-                             UnitAttr::get(ctx))}));
+        ctx,
+        {NamedAttribute(StringAttr::get(ctx, Tsr::LossAttrHelper::getNameStr()),
+                        UnitAttr::get(ctx))}));
     for (BlockArgument p : params)
       resultAttrs.push_back(DictionaryAttr::get(
-          ctx,
-          {NamedAttribute(StringAttr::get(ctx, "tsr.grad"),
-                          gradFn.getArgAttr(p.getArgNumber(), "tsr.param"))}));
+          ctx, {NamedAttribute(
+                   StringAttr::get(ctx, Tsr::GradAttrHelper::getNameStr()),
+                   gradFn.getArgAttr(p.getArgNumber(),
+                                     Tsr::ParamAttrHelper::getNameStr()))}));
     gradFn.setAllResultAttrs(resultAttrs);
 
     rematerialize(body, backwardStart);
@@ -222,7 +226,8 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
     for (Operation &op : body)
       if (!op.isBeforeInBlock(backwardStart) && !isa<func::ReturnOp>(op)) {
         StringAttr name = gradOf.lookup(&op);
-        op.setAttr("tsr.backward", name ? Attribute(name) : Attribute(unit));
+        op.setAttr(Tsr::BackwardAttrHelper::getNameStr(),
+                   name ? Attribute(name) : Attribute(unit));
       }
     return success();
   }
@@ -249,7 +254,8 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
   void rematerialize(Block &body, Operation *backwardStart) {
     SmallVector<Operation *> marked;
     for (Operation &op : body)
-      if (op.isBeforeInBlock(backwardStart) && op.hasAttr("tsr.recompute"))
+      if (op.isBeforeInBlock(backwardStart) &&
+          hasAttr<Tsr::RecomputeAttrHelper>(&op))
         marked.push_back(&op);
     if (marked.empty())
       return;
@@ -257,7 +263,7 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
     std::function<Value(Value, OpBuilder &)> clone = [&](Value v,
                                                          OpBuilder &b) {
       Operation *def = v.getDefiningOp();
-      if (!def || !def->hasAttr("tsr.recompute") ||
+      if (!def || !hasAttr<Tsr::RecomputeAttrHelper>(def) ||
           !def->isBeforeInBlock(backwardStart))
         return v;
       if (Value done = recomputed.lookup(v))
@@ -266,7 +272,7 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
       for (Value operand : def->getOperands())
         map.map(operand, clone(operand, b));
       Operation *copy = b.clone(*def, map);
-      copy->removeAttr("tsr.recompute");
+      removeAttr<Tsr::RecomputeAttrHelper>(copy);
       for (auto [old, fresh] : llvm::zip(def->getResults(), copy->getResults()))
         recomputed[old] = fresh;
       return recomputed.lookup(v);
@@ -279,7 +285,7 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
     for (Operation *user : users) {
       for (OpOperand &use : user->getOpOperands()) {
         Operation *def = use.get().getDefiningOp();
-        if (!def || !def->hasAttr("tsr.recompute") ||
+        if (!def || !hasAttr<Tsr::RecomputeAttrHelper>(def) ||
             !def->isBeforeInBlock(backwardStart))
           continue;
         OpBuilder b(user);
@@ -287,7 +293,7 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
       }
     }
     for (Operation *op : marked)
-      op->removeAttr("tsr.recompute");
+      removeAttr<Tsr::RecomputeAttrHelper>(op);
   }
 };
 

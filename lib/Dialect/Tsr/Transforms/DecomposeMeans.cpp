@@ -23,6 +23,7 @@ namespace tsr {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::tsr;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 
@@ -30,7 +31,8 @@ namespace {
 void copyMarks(Operation *from, Block *block, Block::iterator begin,
                Block::iterator end) {
   for (auto it = begin; it != end; ++it)
-    for (const char *attr : {"tsr.backward", "tsr.update"})
+    for (StringRef attr : {Tsr::BackwardAttrHelper::getNameStr(),
+                           Tsr::UpdateAttrHelper::getNameStr()})
       if (from->hasAttr(attr))
         it->setAttr(attr, from->getAttr(attr));
 }

@@ -28,6 +28,7 @@ namespace tsr {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::tsr;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 
@@ -71,7 +72,8 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     return findFunction(
         getOperation(), "tsr-optimizer", funcName,
         [](func::FuncOp f) {
-          return f.getNumResults() >= 2 && f.getResultAttr(1, "tsr.grad");
+          return f.getNumResults() >= 2 &&
+                 f.getResultAttr(1, Tsr::GradAttrHelper::getNameStr());
         },
         "several gradient functions; choose one with func=<name>",
         "no function with tsr.grad results (run tsr-autodiff first)");
@@ -93,12 +95,13 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     SmallVector<Arg> params, frozen, inputs;
     for (unsigned i = 0; i < grad.getNumArguments(); ++i) {
       Type t = grad.getArgumentTypes()[i];
-      auto name = grad.getArgAttr(i, "tsr.param");
+      auto name = grad.getArgAttr(i, Tsr::ParamAttrHelper::getNameStr());
       if (name && isa<FloatType>(cast<RankedTensorType>(t).getElementType()))
         params.push_back({i, t, name});
       else if (name)
         frozen.push_back({i, t, name});
-      else if (auto name = grad.getArgAttr(i, "tsr.input"))
+      else if (auto name =
+                   grad.getArgAttr(i, Tsr::InputAttrHelper::getNameStr()))
         inputs.push_back({i, t, name});
       else
         return grad.emitError("argument ")
@@ -117,11 +120,11 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     auto str = [&](const Twine &s) { return StringAttr::get(ctx, s); };
     for (const Arg &p : params) {
       argTypes.push_back(p.type);
-      argAttrs.push_back(attr("tsr.param", p.name));
+      argAttrs.push_back(attr(Tsr::ParamAttrHelper::getNameStr(), p.name));
     }
     for (const Arg &p : frozen) {
       argTypes.push_back(p.type);
-      argAttrs.push_back(attr("tsr.param", p.name));
+      argAttrs.push_back(attr(Tsr::ParamAttrHelper::getNameStr(), p.name));
     }
     SmallVector<std::string> stateNames;
     if (adamw)
@@ -130,11 +133,12 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
           argTypes.push_back(p.type);
           stateNames.push_back(std::string("adamw.") + moment + "/" +
                                cast<StringAttr>(p.name).str());
-          argAttrs.push_back(attr("tsr.state", str(stateNames.back())));
+          argAttrs.push_back(
+              attr(Tsr::StateAttrHelper::getNameStr(), str(stateNames.back())));
         }
     for (const Arg &in : inputs) {
       argTypes.push_back(in.type);
-      argAttrs.push_back(attr("tsr.input", in.name));
+      argAttrs.push_back(attr(Tsr::InputAttrHelper::getNameStr(), in.name));
     }
     auto f32 = RankedTensorType::get({}, Float32Type::get(ctx));
     SmallVector<StringRef> hyperNames =
@@ -143,22 +147,24 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
               : SmallVector<StringRef>{"lr", "weight_decay"};
     for (StringRef h : hyperNames) {
       argTypes.push_back(f32);
-      argAttrs.push_back(attr("tsr.hyper", str(h)));
+      argAttrs.push_back(attr(Tsr::HyperAttrHelper::getNameStr(), str(h)));
     }
     argTypes.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
-    argAttrs.push_back(attr("tsr.step", UnitAttr::get(ctx)));
+    argAttrs.push_back(
+        attr(Tsr::StepAttrHelper::getNameStr(), UnitAttr::get(ctx)));
 
     Type lossType = grad.getResultTypes()[0];
     SmallVector<Type> resultTypes{lossType};
     SmallVector<DictionaryAttr> resultAttrs{
-        attr("tsr.loss", UnitAttr::get(ctx))};
+        attr(Tsr::LossAttrHelper::getNameStr(), UnitAttr::get(ctx))};
     for (const Arg &p : params) {
       resultTypes.push_back(p.type);
-      resultAttrs.push_back(attr("tsr.param", p.name));
+      resultAttrs.push_back(attr(Tsr::ParamAttrHelper::getNameStr(), p.name));
     }
     for (auto [i, name] : llvm::enumerate(stateNames)) {
       resultTypes.push_back(params[i % params.size()].type);
-      resultAttrs.push_back(attr("tsr.state", str(name)));
+      resultAttrs.push_back(
+          attr(Tsr::StateAttrHelper::getNameStr(), str(name)));
     }
 
     OpBuilder mb(grad);
@@ -253,7 +259,7 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     UnitAttr unit = UnitAttr::get(ctx);
     for (Operation &op : *entry)
       if (!isa<func::CallOp, func::ReturnOp>(op))
-        op.setAttr("tsr.update", unit);
+        op.setAttr(Tsr::UpdateAttrHelper::getNameStr(), unit);
     return success();
   }
 };

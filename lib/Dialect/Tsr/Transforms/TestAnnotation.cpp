@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
 #include "tessera/Interfaces/DimAnnotationInterface.h"
 
@@ -21,6 +22,7 @@ namespace tsr {
 
 using namespace mlir;
 using namespace tessera;
+using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 
@@ -50,7 +52,7 @@ struct TestAnnotationPass
         os << ' ' << name << '=' << bound->sizes.at(name);
       os << '\n';
 
-      auto request = op->getAttrOfType<DictionaryAttr>("tsr.test_split");
+      auto request = getAttr<Tsr::TestSplitAttrHelper>(op);
       if (!request)
         return;
       std::map<std::string, int64_t> factors;

@@ -3,6 +3,8 @@
 #ifndef TESSERA_DIALECT_DIST_IR_DISTDIALECT_H
 #define TESSERA_DIALECT_DIST_IR_DISTDIALECT_H
 
+#include "tessera/Dialect/Common/DiscardableAttrs.h"
+
 #include "mlir/IR/Dialect.h"
 
 #include "tessera/Dialect/Dist/IR/DistOpsDialect.h.inc"

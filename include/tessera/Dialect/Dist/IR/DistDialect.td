@@ -4,6 +4,57 @@
 #define TESSERA_DIALECT_DIST_IR_DISTDIALECT_TD
 
 include "mlir/IR/OpBase.td"
+include "tessera/Dialect/Common/DiscardableAttrs.td"
+
+// Every dist.* discardable attribute, in the order the verifier lists them.
+defvar Dist_DiscardableAttrs = [
+  TesseraDiscardableAttr<"mesh", "::mlir::Attribute", "Module", "a #dist.mesh",
+    "the `#dist.mesh` the plan runs on">,
+  TesseraDiscardableAttr<"split", "::mlir::DictionaryAttr", "Op",
+    "a dictionary from dimension names to mesh axis names",
+    "op-trans: a dictionary from an annotation dimension name to the mesh "
+    "axis it is split along, e.g. `{b = \"dp\", n = \"tp\"}`; each axis at most "
+    "once; absent: the op is replicated">,
+  TesseraDiscardableAttr<"stage", "::mlir::IntegerAttr", "Op", "an i64",
+    "op-assign: the pipeline stage (>= 0), i.e. the slice of the mesh at "
+    "that index of axis `pp`; below the size of `pp` (or of "
+    "`dist.stage_devices`)">,
+  TesseraDiscardableAttr<"order_after", "::mlir::ArrayAttr", "Op",
+    "an array of op names",
+    "op-order: the names (the `NameLoc` names) of ops that must run before "
+    "this one">,
+  TesseraDiscardableAttr<"rank", "::mlir::IntegerAttr", "Func", "an i64",
+    "marks a per-rank function: the rank (>= 0, below the mesh's rank "
+    "count) that runs it">,
+  TesseraDiscardableAttr<"rvd", "::mlir::StringAttr", "Op", "a string",
+    "on a `dist` op or the `tsr.slice` of a local slice: the layout "
+    "transition it implements, e.g. `\"V(tp) -> R(tp)\"` (for readers and "
+    "tests; not interpreted)">,
+  TesseraDiscardableAttr<"batch", "::mlir::StringAttr", "Op",
+    "a string (the annotation name of the op's batch dimension)",
+    "the dimension of the op that micro-batches split (set by dist-plan)">,
+  TesseraDiscardableAttr<"micro_batches", "::mlir::IntegerAttr", "Module",
+    "an integer >= 1", "how many micro-batches a step runs (set by "
+    "dist-plan)">,
+  TesseraDiscardableAttr<"schedule", "::mlir::StringAttr", "Module",
+    "a string", "the pipeline schedule that ordered the step (set by "
+    "dist-schedule)">,
+  TesseraDiscardableAttr<"schedule_order", "::mlir::ArrayAttr", "Module",
+    "an array of [stage, kind, micro-batch] triples",
+    "the order of the pipeline blocks, kind 0 forward, 1 backward, 2 weight "
+    "gradient (set by dist-schedule, read by dist-partition)">,
+  TesseraDiscardableAttr<"stage_devices", "::mlir::DenseI64ArrayAttr",
+    "Module", "an array<i64> (the pipeline device of each stage)",
+    "with several (virtual) stages per device: the `pp` coordinate of each "
+    "stage (set by dist-plan)">,
+  TesseraDiscardableAttr<"weight_grad", "::mlir::UnitAttr", "Op",
+    "a unit attribute", "a backward op that computes a weight gradient, "
+    "which zero-bubble schedules may run later (set by dist-schedule)">,
+  TesseraDiscardableAttr<"origin", "::mlir::FlatSymbolRefAttr", "Func",
+    "a symbol reference",
+    "on a per-rank function: the function it was partitioned from; "
+    "dist-extract-rank gives it that name back">
+];
 
 def Dist_Dialect : Dialect {
   let name = "dist";
@@ -23,20 +74,12 @@ def Dist_Dialect : Dialect {
     values (the sum over the axis is the tensor), `D<k>` dimension k split.
 
     **Plans.** The three plan primitives are discardable attributes on `tsr`
-    ops and on the module; the dialect verifies their form, the partitioner
-    checks them against each op's dimension annotation:
-
-    | attribute | on | meaning |
-    |---|---|---|
-    | `dist.mesh` | `builtin.module` | the `#dist.mesh` the plan runs on |
-    | `dist.split` | a `tsr` op | op-trans: a dictionary from an annotation dimension name to the mesh axis it is split along, e.g. `{b = "dp", n = "tp"}`; each axis at most once; absent: the op is replicated |
-    | `dist.stage` | a `tsr` op | op-assign: the pipeline stage (i64 >= 0), i.e. the slice of the mesh at that index of axis `pp`; below the size of `pp` |
-    | `dist.order_after` | a `tsr` op | op-order: an array of the names (the `NameLoc` names) of ops that must run before this one |
-    | `dist.rank` | `func.func` | marks a per-rank function: the rank (i64 >= 0, below the mesh's rank count) that runs it |
-    | `dist.rvd` | a `dist` op | the layout transition the op implements, e.g. `"V(tp) -> R(tp)"` (for readers and tests; not interpreted) |
-
-    Other `dist.*` discardable attribute names are rejected, so that a typo
-    in a plan is a diagnostic rather than a silently ignored hint.
+    ops: op-trans `dist.split`, op-assign `dist.stage` and op-order
+    `dist.order_after` (the partitioner checks them against each op's
+    dimension annotation); the passes record the rest of the plan in the
+    attributes of the table at the end of this page. The dialect verifies
+    every one's place and form, and rejects any other `dist.*` name, so that
+    a typo in a plan is a diagnostic rather than a silently ignored hint.
 
     **Communication.** The ops are in per-rank form: each runs on one rank,
     on that rank's local tensors, and names its group explicitly as a sorted
@@ -45,19 +88,15 @@ def Dist_Dialect : Dialect {
     other communication, so communication ops have side effects on a
     communication resource: they are never erased, merged or reordered with
     each other.
-  }];
+
+    **Discardable attributes.**
+  }] # DiscardableAttrDocTable<"dist", Dist_DiscardableAttrs>.value;
+  let discardableAttrs = DiscardableAttrDag<Dist_DiscardableAttrs>.value;
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
-    /// Names of the discardable plan attributes (see the dialect docs).
-    static ::llvm::StringRef getMeshAttrName() { return "dist.mesh"; }
-    static ::llvm::StringRef getSplitAttrName() { return "dist.split"; }
-    static ::llvm::StringRef getStageAttrName() { return "dist.stage"; }
-    static ::llvm::StringRef getOrderAfterAttrName() {
-      return "dist.order_after";
-    }
-    static ::llvm::StringRef getRankAttrName() { return "dist.rank"; }
-    static ::llvm::StringRef getRvdAttrName() { return "dist.rvd"; }
     /// The name of the pipeline axis that dist.stage indexes.
     static ::llvm::StringRef getPipelineAxisName() { return "pp"; }
 
@@ -65,7 +104,7 @@ def Dist_Dialect : Dialect {
     void registerAttributes();
 
   public:
-  }];
+  }] # DiscardableAttrTable<"dist", Dist_DiscardableAttrs>.value;
 }
 
 #endif // TESSERA_DIALECT_DIST_IR_DISTDIALECT_TD

@@ -3,6 +3,8 @@
 #ifndef TESSERA_DIALECT_TSR_IR_TSRDIALECT_H
 #define TESSERA_DIALECT_TSR_IR_TSRDIALECT_H
 
+#include "tessera/Dialect/Common/DiscardableAttrs.h"
+
 #include "mlir/IR/Dialect.h"
 
 #include "tessera/Dialect/Tsr/IR/TsrOpsDialect.h.inc"

@@ -4,6 +4,53 @@
 #define TESSERA_DIALECT_TSR_IR_TSRDIALECT_TD
 
 include "mlir/IR/OpBase.td"
+include "tessera/Dialect/Common/DiscardableAttrs.td"
+
+// Every tsr.* discardable attribute: the roles of a step function's
+// arguments and results, and the marks passes leave on ops and functions.
+defvar Tsr_DiscardableAttrs = [
+  TesseraDiscardableAttr<"source", "::mlir::StringAttr", "Module", "a string",
+    "the file the module was imported from (set by the ONNX importer)">,
+  TesseraDiscardableAttr<"param", "::mlir::StringAttr", "ArgOrResult",
+    "a string (the parameter's name)",
+    "a trained parameter: its name in the weights file">,
+  TesseraDiscardableAttr<"input", "::mlir::StringAttr", "Arg",
+    "a string (the input's name)", "a data input (tokens, labels)">,
+  TesseraDiscardableAttr<"output", "::mlir::StringAttr", "Result",
+    "a string (the output's name)", "a graph output of the imported model">,
+  TesseraDiscardableAttr<"loss", "::mlir::UnitAttr", "Result",
+    "a unit attribute", "the scalar loss the step minimises">,
+  TesseraDiscardableAttr<"grad", "::mlir::StringAttr", "Result",
+    "a string (the parameter's name)",
+    "the gradient of the named parameter (set by tsr-autodiff)">,
+  TesseraDiscardableAttr<"state", "::mlir::StringAttr", "ArgOrResult",
+    "a string (`<optimizer>.<slot>/<parameter>`)",
+    "optimizer state, e.g. `adamw.m/wte` (set by tsr-optimizer)">,
+  TesseraDiscardableAttr<"hyper", "::mlir::StringAttr", "Arg",
+    "a string (the hyperparameter's name)",
+    "a run-time hyperparameter such as `lr` (set by tsr-optimizer)">,
+  TesseraDiscardableAttr<"step", "::mlir::UnitAttr", "Arg", "a unit attribute",
+    "the step counter (set by tsr-optimizer)">,
+  TesseraDiscardableAttr<"backward", "::mlir::Attribute", "Op",
+    "a unit attribute or a string",
+    "an op of the backward pass (set by tsr-autodiff; the string, when "
+    "present, names the forward op it differentiates)">,
+  TesseraDiscardableAttr<"update", "::mlir::UnitAttr", "Op",
+    "a unit attribute", "an op of the optimizer update (set by tsr-optimizer)">,
+  TesseraDiscardableAttr<"recompute", "::mlir::UnitAttr", "Op",
+    "a unit attribute",
+    "asks tsr-autodiff to recompute the op in the backward pass instead of "
+    "keeping its result">,
+  TesseraDiscardableAttr<"test_split", "::mlir::DictionaryAttr", "Op",
+    "a dictionary", "test only: the split tsr-test-annotation applies">,
+  TesseraDiscardableAttr<"train_step", "::mlir::StringAttr", "Func",
+    "a string (the optimizer's name)",
+    "a training step function (set by tsr-optimizer)">,
+  TesseraDiscardableAttr<"grad_step", "::mlir::UnitAttr", "Func",
+    "a unit attribute",
+    "the gradient-only step a one-device program exports (set by "
+    "tsr-export-grad-step)">
+];
 
 def Tsr_Dialect : Dialect {
   let name = "tsr";
@@ -26,7 +73,16 @@ def Tsr_Dialect : Dialect {
 
     Parameters, data inputs and the loss are function arguments and results
     carrying attributes, so autodiff and the optimizer are passes.
-  }];
+
+    **Discardable attributes.** The dialect verifies each one's place and
+    form and rejects any other `tsr.*` name.
+  }] # DiscardableAttrDocTable<"tsr", Tsr_DiscardableAttrs>.value;
+  let discardableAttrs = DiscardableAttrDag<Tsr_DiscardableAttrs>.value;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let extraClassDeclaration =
+    DiscardableAttrTable<"tsr", Tsr_DiscardableAttrs>.value;
   let useDefaultAttributePrinterParser = 0;
   let hasConstantMaterializer = 1;
 }
