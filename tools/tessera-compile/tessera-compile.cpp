@@ -2,24 +2,24 @@
 //
 //   tessera-compile MODEL.onnx -o OUT [--devices 1] [--target cpu|cuda]
 //
-// Runs the standard pipeline and builds the program:
+// A thin driver over the libraries:
 //   import (ONNX -> tsr)            OUT/model.mlir, OUT/init.safetensors
-//   tsr-autodiff, tsr-optimizer     OUT/train.mlir (adamw and sgd steps,
-//                                   and the gradient step grad_step)
-//   inline, canonicalize, cse
-//   convert-tsr-to-emitc            OUT/program.cpp
-//   cmake + build                   OUT/program, wrapped by OUT/run
-// Every stage can also be run alone with tessera-translate / tessera-opt.
+//   tessera-train-pipeline          OUT/train.mlir (adamw and sgd steps, and
+//     (lib/Pipelines)               one device's grad_step; or per-rank
+//                                   functions of the plan)
+//   package (lib/Package)           OUT/[rank_N/]program.cpp, memory.json,
+//                                   CMakeLists.txt, run
+//   cmake + build                   OUT/[rank_N/]program, wrapped by OUT/run
+// Every stage can also be run alone with tessera-translate / tessera-opt
+// (tessera-opt --tessera-train-pipeline="..." reproduces OUT/train.mlir and,
+// with rank=R, rank R's program.mlir of --emit-rank-ir).
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessera/Conversion/Passes.h"
-#include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
-#include "tessera/Dialect/Dist/Transforms/MemoryPrediction.h"
-#include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
-#include "tessera/Dialect/Tsr/Transforms/Passes.h"
+#include "tessera/Package/Package.h"
+#include "tessera/Pipelines/TrainPipeline.h"
 #include "tessera/Support/InputFile.h"
 #include "tessera/Target/ONNX/ImportONNX.h"
 
@@ -29,17 +29,12 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Target/Cpp/CppEmitter.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -47,8 +42,6 @@
 
 using namespace mlir;
 using namespace tessera;
-using Dist = tessera::dist::DistDialect;
-using Tsr = tessera::tsr::TsrDialect;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("tessera-compile options");
@@ -118,6 +111,11 @@ static cl::opt<bool> noBuild("no-build",
                              cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::cat(category));
+static cl::opt<bool>
+    emitRankIR("emit-rank-ir",
+               cl::desc("Also write the IR each program is emitted from "
+                        "(OUT/[rank_N/]program.mlir)"),
+               cl::cat(category));
 
 namespace {
 
@@ -129,182 +127,6 @@ int fail(const Twine &message) {
 void progress(const Twine &message) {
   if (!quiet)
     llvm::errs() << "tessera-compile: " << message << "\n";
-}
-
-LogicalResult writeFile(StringRef path,
-                        llvm::function_ref<void(raw_ostream &)> fill) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (ec) {
-    llvm::errs() << "tessera-compile: error: cannot write " << path << ": "
-                 << ec.message() << "\n";
-    return failure();
-  }
-  fill(os);
-  return success();
-}
-
-/// Runs a program, echoing its output only when it fails.
-LogicalResult run(StringRef program, ArrayRef<StringRef> args, StringRef log) {
-  auto path = llvm::sys::findProgramByName(program);
-  if (!path) {
-    llvm::errs() << "tessera-compile: error: '" << program
-                 << "' not found in PATH\n";
-    return failure();
-  }
-  SmallVector<StringRef> argv{*path};
-  llvm::append_range(argv, args);
-  std::optional<StringRef> redirects[] = {std::nullopt, log, log};
-  std::string message;
-  int rc = llvm::sys::ExecuteAndWait(*path, argv, std::nullopt, redirects, 0, 0,
-                                     &message);
-  if (rc != 0) {
-    llvm::errs() << "tessera-compile: error: " << program << " failed ("
-                 << (message.empty() ? "exit " + std::to_string(rc) : message)
-                 << "); its output:\n";
-    if (auto buffer = llvm::MemoryBuffer::getFile(log))
-      llvm::errs() << (*buffer)->getBuffer();
-    return failure();
-  }
-  return success();
-}
-
-/// The CMakeLists.txt of the emitted programs: one executable per rank
-/// (`dirs` empty string: a single program at the top). The CPU target links
-/// the runtime library built beside this tool; the CUDA target builds
-/// runtime/cuda from its sources once for the chosen architecture
-/// (runtime/cuda/TesseraCuda.cmake), since the kernels are compiled per
-/// architecture.
-std::string cmakeLists(ArrayRef<std::string> dirs, bool cuda) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << "# Emitted by tessera-compile: the training program(s), one per "
-        "rank.\n"
-        "cmake_minimum_required(VERSION 3.20)\n"
-        "project(tessera_program CXX)\n"
-        "set(CMAKE_CXX_STANDARD 17)\n"
-        "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n"
-        "if(NOT CMAKE_BUILD_TYPE)\n"
-        "  set(CMAKE_BUILD_TYPE Release)\n"
-        "endif()\n"
-        "# The emitted code is a straight sequence of runtime calls (the\n"
-        "# kernels are in the runtime library): -O1 compiles it 4x faster\n"
-        "# than -O3 and runs as fast.\n"
-        "set(CMAKE_CXX_FLAGS_RELEASE \"-O1 -DNDEBUG\")\n";
-  if (cuda) {
-    os << "include(\"" TESSERA_RUNTIME_SOURCE_DIR
-          "/cuda/TesseraCuda.cmake\")\n";
-    for (const std::string &dir : dirs) {
-      std::string target = dir.empty() ? "program" : dir;
-      std::string source = dir.empty() ? "program.cpp" : dir + "/program.cpp";
-      std::string out = dir.empty() ? "${CMAKE_CURRENT_SOURCE_DIR}"
-                                    : "${CMAKE_CURRENT_SOURCE_DIR}/" + dir;
-      os << "\nadd_executable(" << target << " " << source << ")\n"
-         << "set_target_properties(" << target
-         << " PROPERTIES OUTPUT_NAME program\n  RUNTIME_OUTPUT_DIRECTORY "
-         << out << ")\n"
-         << "tessera_link_cuda_runtime(" << target << " CUDA_ARCH " << cudaArch
-         << ")\n";
-    }
-    return s;
-  }
-  os << "find_package(MPI REQUIRED COMPONENTS CXX)\n"
-        "find_package(Threads REQUIRED)\n"
-        "set(TESSERA_RUNTIME_INCLUDE_DIR \"" TESSERA_RUNTIME_INCLUDE_DIR
-        "\" CACHE PATH \"Tessera runtime headers\")\n"
-        "set(TESSERA_RUNTIME_LIBRARY \"" TESSERA_RUNTIME_LIBRARY
-        "\" CACHE FILEPATH \"Tessera runtime library\")\n"
-        "set(TESSERA_OPENBLAS_LIBRARY \"" TESSERA_OPENBLAS_LIBRARY
-        "\" CACHE FILEPATH \"OpenBLAS\")\n";
-  for (const std::string &dir : dirs) {
-    std::string target = dir.empty() ? "program" : dir;
-    std::string source = dir.empty() ? "program.cpp" : dir + "/program.cpp";
-    std::string out = dir.empty() ? "${CMAKE_CURRENT_SOURCE_DIR}"
-                                  : "${CMAKE_CURRENT_SOURCE_DIR}/" + dir;
-    os << "\nadd_executable(" << target << " " << source << ")\n"
-       << "# Beside (or below) init.safetensors, which it loads by default.\n"
-       << "set_target_properties(" << target
-       << " PROPERTIES OUTPUT_NAME program\n  RUNTIME_OUTPUT_DIRECTORY " << out
-       << ")\n"
-       << "target_include_directories(" << target
-       << " PRIVATE ${TESSERA_RUNTIME_INCLUDE_DIR})\n"
-       << "target_link_libraries(" << target
-       << " PRIVATE ${TESSERA_RUNTIME_LIBRARY}\n  ${TESSERA_OPENBLAS_LIBRARY} "
-          "MPI::MPI_CXX Threads::Threads m)\n";
-    // A runtime built with sanitizers (TESSERA_SANITIZE) needs their
-    // run-time libraries in the program too.
-    if (StringRef(TESSERA_RUNTIME_LINK_OPTIONS).size())
-      os << "target_link_options(" << target
-         << " PRIVATE " TESSERA_RUNTIME_LINK_OPTIONS ")\n";
-  }
-  return s;
-}
-
-/// OUT/run: the program itself, or all ranks under mpirun (MPMD: each rank
-/// runs its own executable).
-std::string runScript(ArrayRef<std::string> dirs, int64_t worldSize) {
-  std::string s = "#!/bin/sh\n# Emitted by tessera-compile: runs the training "
-                  "program (see --help).\n"
-                  "here=$(cd \"$(dirname \"$0\")\" && pwd)\n";
-  if (worldSize == 1) {
-    std::string dir = dirs.front();
-    s +=
-        "exec \"$here/" + (dir.empty() ? "" : dir + "/") + "program\" \"$@\"\n";
-    return s;
-  }
-  s += "# Open MPI refuses to start as root without these. Ranks may exceed\n"
-       "# the cores (--oversubscribe); unbound ranks that yield when idle\n"
-       "# share them better; containers often forbid the single-copy\n"
-       "# transport.\n"
-       "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n"
-       "exec mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 "
-       "\\\n  --mca btl_vader_single_copy_mechanism none --mca "
-       "orte_base_help_aggregate 0 \\\n ";
-  for (auto [i, dir] : llvm::enumerate(dirs))
-    s += std::string(i ? " :" : "") + " -np 1 \"$here/" + dir +
-         "/program\" \"$@\"";
-  s += "\n";
-  return s;
-}
-
-/// A summary of the plan: the mesh, and per rank its ops and messages.
-void printPlan(ModuleOp module) {
-  if (quiet)
-    return;
-  auto mesh =
-      module->getAttrOfType<dist::MeshAttr>(Dist::MeshAttrHelper::getNameStr());
-  int64_t micro = 1;
-  if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(module))
-    micro = m.getInt();
-  llvm::errs() << "tessera-compile: plan " << plan << " on " << mesh << ", "
-               << micro << " micro-batch(es)"
-               << (micro > 1 ? " (" + schedule + ")" : std::string()) << "\n";
-  for (auto f : module.getOps<func::FuncOp>()) {
-    if (!f.getSymName().starts_with("train_step_adamw_rank"))
-      continue;
-    int64_t ops = 0, collectives = 0, sends = 0, recvs = 0, params = 0;
-    f.walk([&](Operation *op) {
-      if (isa<func::FuncOp, func::ReturnOp>(op))
-        return;
-      ++ops;
-      StringRef name = op->getName().getStringRef();
-      if (name == "dist.send")
-        ++sends;
-      else if (name == "dist.recv")
-        ++recvs;
-      else if (name.starts_with("dist."))
-        ++collectives;
-    });
-    for (unsigned i = 0; i < f.getNumArguments(); ++i)
-      if (f.getArgAttr(i, Tsr::ParamAttrHelper::getNameStr()))
-        ++params;
-    int64_t rank = getAttr<Dist::RankAttrHelper>(f).getInt();
-    auto c = mesh.coords(rank);
-    llvm::errs() << llvm::formatv(
-        "  rank {0} (dp {1}, tp {2}, pp {3}): {4} params, {5} ops, {6} "
-        "collectives, {7} sends, {8} receives\n",
-        rank, c[0], c[1], c[2], params, ops, collectives, sends, recvs);
-  }
 }
 
 } // namespace
@@ -385,6 +207,19 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
+  package::PackageOptions out;
+  out.outDir = std::string(outAbs);
+  out.modelName = llvm::sys::path::filename(inputFile).str();
+  out.target = target;
+  out.cudaArch = cudaArch;
+  out.runtimeIncludeDir = TESSERA_RUNTIME_INCLUDE_DIR;
+  out.runtimeSourceDir = TESSERA_RUNTIME_SOURCE_DIR;
+  out.runtimeLibrary = TESSERA_RUNTIME_LIBRARY;
+  out.openblasLibrary = TESSERA_OPENBLAS_LIBRARY;
+  out.runtimeLinkOptions = TESSERA_RUNTIME_LINK_OPTIONS;
+  out.emitRankIR = emitRankIR;
+  out.progress = quiet ? nullptr : &llvm::errs();
+
   // Import.
   auto buffer = llvm::MemoryBuffer::getFile(inputFile);
   if (!buffer)
@@ -397,206 +232,59 @@ int main(int argc, char **argv) {
       (*buffer)->getBuffer(), inputFile, &context, options);
   if (!module)
     return 1; // the importer reported the error
-  if (failed(writeFile(path("model.mlir"),
-                       [&](raw_ostream &os) { module->print(os); })))
+  // With locations: they name the ONNX nodes, which plans match and
+  // diagnostics cite (tessera-opt OUT/model.mlir reproduces the pipeline).
+  std::string text;
+  llvm::raw_string_ostream textStream(text);
+  module->print(textStream, OpPrintingFlags().enableDebugInfo());
+  textStream << "\n";
+  if (failed(package::writeOutFile(out, "model.mlir", text)))
     return 1;
   progress("imported " + inputFile + " -> " + path("model.mlir"));
 
-  // The training step.
-  PassManager pm(&context);
-  pm.addPass(tsr::createTsrAutodiff());
-  // Split means must divide by the global count (see tsr-decompose-means).
-  if (distributed)
-    pm.addPass(tsr::createTsrDecomposeMeans());
-  for (const char *opt : {"adamw", "sgd"}) {
-    tsr::TsrOptimizerOptions o;
-    o.optimizer = opt;
-    o.clipNorm = clipNorm;
-    pm.addPass(tsr::createTsrOptimizer(o));
+  // The training steps, and with a plan the per-rank functions.
+  TrainPipelineOptions pipeline;
+  pipeline.devices = devices;
+  pipeline.microBatches = microBatches;
+  pipeline.plan = plan;
+  pipeline.schedule = schedule;
+  pipeline.requirePipeline = given(schedule);
+  pipeline.zero1 = zero1;
+  pipeline.clipNorm = clipNorm;
+  if (autoPlan) {
+    pipeline.deviceSpec = deviceSpec;
+    pipeline.memoryGiB = memoryGiB;
+    pipeline.report = !quiet;
   }
+  PassManager pm(&context);
+  std::string pipelineError;
+  if (failed(buildTrainPipeline(
+          pm, pipeline, [&](const Twine &why) { pipelineError = why.str(); })))
+    return fail(pipelineError);
   if (failed(pm.run(*module)))
     return 1;
-  // The gradient function is also kept as `grad_step` (for --dump-grads).
-  for (auto f : llvm::make_early_inc_range(module->getOps<func::FuncOp>()))
-    if (!distributed && f.getNumResults() > 1 &&
-        f.getResultAttr(1, Tsr::GradAttrHelper::getNameStr())) {
-      OpBuilder b(f);
-      b.setInsertionPointAfter(f);
-      auto copy = cast<func::FuncOp>(b.clone(*f));
-      copy.setSymName("grad_step");
-      break;
-    }
-  // Only the steps remain public; the rest is inlined into them.
-  for (auto f : module->getOps<func::FuncOp>())
-    if (!f.getSymName().starts_with("train_step_") &&
-        f.getSymName() != "grad_step")
-      f.setPrivate();
-  PassManager cleanup(&context);
-  cleanup.addPass(createInlinerPass());
-  cleanup.addPass(createSymbolDCEPass());
-  cleanup.addPass(createCanonicalizerPass());
-  cleanup.addPass(createCSEPass());
-  if (failed(cleanup.run(*module)))
-    return 1;
-  // The parallel plan and the per-rank functions.
-  int64_t worldSize = 1;
-  if (distributed) {
-    PassManager dpm(&context);
-    dist::DistPlanOptions planOptions;
-    planOptions.plan = plan;
-    planOptions.devices = devices;
-    planOptions.microBatches = microBatches;
-    planOptions.zero1 = zero1;
-    // dist-plan rejects its auto-only options with any other plan.
-    if (autoPlan) {
-      planOptions.deviceSpec = deviceSpec;
-      planOptions.memoryGiB = memoryGiB;
-      planOptions.schedule = schedule;
-      planOptions.report = !quiet;
-    }
-    // Interleaved 1F1B and ZB-V run two virtual stages per device.
-    if (schedule == "interleaved" || schedule == "zb-v")
-      planOptions.stagesPerDevice = 2;
-    planOptions.vShape = schedule == "zb-v";
-    dpm.addPass(dist::createDistPlan(planOptions));
-    if (failed(dpm.run(*module)))
-      return 1;
-    // Whether the schedule applies depends on the plan (a plan file's mesh
-    // and micro-batches). The auto policy weighs the schedule in its
-    // choice, so there it always applies.
-    if (given(schedule) && !autoPlan) {
-      int64_t pp = 1, micro = 1;
-      auto mesh = (*module)->getAttrOfType<dist::MeshAttr>(
-          Dist::MeshAttrHelper::getNameStr());
-      if (auto axis = mesh.axisIndex("pp"))
-        pp = mesh.getSizes()[*axis];
-      if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(*module))
-        micro = m.getInt();
-      if (pp == 1 && micro == 1)
-        return fail("--schedule orders micro-batches through pipeline "
-                    "stages, but plan '" +
-                    plan + "' has one stage and one micro-batch");
-      if (pp == 1 && (schedule == "interleaved" || schedule == "zb-v"))
-        return fail("--schedule " + schedule +
-                    " interleaves virtual pipeline stages, but plan '" + plan +
-                    "' has one stage (pp = 1)");
-    }
-    dpm.clear();
-    dist::DistScheduleOptions scheduleOptions;
-    scheduleOptions.schedule = schedule;
-    dpm.addPass(dist::createDistSchedule(scheduleOptions));
-    dpm.addPass(dist::createDistPartition());
-    dpm.addPass(createCanonicalizerPass());
-    if (failed(dpm.run(*module)))
-      return 1;
-    worldSize =
-        (*module)
-            ->getAttrOfType<dist::MeshAttr>(Dist::MeshAttrHelper::getNameStr())
-            .numRanks();
-    printPlan(*module);
-  }
-  if (failed(writeFile(path("train.mlir"),
-                       [&](raw_ostream &os) { module->print(os); })))
+  int64_t ranks = package::worldSize(*module);
+  if (distributed && !quiet)
+    package::printPlanReport(*module, plan, schedule, llvm::errs());
+  text.clear();
+  module->print(textStream);
+  textStream << "\n"; // as tessera-opt prints it
+  if (failed(package::writeOutFile(out, "train.mlir", text)))
     return 1;
   progress("training steps (adamw, sgd) -> " + path("train.mlir"));
 
-  // The predicted peak tensor memory of each rank's step (OUT/memory.json;
-  // the tests check it against the runtime's measured peaks).
-  {
-    std::string json;
-    llvm::raw_string_ostream os(json);
-    os << "{";
-    bool firstOpt = true;
-    for (const char *opt : {"adamw", "sgd"}) {
-      os << (firstOpt ? "" : ", ") << "\"" << opt << "\": [";
-      firstOpt = false;
-      for (int64_t r = 0; r < worldSize; ++r) {
-        std::string name = std::string("train_step_") + opt;
-        if (distributed)
-          name += "_rank" + std::to_string(r);
-        auto f = module->lookupSymbol<func::FuncOp>(name);
-        int64_t bytes = f ? dist::predictPeakBytes(f) : 0;
-        os << (r ? ", " : "") << bytes;
-        if (std::string(opt) == "adamw")
-          progress(llvm::formatv("  rank {0}: predicted peak tensor memory "
-                                 "{1:F2} MiB (adamw)",
-                                 r, bytes / (1024.0 * 1024.0))
-                       .str());
-      }
-      os << "]";
-    }
-    os << "}\n";
-    if (failed(
-            writeFile(path("memory.json"), [&](raw_ostream &o) { o << json; })))
-      return 1;
-  }
-
-  // Emission: one program per rank.
-  std::vector<std::string> programs;
-  for (int64_t r = 0; r < (distributed ? worldSize : 1); ++r) {
-    OwningOpRef<ModuleOp> copy(cast<ModuleOp>((*module)->clone()));
-    std::string dir = distributed ? "rank_" + std::to_string(r) : "";
-    if (distributed) {
-      std::string suffix = "_rank" + std::to_string(r);
-      for (auto f : llvm::make_early_inc_range(copy->getOps<func::FuncOp>())) {
-        if (!f.getSymName().ends_with(suffix)) {
-          f.erase();
-          continue;
-        }
-        f.setSymName(f.getSymName().drop_back(suffix.size()));
-      }
-      if (std::error_code ec = llvm::sys::fs::create_directories(path(dir)))
-        return fail("cannot create " + path(dir) + ": " + ec.message());
-    }
-    PassManager emit(&context);
-    ConvertTsrToEmitCOptions emitOptions;
-    emitOptions.modelName = llvm::sys::path::filename(inputFile).str();
-    if (distributed)
-      emitOptions.initWeights = "../init.safetensors";
-    emit.addPass(createConvertTsrToEmitC(emitOptions));
-    if (failed(emit.run(*copy)))
-      return 1;
-    std::string cpp;
-    llvm::raw_string_ostream cppStream(cpp);
-    cppStream << "// Emitted by tessera-compile from "
-              << llvm::sys::path::filename(inputFile)
-              << (distributed
-                      ? ": the training program of rank " + std::to_string(r) +
-                            " of " + std::to_string(worldSize) + ".\n"
-                      : std::string(": the training program of one "
-                                    "device.\n"));
-    if (failed(emitc::translateToCpp(*copy, cppStream)))
-      return fail("C++ emission failed");
-    std::string source = dir.empty() ? "program.cpp" : dir + "/program.cpp";
-    if (failed(writeFile(path(source), [&](raw_ostream &os) { os << cpp; })))
-      return 1;
-    programs.push_back(dir);
-  }
-  if (failed(writeFile(path("CMakeLists.txt"),
-                       [&](raw_ostream &os) {
-                         os << cmakeLists(programs, target == "cuda");
-                       })) ||
-      failed(writeFile(path("run"), [&](raw_ostream &os) {
-        os << runScript(programs, worldSize);
-      })))
+  // The predicted peak tensor memory of each rank's step (the tests check
+  // it against the runtime's measured peaks), then one program per rank.
+  if (failed(package::writeMemoryJson(*module, out)))
     return 1;
-  llvm::sys::fs::setPermissions(path("run"), llvm::sys::fs::all_read |
-                                                 llvm::sys::fs::all_exe |
-                                                 llvm::sys::fs::owner_write);
-  progress("emitted " + std::to_string(programs.size()) + " program(s) in " +
+  FailureOr<std::vector<std::string>> programs =
+      package::emitPrograms(*module, out);
+  if (failed(programs) ||
+      failed(package::writeBuildFiles(*programs, ranks, out)))
+    return 1;
+  progress("emitted " + std::to_string(programs->size()) + " program(s) in " +
            std::string(outAbs));
   if (noBuild)
     return 0;
-
-  // Build.
-  std::string log = path("build.log");
-  std::string buildDir = path("build");
-  if (failed(run("cmake",
-                 {"-S", outAbs.str(), "-B", buildDir, "-G", "Ninja",
-                  "-DCMAKE_BUILD_TYPE=Release"},
-                 log)) ||
-      failed(run("cmake", {"--build", buildDir}, log)))
-    return 1;
-  progress("built " + path("run"));
-  return 0;
+  return failed(package::build(out)) ? 1 : 0;
 }

@@ -19,6 +19,7 @@
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
+#include "tessera/Pipelines/TrainPipeline.h"
 #include "tessera/Support/InputFile.h"
 
 #include "mlir/Support/FileUtilities.h"
@@ -35,6 +36,7 @@ int main(int argc, char **argv) {
   tessera::tsr::registerTsrPasses();
   tessera::dist::registerDistPasses();
   tessera::registerTesseraConversionPasses();
+  tessera::registerTrainPipeline();
 
   mlir::DialectRegistry registry;
   registry.insert<tessera::tsr::TsrDialect, tessera::dist::DistDialect,

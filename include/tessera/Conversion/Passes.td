@@ -18,17 +18,18 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
     after its last use so that memory follows liveness. Multi-result ops
     return a std::tuple read with std::get.
 
-    Functions named `train_step_<optimizer>` are registered in a
+    Training steps (functions with `tsr.train_step = "<optimizer>"`) are
+    registered under their optimizer's name in a
     `tessera::rt::Program` table (argument and result roles from the
     `tsr.param` / `tsr.state` / `tsr.input` / `tsr.hyper` / `tsr.step` /
-    `tsr.loss` attributes), a function named `grad_step` (results `tsr.loss`
+    `tsr.loss` attributes), the function marked `tsr.grad_step` (results `tsr.loss`
     and `tsr.grad`) as the program's gradient step for `--dump-grads`, and,
     with `emit-main`, a `main` that calls
     `tessera::rt::runMain`. Calls between functions must be inlined first.
   }];
   let options = [
     Option<"emitMain", "emit-main", "bool", /*default=*/"true",
-           "Emit the Program table and main() for train_step_* functions">,
+           "Emit the Program table and main() for the training steps">,
     Option<"modelName", "model-name", "std::string", /*default=*/"\"\"",
            "Model name recorded in the program (default: tsr.source)">,
     Option<"initWeights", "init-weights", "std::string",

@@ -631,7 +631,7 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
   os << "static const tessera::rt::Program kProgram = {\n";
   os << "  " << cppString(model) << ",\n  " << cppString(init) << ",\n  {\n";
   for (func::FuncOp f : steps) {
-    StringRef opt = f.getSymName().drop_front(StringRef("train_step_").size());
+    StringRef opt = getAttr<Tsr::TrainStepAttrHelper>(f).getValue();
     os << "   {" << cppString(opt) << ",\n";
     if (failed(specs(f, false)) || failed(specs(f, true)))
       return failure();
@@ -679,9 +679,9 @@ struct ConvertTsrToEmitCPass
       FunctionLowering lowering(f, maxInlineConstant);
       if (failed(lowering.run()))
         return signalPassFailure();
-      if (f.getSymName().starts_with("train_step_"))
+      if (hasAttr<Tsr::TrainStepAttrHelper>(f))
         steps.push_back(f);
-      else if (f.getSymName() == "grad_step")
+      else if (hasAttr<Tsr::GradStepAttrHelper>(f))
         gradStep = f;
     }
     if (emitMain && !steps.empty()) {

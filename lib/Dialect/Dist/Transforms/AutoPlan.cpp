@@ -15,6 +15,7 @@
 #include "AutoPlanSearch.h"
 #include "PlanUtils.h"
 
+#include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -82,7 +83,7 @@ std::string seconds(double s) {
 func::FuncOp pickStep(ModuleOp module) {
   func::FuncOp best;
   for (auto f : module.getOps<func::FuncOp>())
-    if (f.getSymName().starts_with("train_step_") &&
+    if (hasAttr<Tsr::TrainStepAttrHelper>(f) &&
         (!best || f.getNumArguments() > best.getNumArguments()))
       best = f;
   return best;
@@ -112,7 +113,8 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     return fail(specError);
   func::FuncOp f = pickStep(module);
   if (!f)
-    return fail("no train_step_* function (run tsr-optimizer first)");
+    return fail("no training step (a function with tsr.train_step; run "
+                "tsr-optimizer first)");
   Block &body = f.getBody().front();
   auto all = [](Operation *) { return true; };
 
@@ -175,7 +177,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   llvm::StringMap<int> unitOfName;
   for (auto [i, op] : llvm::enumerate(units.forward)) {
     unitOf[op] = int(units.unitOf[i]);
-    std::string n = nameOfOp(op);
+    std::string n = tsr::opName(op);
     if (!n.empty() && !unitOfName.count(n))
       unitOfName[n] = int(units.unitOf[i]);
   }
@@ -238,7 +240,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
 
     autoplan::OpCost c;
     c.unit = u;
-    c.flops = flops(&op);
+    c.flops = tsr::flops(&op);
     c.isMatmul = isa<tsr::MatmulOp>(op);
     c.perMicroBatch = batchFlow.names.count(&op);
     auto tpIt = tpNames.find(&op);
@@ -277,7 +279,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     }
     problem.ops.push_back(c);
 
-    if (!isForward(&op))
+    if (!tsr::isForward(&op))
       continue;
     // Forward values the backward reads stay alive per micro-batch; values
     // read by a later unit's forward cross the stage boundary there.
@@ -288,7 +290,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
       bool kept = false;
       llvm::SmallDenseSet<int> readers;
       for (Operation *user : r.getUsers()) {
-        if (!isForward(user))
+        if (!tsr::isForward(user))
           kept = true;
         else if (auto it = unitOf.find(user);
                  it != unitOf.end() && it->second > u)

@@ -24,6 +24,7 @@
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
+#include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Layout/Rvd.h"
 #include "tessera/Schedule/Builtins.h"
@@ -96,19 +97,6 @@ struct RankState {
   SmallVector<DictionaryAttr> argAttrs;
   explicit RankState(MLIRContext *ctx) : builder(ctx) {}
 };
-
-std::string nameOfOp(Operation *op) {
-  Location loc = op->getLoc();
-  while (auto c = dyn_cast<CallSiteLoc>(loc))
-    loc = c.getCallee();
-  if (auto n = dyn_cast<NameLoc>(loc))
-    return n.getName().str();
-  if (auto f = dyn_cast<FusedLoc>(loc))
-    for (Location l : f.getLocations())
-      if (auto n = dyn_cast<NameLoc>(l))
-        return n.getName().str();
-  return op->getName().getStringRef().str();
-}
 
 class Partitioner {
 public:
@@ -257,8 +245,9 @@ LogicalResult Partitioner::planOps() {
       return fail(&op, bound.message());
     auto split = annotation::split(*bound, p.factors);
     if (!split)
-      return fail(&op, "cannot apply the plan to '" + nameOfOp(&op) + "' (" +
-                           bound->annotation.str() + "): " + split.message());
+      return fail(&op, "cannot apply the plan to '" + tsr::opNameOrKind(&op) +
+                           "' (" + bound->annotation.str() +
+                           "): " + split.message());
     const std::map<std::string, std::string> &spatial = axisOf;
     for (auto [i, spec] : llvm::enumerate(bound->annotation.inputs)) {
       FullLayout l = entryLayout(*bound, spec, spatial, false);
@@ -597,7 +586,7 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
           cast<RankedTensorType>(local->getType()).getShape() !=
               ArrayRef<int64_t>(p.localOperandShapes[i]))
         return fail(op, "internal: operand " + Twine(i) + " of '" +
-                            nameOfOp(op) +
+                            tsr::opNameOrKind(op) +
                             "' has a local shape that does "
                             "not match its plan");
       map.map(v, *local);
@@ -758,11 +747,18 @@ LogicalResult Partitioner::run() {
     auto rs = std::make_unique<RankState>(ctx);
     rs->rank = r;
     rs->coords = mesh.coords(r);
+    // A unique name for readers; the roles are in the attributes:
+    // dist.rank, dist.origin (the step it came from, whose name
+    // dist-extract-rank restores) and the step's tsr.train_step.
     rs->fn = func::FuncOp::create(
         mb, step.getLoc(), (step.getSymName() + "_rank" + Twine(r)).str(),
         FunctionType::get(ctx, {}, {}));
     setAttr<Dist::RankAttrHelper>(
         rs->fn, IntegerAttr::get(IntegerType::get(ctx, 64), r));
+    setAttr<Dist::OriginAttrHelper>(
+        rs->fn, FlatSymbolRefAttr::get(step.getSymNameAttr()));
+    if (auto role = getAttr<Tsr::TrainStepAttrHelper>(step))
+      setAttr<Tsr::TrainStepAttrHelper>(rs->fn, role);
     Block *entry = rs->fn.addEntryBlock();
     rs->builder.setInsertionPointToEnd(entry);
     mb.setInsertionPointAfter(rs->fn);
@@ -792,7 +788,7 @@ struct DistPartitionPass
       microBatches = m.getInt();
     SmallVector<func::FuncOp> steps;
     for (auto f : module.getOps<func::FuncOp>())
-      if (f.getSymName().starts_with("train_step_"))
+      if (hasAttr<Tsr::TrainStepAttrHelper>(f))
         steps.push_back(f);
     for (func::FuncOp f : steps) {
       Partitioner p(f, mesh, microBatches, schedule);

@@ -21,6 +21,7 @@
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Dist/Transforms/PlanFile.h"
+#include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Support/InputFile.h"
 
@@ -154,51 +155,13 @@ LogicalDim traceDim(Block &body, ArrayRef<std::pair<Value, int64_t>> seeds,
 // Costs and stages
 //===----------------------------------------------------------------------===//
 
-bool isForward(Operation *op) {
-  return !hasAttr<Tsr::BackwardAttrHelper>(op) &&
-         !hasAttr<Tsr::UpdateAttrHelper>(op);
-}
-
-/// FLOPs of an op, roughly: GEMMs dominate; everything else counts its
-/// output elements.
-double flops(Operation *op) {
-  if (auto mm = dyn_cast<tsr::MatmulOp>(op)) {
-    auto out = mm.getType();
-    int64_t k = mm.getLhs().getType().getShape().back();
-    return 2.0 * double(out.getNumElements()) * double(k);
-  }
-  double n = 0;
-  for (Type t : op->getResultTypes())
-    if (auto r = dyn_cast<RankedTensorType>(t))
-      n += double(r.getNumElements());
-  return n;
-}
-
-std::string nameOfOp(Operation *op) {
-  Location loc = op->getLoc();
-  while (true) {
-    if (auto n = dyn_cast<NameLoc>(loc))
-      return n.getName().str();
-    if (auto c = dyn_cast<CallSiteLoc>(loc)) {
-      loc = c.getCallee();
-      continue;
-    }
-    if (auto f = dyn_cast<FusedLoc>(loc)) {
-      for (Location l : f.getLocations())
-        if (auto n = dyn_cast<NameLoc>(l))
-          return n.getName().str();
-    }
-    return "";
-  }
-}
-
 Units groupUnits(Block &body) {
   Units units;
   // Units: the forward ops grouped by layer ("h.3", "layers.3", ...); ops
   // before the first layer form the first unit, after the last the last.
   llvm::Regex layer("[/.]([A-Za-z_]+)\\.([0-9]+)[/.]");
   for (Operation &op : body)
-    if (isForward(&op) && !isa<tsr::ConstantOp, func::ReturnOp>(op))
+    if (tsr::isForward(&op) && !isa<tsr::ConstantOp, func::ReturnOp>(op))
       units.forward.push_back(&op);
   std::vector<int64_t> unitOf(units.forward.size(), -1);
   llvm::StringMap<int64_t> layerUnit;
@@ -206,7 +169,7 @@ Units groupUnits(Block &body) {
   int64_t lastLayerOp = -1;
   for (auto [i, op] : llvm::enumerate(units.forward)) {
     SmallVector<StringRef> m;
-    std::string name = nameOfOp(op);
+    std::string name = tsr::opName(op);
     if (layer.match(name, &m)) {
       std::string key = (m[1] + "." + m[2]).str();
       if (!layerUnit.count(key)) {
@@ -245,7 +208,7 @@ void tensorParallelSeeds(Block &body,
                          SmallVectorImpl<std::pair<Value, int64_t>> &heads,
                          SmallVectorImpl<std::pair<Value, int64_t>> &hidden) {
   for (Operation &op : body) {
-    if (!isForward(&op))
+    if (!tsr::isForward(&op))
       continue;
     if (auto r = dyn_cast<tsr::ReshapeOp>(op)) {
       auto in = r.getInput().getType(), out = r.getType();
@@ -349,15 +312,15 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         IntegerAttr::get(IntegerType::get(ctx, 64), spec.microBatches));
     bool any = false;
     for (auto f : module.getOps<func::FuncOp>()) {
-      if (!f.getSymName().starts_with("train_step_"))
+      if (!hasAttr<Tsr::TrainStepAttrHelper>(f))
         continue;
       any = true;
       if (failed(planStep(f, spec)))
         return signalPassFailure();
     }
     if (!any) {
-      module.emitError("dist-plan: no train_step_* function (run "
-                       "tsr-optimizer first)");
+      module.emitError("dist-plan: no training step (a function with "
+                       "tsr.train_step; run tsr-optimizer first)");
       signalPassFailure();
     }
   }
@@ -640,7 +603,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     int64_t numStages = support::checkedMul(spec.pp, stagesPerDevice)
                             .value_or(std::numeric_limits<int64_t>::max());
     for (Operation &op : body) {
-      std::string name = nameOfOp(&op);
+      std::string name = tsr::opName(&op);
       if (name.empty())
         continue;
       for (const auto &t : spec.trans) {
@@ -697,7 +660,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     SmallVector<Operation *> &forward = units.forward;
     std::vector<double> used(units.names.size(), 0);
     for (auto [i, op] : llvm::enumerate(forward))
-      used[units.unitOf[i]] += flops(op);
+      used[units.unitOf[i]] += tsr::flops(op);
     // Both factors are >= 1; an overflowing product is as infeasible as
     // any count above the number of layer groups.
     int64_t numStages = support::checkedMul(spec.pp, stagesPerDevice)
@@ -772,13 +735,13 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     // accumulation happens where the forward value lives).
     llvm::StringMap<int64_t> stageOfName;
     for (Operation *op : forward) {
-      std::string n = nameOfOp(op);
+      std::string n = tsr::opName(op);
       if (!n.empty() && !stageOfName.count(n))
         stageOfName[n] = getAttr<Dist::StageAttrHelper>(op).getInt();
     }
     SmallVector<Operation *> unresolved;
     for (Operation &op : body) {
-      if (isForward(&op) || isa<func::ReturnOp, tsr::ConstantOp>(op))
+      if (tsr::isForward(&op) || isa<func::ReturnOp, tsr::ConstantOp>(op))
         continue;
       if (auto of = dyn_cast_or_null<StringAttr>(
               getAttr<Tsr::BackwardAttrHelper>(&op))) {
@@ -836,7 +799,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     Block &body = f.getBody().front();
     llvm::StringMap<Operation *> byName;
     for (Operation &op : body) {
-      std::string n = nameOfOp(&op);
+      std::string n = tsr::opName(&op);
       if (!n.empty() && !byName.count(n))
         byName[n] = &op;
     }
@@ -878,7 +841,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       if (state.lookup(op) == 0 && dfs(op))
         return f.emitError("dist-plan: the plan's order entries form a "
                            "cycle (with the data dependencies) through '")
-               << nameOfOp(op) << "'";
+               << tsr::opName(op) << "'";
     return success();
   }
 };

@@ -36,14 +36,6 @@ LogicalDim traceDim(mlir::Block &body,
                     int64_t factor, bool backward,
                     llvm::function_ref<bool(mlir::Operation *)> accept);
 
-/// Neither a backward op nor an optimizer update.
-bool isForward(mlir::Operation *op);
-/// FLOPs of an op, roughly: GEMMs dominate; everything else counts its
-/// output elements.
-double flops(mlir::Operation *op);
-/// The op's name (its NameLoc, e.g. the ONNX node name), or "".
-std::string nameOfOp(mlir::Operation *op);
-
 /// The forward ops of a step grouped into layer units, in program order.
 struct Units {
   llvm::SmallVector<mlir::Operation *> forward; ///< no constants, no return

@@ -12,6 +12,7 @@
 
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
+#include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Schedule/PipelineOrder.h"
 
@@ -42,17 +43,6 @@ int64_t stageOf(Operation *op) {
   return s ? s.getInt() : 0;
 }
 
-double flopsOf(Operation *op) {
-  if (auto mm = dyn_cast<tsr::MatmulOp>(op))
-    return 2.0 * double(mm.getType().getNumElements()) *
-           double(mm.getLhs().getType().getShape().back());
-  double n = 0;
-  for (Type t : op->getResultTypes())
-    if (auto r = dyn_cast<RankedTensorType>(t))
-      n += double(r.getNumElements());
-  return n;
-}
-
 struct DistSchedulePass
     : public dist::impl::DistScheduleBase<DistSchedulePass> {
   using DistScheduleBase::DistScheduleBase;
@@ -79,6 +69,21 @@ struct DistSchedulePass
           << std::numeric_limits<int>::max() << "], got " << micro;
       return signalPassFailure();
     }
+    // A schedule the user chose must have something to order.
+    bool interleaving = schedule == "interleaved" || schedule == "zb-v";
+    if (requirePipeline && pp == 1 && (micro == 1 || interleaving)) {
+      if (micro == 1)
+        module.emitError("dist-schedule: schedule ")
+            << schedule
+            << " orders micro-batches through pipeline stages, but the plan "
+               "has one stage and one micro-batch";
+      else
+        module.emitError("dist-schedule: schedule ")
+            << schedule
+            << " interleaves virtual pipeline stages, but the plan has one "
+               "stage (pp = 1)";
+      return signalPassFailure();
+    }
     // The search explains an infeasible limit by probing limit + 1, so the
     // limit stays well inside int64_t (as tessera-schedule's --memory).
     constexpr int64_t maxLimit = int64_t(1) << 62;
@@ -100,7 +105,7 @@ struct DistSchedulePass
     // marks.
     std::vector<double> f(stages, 0), bw(stages, 0), w(stages, 0);
     for (auto fn : module.getOps<func::FuncOp>()) {
-      if (!fn.getSymName().starts_with("train_step_"))
+      if (!hasAttr<Tsr::TrainStepAttrHelper>(fn))
         continue;
       Block &body = fn.getBody().front();
       // B: backward ops that lead to a value consumed on an earlier stage.
@@ -134,13 +139,13 @@ struct DistSchedulePass
         removeAttr<Dist::WeightGradAttrHelper>(&op);
         if (!hasAttr<Tsr::BackwardAttrHelper>(&op)) {
           if (!hasAttr<Tsr::UpdateAttrHelper>(&op))
-            f[s] += flopsOf(&op);
+            f[s] += tsr::flops(&op);
         } else if (splitW && !inB.contains(&op)) {
           op.setAttr(Dist::WeightGradAttrHelper::getNameStr(),
                      UnitAttr::get(ctx));
-          w[s] += flopsOf(&op);
+          w[s] += tsr::flops(&op);
         } else {
-          bw[s] += flopsOf(&op);
+          bw[s] += tsr::flops(&op);
         }
       }
     }

@@ -169,9 +169,12 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
 
     OpBuilder mb(grad);
     mb.setInsertionPointAfter(grad);
+    // The name is for readers (and the emitted C++); passes find the step
+    // by its tsr.train_step attribute.
     auto step =
         func::FuncOp::create(mb, loc, "train_step_" + optimizer.getValue(),
                              FunctionType::get(ctx, argTypes, resultTypes));
+    setAttr<Tsr::TrainStepAttrHelper>(step, StringAttr::get(ctx, optimizer));
     step.setAllArgAttrs(argAttrs);
     step.setAllResultAttrs(resultAttrs);
     Block *entry = step.addEntryBlock();

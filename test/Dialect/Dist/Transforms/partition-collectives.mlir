@@ -14,7 +14,7 @@
 // CHECK: tsr.slice %{{.*}} {dist.rvd = "R(tp) -local_slice-> D1(tp)", limits = array<i64: 4, 8>, starts = array<i64: 0, 4>, steps = array<i64: 1, 1>}
 module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 2, pp = 1]>} {
   func.func @train_step_x(%x: tensor<4x8xf32> {tsr.input = "x"}, %w: tensor<8x6xf32> {tsr.param = "w"})
-      -> (tensor<f32> {tsr.loss}) {
+      -> (tensor<f32> {tsr.loss}) attributes {tsr.train_step = "x"} {
     %0 = tsr.matmul %x, %w {dist.split = {k = "tp"}} : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
     %1 = tsr.reduce_sum %0 {axes = array<i64: 0, 1>} : (tensor<4x6xf32>) -> tensor<f32>
     return %1 : tensor<f32>
@@ -32,7 +32,7 @@ module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 2, pp = 1]>} {
 // CHECK: dist.all_gather %[[E]] {dim = 0 : i64, dist.rvd = "D0(dp) -all_gather-> R(dp)", ranks = array<i64: 0, 1>} : tensor<4x6xf32> -> tensor<8x6xf32>
 module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>} {
   func.func @train_step_y(%x: tensor<4x8xf32> {tsr.input = "x"}, %w: tensor<4x6xf32> {tsr.param = "w"})
-      -> (tensor<f32> {tsr.loss}) {
+      -> (tensor<f32> {tsr.loss}) attributes {tsr.train_step = "y"} {
     %t = tsr.transpose %x {perm = array<i64: 1, 0>} : tensor<4x8xf32> to tensor<8x4xf32>
     %0 = tsr.matmul %t, %w {dist.split = {k = "dp"}} : (tensor<8x4xf32>, tensor<4x6xf32>) -> tensor<8x6xf32>
     %1 = tsr.exp %0 {dist.split = {_0 = "dp"}} : tensor<8x6xf32>
@@ -48,7 +48,7 @@ module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>} {
 // CHECK: %[[R:.*]] = tsr.exp %{{.*}} : tensor<2x8xf32>
 // CHECK: dist.all_to_all %[[R]] {concat_dim = 0 : i64, dist.rvd = "D0(dp) -all_to_all-> D1(dp)", ranks = array<i64: 0, 1>, split_dim = 1 : i64} : tensor<2x8xf32> -> tensor<4x4xf32>
 module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>} {
-  func.func @train_step_z(%x: tensor<4x8xf32> {tsr.input = "x"}) -> (tensor<f32> {tsr.loss}) {
+  func.func @train_step_z(%x: tensor<4x8xf32> {tsr.input = "x"}) -> (tensor<f32> {tsr.loss}) attributes {tsr.train_step = "z"} {
     %0 = tsr.exp %x {dist.split = {_0 = "dp"}} : tensor<4x8xf32>
     %1 = tsr.neg %0 {dist.split = {_1 = "dp"}} : tensor<4x8xf32>
     %2 = tsr.reduce_sum %1 {axes = array<i64: 0, 1>} : (tensor<4x8xf32>) -> tensor<f32>
@@ -69,7 +69,7 @@ module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>} {
 // CHECK: %[[B:.*]] = dist.recv {peer = 0 : i64, tag = [[T]] : i64} : tensor<4xf32>
 // CHECK: tsr.neg %[[B]]
 module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 2]>} {
-  func.func @train_step_p(%x: tensor<4xf32> {tsr.input = "x"}) -> (tensor<f32> {tsr.loss}) {
+  func.func @train_step_p(%x: tensor<4xf32> {tsr.input = "x"}) -> (tensor<f32> {tsr.loss}) attributes {tsr.train_step = "p"} {
     %0 = tsr.exp %x {dist.stage = 0 : i64} : tensor<4xf32>
     %1 = tsr.neg %0 {dist.stage = 1 : i64} : tensor<4xf32>
     %2 = tsr.reduce_sum %1 {axes = array<i64: 0>, dist.stage = 1 : i64} : (tensor<4xf32>) -> tensor<f32>

@@ -8,7 +8,7 @@ include "mlir/Pass/PassBase.td"
 def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
   let summary = "Choose a parallel plan: op-trans, op-assign, op-order";
   let description = [{
-    Annotates the training steps (`train_step_*`) with a plan and the module
+    Annotates the training steps (functions with `tsr.train_step`) with a plan and the module
     with its mesh `dist.mesh = #dist.mesh<[dp = a, tp = b, pp = c]>` and
     `dist.micro_batches`.
 
@@ -101,6 +101,11 @@ def DistSchedule : Pass<"dist-schedule", "::mlir::ModuleOp"> {
     Option<"memoryLimit", "memory-limit", "int64_t", /*default=*/"0",
            "For search: in-flight micro-batches per device (0..2^62; 0: 2 x "
            "stages)">,
+    Option<"requirePipeline", "require-pipeline", "bool", /*default=*/"false",
+           "Fail when the plan gives the schedule nothing to order (one "
+           "stage and one micro-batch), or when an interleaving schedule "
+           "meets a plan without a pp axis (for a schedule the user asked "
+           "for)">,
   ];
   let dependentDialects = ["::tessera::dist::DistDialect"];
 }
@@ -108,8 +113,9 @@ def DistSchedule : Pass<"dist-schedule", "::mlir::ModuleOp"> {
 def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let summary = "One function per rank with local shapes and communication";
   let description = [{
-    Splits every planned training step `train_step_X` into per-rank
-    functions `train_step_X_rank<r>` (`dist.rank = r`): each op instance
+    Splits every planned training step (`tsr.train_step`) into per-rank
+    functions `<step>_rank<r>` marked `dist.rank = r`, `dist.origin =
+    @<step>` and the step's `tsr.train_step`: each op instance
     works on its local shapes (from its annotation and `dist.split`), and
     wherever a consumer needs a layout other than its producer's, the
     cheapest sequence of collectives found by the RVD search
@@ -134,6 +140,21 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::tessera::dist::DistDialect",
                            "::tessera::tsr::TsrDialect",
                            "::mlir::func::FuncDialect"];
+}
+
+def DistExtractRank : Pass<"dist-extract-rank", "::mlir::ModuleOp"> {
+  let summary = "Keep only one rank's functions, under their step's name";
+  let description = [{
+    After dist-partition a module holds every rank's functions. This pass
+    keeps those of `rank` (`dist.rank`), erases the others and gives each
+    kept function back the name of the step it came from (`dist.origin`),
+    so that each rank's program calls its steps by the same names. The
+    result is what one rank's program is emitted from.
+  }];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "The rank to keep (below the mesh's rank count)">,
+  ];
 }
 
 #endif // TESSERA_DIALECT_DIST_TRANSFORMS_PASSES_TD

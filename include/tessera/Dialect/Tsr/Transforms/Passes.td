@@ -55,7 +55,8 @@ def TsrOptimizer : Pass<"tsr-optimizer", "::mlir::ModuleOp"> {
   let summary = "Build the whole training step: micro-batches, clipping, update";
   let description = [{
     From the gradient function built by tsr-autodiff (`func`, default: the
-    only function with `tsr.grad` results), builds `train_step_<optimizer>`:
+    only function with `tsr.grad` results), builds `train_step_<optimizer>`,
+    marked `tsr.train_step = "<optimizer>"` (passes find steps by the mark):
 
         (params, optimizer state, data inputs, hyperparameters, step)
             -> (loss, new params, new state)
@@ -103,6 +104,29 @@ def TsrDecomposeMeans : Pass<"tsr-decompose-means"> {
     with `sum` reduction, and `reduce_mean` becomes `reduce_sum` times
     1/n. The new ops keep the `tsr.backward` / `tsr.update` marks of the ops
     they replace.
+  }];
+}
+
+def TsrExportGradStep : Pass<"tsr-export-grad-step", "::mlir::ModuleOp"> {
+  let summary = "Keep a copy of the gradient function as the program's grad_step";
+  let description = [{
+    A one-device program can dump its first-step gradients
+    (`OUT/run --dump-grads`). This pass copies the gradient function that
+    tsr-autodiff built (the function whose second result carries `tsr.grad`)
+    as `grad_step`, marked `tsr.grad_step`, so that it survives
+    tsr-internalize and the inliner; the emitter finds it by that mark. It
+    is an error when there is no such function or `grad_step` exists.
+  }];
+  let dependentDialects = ["::tessera::tsr::TsrDialect"];
+}
+
+def TsrInternalize : Pass<"tsr-internalize", "::mlir::ModuleOp"> {
+  let summary = "Make every function private but the program's entry points";
+  let description = [{
+    Marks private every function that is neither a training step
+    (`tsr.train_step`) nor the gradient step (`tsr.grad_step`), so that the
+    inliner and symbol-dce fold the forward and gradient functions into the
+    steps.
   }];
 }
 

@@ -5,7 +5,8 @@ func.func @train_step_sgd(%w1: tensor<8x16xf32> {tsr.param = "w1"}, %w2: tensor<
                           %x: tensor<4x8xf32> {tsr.input = "x"}, %t: tensor<4xi64> {tsr.input = "t"},
                           %lr: tensor<f32> {tsr.hyper = "lr"}, %wd: tensor<f32> {tsr.hyper = "weight_decay"},
                           %step: tensor<i64> {tsr.step})
-    -> (tensor<f32> {tsr.loss}, tensor<8x16xf32> {tsr.param = "w1"}, tensor<16x8xf32> {tsr.param = "w2"}) {
+    -> (tensor<f32> {tsr.loss}, tensor<8x16xf32> {tsr.param = "w1"}, tensor<16x8xf32> {tsr.param = "w2"})
+    attributes {tsr.train_step = "sgd"} {
   %h = tsr.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("/l.0/fc/MatMul")
   %g = tsr.relu %h : tensor<4x16xf32> loc("/l.0/relu")
   %y = tsr.matmul %g, %w2 : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32> loc("/l.1/proj/MatMul")

@@ -1,0 +1,86 @@
+//===- Package.h - what tessera-compile writes into OUT ----------*- C++
+//-*-===//
+//
+// After the training pipeline (tessera/Pipelines), a compiled model becomes
+// a directory: one C++ program per rank (or one for a single device), the
+// CMakeLists.txt that builds them against the runtime, the `run` script,
+// the predicted memory (memory.json) and a plan summary. This library makes
+// that directory from the pipeline's module; tessera-compile is its driver.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_PACKAGE_PACKAGE_H
+#define TESSERA_PACKAGE_PACKAGE_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace tessera::package {
+
+struct PackageOptions {
+  /// The output directory (absolute).
+  std::string outDir;
+  /// The model's file name, for headers and the program's model name.
+  std::string modelName;
+  /// cpu or cuda.
+  std::string target = "cpu";
+  /// For cuda: CMAKE_CUDA_ARCHITECTURES.
+  std::string cudaArch = "90a";
+  /// Where the runtime is (set by the driver from its build).
+  std::string runtimeIncludeDir, runtimeSourceDir, runtimeLibrary,
+      openblasLibrary, runtimeLinkOptions;
+  /// Also write each rank's IR before emission (rank_N/program.mlir, or
+  /// program.mlir for one device).
+  bool emitRankIR = false;
+  /// Prefix of errors and progress lines.
+  std::string toolName = "tessera-compile";
+  /// Progress lines (null: quiet).
+  llvm::raw_ostream *progress = nullptr;
+};
+
+/// Writes `text` to OUT/name; reports the error and fails if it cannot.
+mlir::LogicalResult writeOutFile(const PackageOptions &options,
+                                 llvm::StringRef name, llvm::StringRef text);
+
+/// The number of ranks of the pipeline's module (1 without dist.mesh).
+int64_t worldSize(mlir::ModuleOp module);
+
+/// A summary of a distributed module: the mesh, and per rank its ops and
+/// messages (of the adamw step).
+void printPlanReport(mlir::ModuleOp module, llvm::StringRef plan,
+                     llvm::StringRef schedule, llvm::raw_ostream &os);
+
+/// OUT/memory.json: the predicted peak tensor memory of each rank's step,
+/// per optimizer.
+mlir::LogicalResult writeMemoryJson(mlir::ModuleOp module,
+                                    const PackageOptions &options);
+
+/// Emits each rank's program (OUT/rank_N/program.cpp, or OUT/program.cpp
+/// for one device) from the pipeline's module, which it leaves unchanged;
+/// returns the program directories relative to OUT ("" for one device).
+mlir::FailureOr<std::vector<std::string>>
+emitPrograms(mlir::ModuleOp module, const PackageOptions &options);
+
+/// The CMakeLists.txt that builds the programs in `dirs`.
+std::string cmakeLists(llvm::ArrayRef<std::string> dirs,
+                       const PackageOptions &options);
+
+/// OUT/run: the program itself, or all ranks under mpirun.
+std::string runScript(llvm::ArrayRef<std::string> dirs, int64_t worldSize);
+
+/// Writes OUT/CMakeLists.txt and OUT/run.
+mlir::LogicalResult writeBuildFiles(llvm::ArrayRef<std::string> dirs,
+                                    int64_t worldSize,
+                                    const PackageOptions &options);
+
+/// cmake configure + build into OUT/build (output in OUT/build.log, echoed
+/// on failure).
+mlir::LogicalResult build(const PackageOptions &options);
+
+} // namespace tessera::package
+
+#endif // TESSERA_PACKAGE_PACKAGE_H

@@ -1,0 +1,96 @@
+//===- TrainPipeline.h - forward graph to per-rank training steps -*- C++
+//-*-===//
+//
+// The pass pipeline tessera-compile runs between the ONNX import and the
+// emission of C++: autodiff, the optimizer steps, clean-up, and for a
+// distributed run the plan, the pipeline schedule and the partition into
+// per-rank functions. Registered as `tessera-train-pipeline`, so
+//
+//   tessera-opt OUT/model.mlir \
+//     --tessera-train-pipeline="devices=8 plan=dp2xtp2xpp2 micro-batches=2
+//     rank=5"
+//
+// prints exactly the IR tessera-compile emits rank 5's program from.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_PIPELINES_TRAINPIPELINE_H
+#define TESSERA_PIPELINES_TRAINPIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+
+namespace tessera {
+
+struct TrainPipelineOptions
+    : public mlir::PassPipelineOptions<TrainPipelineOptions> {
+  Option<int64_t> devices{*this, "devices",
+                          llvm::cl::desc("Number of devices (>= 1)"),
+                          llvm::cl::init(1)};
+  Option<int64_t> microBatches{
+      *this, "micro-batches",
+      llvm::cl::desc("Micro-batches per step (>= 1): pipeline micro-batches, "
+                     "or gradient accumulation on one device"),
+      llvm::cl::init(1)};
+  Option<std::string> plan{
+      *this, "plan",
+      llvm::cl::desc("dp, tp, pp, a product like dp2xtp2xpp2, auto, or a "
+                     "plan file (.json); see docs/plans.md"),
+      llvm::cl::init("dp")};
+  Option<std::string> schedule{
+      *this, "schedule",
+      llvm::cl::desc("Pipeline schedule: 1f1b, gpipe, interleaved, zb-h1, "
+                     "zb-h2, zb-v or search"),
+      llvm::cl::init("1f1b")};
+  Option<bool> requirePipeline{
+      *this, "require-pipeline",
+      llvm::cl::desc("The schedule was asked for: fail when the plan gives it "
+                     "nothing to order (not with plan=auto)"),
+      llvm::cl::init(false)};
+  Option<bool> zero1{*this, "zero1",
+                     llvm::cl::desc("Shard optimizer state over dp (ZeRO-1)"),
+                     llvm::cl::init(false)};
+  Option<double> clipNorm{
+      *this, "clip-norm",
+      llvm::cl::desc("Clip gradients to this global norm (0: off)"),
+      llvm::cl::init(0.0)};
+  Option<std::string> deviceSpec{
+      *this, "device-spec",
+      llvm::cl::desc("For plan=auto: h100, a100, cpu or a spec file"),
+      llvm::cl::init("cpu")};
+  Option<double> memoryGiB{
+      *this, "memory-gib",
+      llvm::cl::desc("For plan=auto: memory per device in GiB"),
+      llvm::cl::init(16.0)};
+  Option<bool> report{
+      *this, "report",
+      llvm::cl::desc("For plan=auto: print the chosen plan to stderr"),
+      llvm::cl::init(false)};
+  Option<int64_t> rank{
+      *this, "rank",
+      llvm::cl::desc("Keep only this rank's functions, under their steps' "
+                     "names (dist-extract-rank; -1: all ranks)"),
+      llvm::cl::init(-1)};
+
+  /// One device and one micro-batch need no plan.
+  bool distributed() const { return devices > 1 || microBatches > 1; }
+  bool autoPlan() const { return plan == "auto"; }
+};
+
+/// The optimizers whose steps every program carries, in emission order.
+inline constexpr const char *kTrainOptimizers[] = {"adamw", "sgd"};
+
+/// Checks `options` (calling `error` with the reason) and adds the pipeline
+/// to `pm`, which must be nested on builtin.module.
+mlir::LogicalResult
+buildTrainPipeline(mlir::OpPassManager &pm, const TrainPipelineOptions &options,
+                   llvm::function_ref<void(const llvm::Twine &)> error);
+
+/// Registers `tessera-train-pipeline` (for tessera-opt).
+void registerTrainPipeline();
+
+} // namespace tessera
+
+#endif // TESSERA_PIPELINES_TRAINPIPELINE_H

@@ -1,0 +1,32 @@
+//===- Internalize.cpp - only the entry points stay public ----------------===//
+
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+namespace tessera {
+namespace tsr {
+#define GEN_PASS_DEF_TSRINTERNALIZE
+#include "tessera/Dialect/Tsr/Transforms/Passes.h.inc"
+} // namespace tsr
+} // namespace tessera
+
+using namespace mlir;
+using namespace tessera;
+using Tsr = tessera::tsr::TsrDialect;
+
+namespace {
+
+struct TsrInternalizePass
+    : public tsr::impl::TsrInternalizeBase<TsrInternalizePass> {
+  void runOnOperation() override {
+    for (auto f : getOperation().getOps<FunctionOpInterface>())
+      if (!hasAttr<Tsr::TrainStepAttrHelper>(f) &&
+          !hasAttr<Tsr::GradStepAttrHelper>(f))
+        f.setPrivate();
+  }
+};
+
+} // namespace

@@ -1,0 +1,344 @@
+//===- Package.cpp - what tessera-compile writes into OUT -----------------===//
+
+#include "tessera/Package/Package.h"
+
+#include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/Dist/IR/DistAttrs.h"
+#include "tessera/Dialect/Dist/IR/DistDialect.h"
+#include "tessera/Dialect/Dist/IR/DistOps.h"
+#include "tessera/Dialect/Dist/Transforms/MemoryPrediction.h"
+#include "tessera/Dialect/Dist/Transforms/Passes.h"
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Pipelines/TrainPipeline.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+using namespace mlir;
+using Dist = tessera::dist::DistDialect;
+using Tsr = tessera::tsr::TsrDialect;
+
+namespace tessera::package {
+
+namespace {
+
+std::string outPath(const PackageOptions &options, StringRef name) {
+  SmallString<256> p(options.outDir);
+  llvm::sys::path::append(p, name);
+  return std::string(p);
+}
+
+LogicalResult fail(const PackageOptions &options, const Twine &message) {
+  llvm::errs() << options.toolName << ": error: " << message << "\n";
+  return failure();
+}
+
+void progress(const PackageOptions &options, const Twine &message) {
+  if (options.progress)
+    *options.progress << options.toolName << ": " << message << "\n";
+}
+
+/// The step of `optimizer` that `rank` runs (any rank: -1).
+func::FuncOp findStep(ModuleOp module, StringRef optimizer, int64_t rank) {
+  for (auto f : module.getOps<func::FuncOp>()) {
+    auto role = getAttr<Tsr::TrainStepAttrHelper>(f);
+    auto r = getAttr<Dist::RankAttrHelper>(f);
+    if (role && role.getValue() == optimizer &&
+        (rank < 0 ? !r : r && r.getInt() == rank))
+      return f;
+  }
+  return {};
+}
+
+/// Runs a program, echoing its output only when it fails.
+LogicalResult run(const PackageOptions &options, StringRef program,
+                  ArrayRef<StringRef> args, StringRef log) {
+  auto path = llvm::sys::findProgramByName(program);
+  if (!path)
+    return fail(options, "'" + program + "' not found in PATH");
+  SmallVector<StringRef> argv{*path};
+  llvm::append_range(argv, args);
+  std::optional<StringRef> redirects[] = {std::nullopt, log, log};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*path, argv, std::nullopt, redirects, 0, 0,
+                                     &message);
+  if (rc != 0) {
+    llvm::errs() << options.toolName << ": error: " << program << " failed ("
+                 << (message.empty() ? "exit " + std::to_string(rc) : message)
+                 << "); its output:\n";
+    if (auto buffer = llvm::MemoryBuffer::getFile(log))
+      llvm::errs() << (*buffer)->getBuffer();
+    return failure();
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult writeOutFile(const PackageOptions &options, StringRef name,
+                           StringRef text) {
+  std::string path = outPath(options, name);
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec)
+    return fail(options, "cannot write " + path + ": " + ec.message());
+  os << text;
+  return success();
+}
+
+int64_t worldSize(ModuleOp module) {
+  auto mesh =
+      module->getAttrOfType<dist::MeshAttr>(Dist::MeshAttrHelper::getNameStr());
+  return mesh ? mesh.numRanks() : 1;
+}
+
+void printPlanReport(ModuleOp module, StringRef plan, StringRef schedule,
+                     raw_ostream &os) {
+  auto mesh =
+      module->getAttrOfType<dist::MeshAttr>(Dist::MeshAttrHelper::getNameStr());
+  if (!mesh)
+    return;
+  int64_t micro = 1;
+  if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(module))
+    micro = m.getInt();
+  os << "tessera-compile: plan " << plan << " on " << mesh << ", " << micro
+     << " micro-batch(es)"
+     << (micro > 1 ? " (" + schedule.str() + ")" : std::string()) << "\n";
+  for (int64_t rank = 0; rank < mesh.numRanks(); ++rank) {
+    func::FuncOp f = findStep(module, "adamw", rank);
+    if (!f)
+      continue;
+    int64_t ops = 0, collectives = 0, sends = 0, recvs = 0, params = 0;
+    f.walk([&](Operation *op) {
+      if (isa<func::FuncOp, func::ReturnOp>(op))
+        return;
+      ++ops;
+      if (isa<dist::SendOp>(op))
+        ++sends;
+      else if (isa<dist::RecvOp>(op))
+        ++recvs;
+      else if (isa<dist::DistDialect>(op->getDialect()))
+        ++collectives;
+    });
+    for (unsigned i = 0; i < f.getNumArguments(); ++i)
+      if (getArgAttr<Tsr::ParamAttrHelper>(f, i))
+        ++params;
+    auto c = mesh.coords(rank);
+    os << llvm::formatv(
+        "  rank {0} (dp {1}, tp {2}, pp {3}): {4} params, {5} ops, {6} "
+        "collectives, {7} sends, {8} receives\n",
+        rank, c[0], c[1], c[2], params, ops, collectives, sends, recvs);
+  }
+}
+
+LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options) {
+  bool distributed = static_cast<bool>(module->getAttrOfType<dist::MeshAttr>(
+      Dist::MeshAttrHelper::getNameStr()));
+  int64_t ranks = worldSize(module);
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << "{";
+  for (auto [i, opt] : llvm::enumerate(kTrainOptimizers)) {
+    os << (i ? ", " : "") << "\"" << opt << "\": [";
+    for (int64_t r = 0; r < ranks; ++r) {
+      func::FuncOp f = findStep(module, opt, distributed ? r : -1);
+      int64_t bytes = f ? dist::predictPeakBytes(f) : 0;
+      os << (r ? ", " : "") << bytes;
+      if (StringRef(opt) == "adamw")
+        progress(options, llvm::formatv("  rank {0}: predicted peak tensor "
+                                        "memory {1:F2} MiB (adamw)",
+                                        r, bytes / (1024.0 * 1024.0))
+                              .str());
+    }
+    os << "]";
+  }
+  os << "}\n";
+  return writeOutFile(options, "memory.json", json);
+}
+
+FailureOr<std::vector<std::string>>
+emitPrograms(ModuleOp module, const PackageOptions &options) {
+  MLIRContext *ctx = module.getContext();
+  bool distributed = static_cast<bool>(module->getAttrOfType<dist::MeshAttr>(
+      Dist::MeshAttrHelper::getNameStr()));
+  int64_t ranks = worldSize(module);
+  std::vector<std::string> programs;
+  for (int64_t r = 0; r < (distributed ? ranks : 1); ++r) {
+    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+    std::string dir = distributed ? "rank_" + std::to_string(r) : "";
+    PassManager pm(ctx);
+    if (distributed) {
+      if (std::error_code ec =
+              llvm::sys::fs::create_directories(outPath(options, dir)))
+        return fail(options, "cannot create " + outPath(options, dir) + ": " +
+                                 ec.message());
+      dist::DistExtractRankOptions extract;
+      extract.rank = r;
+      pm.addPass(dist::createDistExtractRank(extract));
+      if (failed(pm.run(*copy)))
+        return failure();
+      pm.clear();
+    }
+    std::string prefix = dir.empty() ? "" : dir + "/";
+    if (options.emitRankIR) {
+      std::string ir;
+      llvm::raw_string_ostream irStream(ir);
+      copy->print(irStream);
+      irStream << "\n"; // as tessera-opt prints it
+      if (failed(writeOutFile(options, prefix + "program.mlir", ir)))
+        return failure();
+    }
+    ConvertTsrToEmitCOptions emitOptions;
+    emitOptions.modelName = options.modelName;
+    if (distributed)
+      emitOptions.initWeights = "../init.safetensors";
+    pm.addPass(createConvertTsrToEmitC(emitOptions));
+    if (failed(pm.run(*copy)))
+      return failure();
+    std::string cpp;
+    llvm::raw_string_ostream cppStream(cpp);
+    cppStream << "// Emitted by tessera-compile from " << options.modelName
+              << (distributed
+                      ? ": the training program of rank " + std::to_string(r) +
+                            " of " + std::to_string(ranks) + ".\n"
+                      : std::string(": the training program of one "
+                                    "device.\n"));
+    if (failed(emitc::translateToCpp(*copy, cppStream)))
+      return fail(options, "C++ emission failed");
+    if (failed(writeOutFile(options, prefix + "program.cpp", cpp)))
+      return failure();
+    programs.push_back(dir);
+  }
+  return programs;
+}
+
+std::string cmakeLists(ArrayRef<std::string> dirs,
+                       const PackageOptions &options) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "# Emitted by tessera-compile: the training program(s), one per "
+        "rank.\n"
+        "cmake_minimum_required(VERSION 3.20)\n"
+        "project(tessera_program CXX)\n"
+        "set(CMAKE_CXX_STANDARD 17)\n"
+        "set(CMAKE_CXX_STANDARD_REQUIRED ON)\n"
+        "if(NOT CMAKE_BUILD_TYPE)\n"
+        "  set(CMAKE_BUILD_TYPE Release)\n"
+        "endif()\n"
+        "# The emitted code is a straight sequence of runtime calls (the\n"
+        "# kernels are in the runtime library): -O1 compiles it 4x faster\n"
+        "# than -O3 and runs as fast.\n"
+        "set(CMAKE_CXX_FLAGS_RELEASE \"-O1 -DNDEBUG\")\n";
+  // The CUDA target builds runtime/cuda from its sources once for the
+  // chosen architecture (runtime/cuda/TesseraCuda.cmake), since the kernels
+  // are compiled per architecture.
+  if (options.target == "cuda") {
+    os << "include(\"" << options.runtimeSourceDir
+       << "/cuda/TesseraCuda.cmake\")\n";
+    for (const std::string &dir : dirs) {
+      std::string target = dir.empty() ? "program" : dir;
+      std::string source = dir.empty() ? "program.cpp" : dir + "/program.cpp";
+      std::string out = dir.empty() ? "${CMAKE_CURRENT_SOURCE_DIR}"
+                                    : "${CMAKE_CURRENT_SOURCE_DIR}/" + dir;
+      os << "\nadd_executable(" << target << " " << source << ")\n"
+         << "set_target_properties(" << target
+         << " PROPERTIES OUTPUT_NAME program\n  RUNTIME_OUTPUT_DIRECTORY "
+         << out << ")\n"
+         << "tessera_link_cuda_runtime(" << target << " CUDA_ARCH "
+         << options.cudaArch << ")\n";
+    }
+    return s;
+  }
+  // The CPU target links the runtime library built beside the compiler.
+  os << "find_package(MPI REQUIRED COMPONENTS CXX)\n"
+        "find_package(Threads REQUIRED)\n"
+        "set(TESSERA_RUNTIME_INCLUDE_DIR \""
+     << options.runtimeIncludeDir
+     << "\" CACHE PATH \"Tessera runtime headers\")\n"
+        "set(TESSERA_RUNTIME_LIBRARY \""
+     << options.runtimeLibrary
+     << "\" CACHE FILEPATH \"Tessera runtime library\")\n"
+        "set(TESSERA_OPENBLAS_LIBRARY \""
+     << options.openblasLibrary << "\" CACHE FILEPATH \"OpenBLAS\")\n";
+  for (const std::string &dir : dirs) {
+    std::string target = dir.empty() ? "program" : dir;
+    std::string source = dir.empty() ? "program.cpp" : dir + "/program.cpp";
+    std::string out = dir.empty() ? "${CMAKE_CURRENT_SOURCE_DIR}"
+                                  : "${CMAKE_CURRENT_SOURCE_DIR}/" + dir;
+    os << "\nadd_executable(" << target << " " << source << ")\n"
+       << "# Beside (or below) init.safetensors, which it loads by default.\n"
+       << "set_target_properties(" << target
+       << " PROPERTIES OUTPUT_NAME program\n  RUNTIME_OUTPUT_DIRECTORY " << out
+       << ")\n"
+       << "target_include_directories(" << target
+       << " PRIVATE ${TESSERA_RUNTIME_INCLUDE_DIR})\n"
+       << "target_link_libraries(" << target
+       << " PRIVATE ${TESSERA_RUNTIME_LIBRARY}\n  ${TESSERA_OPENBLAS_LIBRARY} "
+          "MPI::MPI_CXX Threads::Threads m)\n";
+    // A runtime built with sanitizers (TESSERA_SANITIZE) needs their
+    // run-time libraries in the program too.
+    if (!options.runtimeLinkOptions.empty())
+      os << "target_link_options(" << target << " PRIVATE "
+         << options.runtimeLinkOptions << ")\n";
+  }
+  return s;
+}
+
+std::string runScript(ArrayRef<std::string> dirs, int64_t worldSize) {
+  std::string s = "#!/bin/sh\n# Emitted by tessera-compile: runs the training "
+                  "program (see --help).\n"
+                  "here=$(cd \"$(dirname \"$0\")\" && pwd)\n";
+  if (worldSize == 1) {
+    std::string dir = dirs.front();
+    s +=
+        "exec \"$here/" + (dir.empty() ? "" : dir + "/") + "program\" \"$@\"\n";
+    return s;
+  }
+  s += "# Open MPI refuses to start as root without these. Ranks may exceed\n"
+       "# the cores (--oversubscribe); unbound ranks that yield when idle\n"
+       "# share them better; containers often forbid the single-copy\n"
+       "# transport.\n"
+       "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n"
+       "exec mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 "
+       "\\\n  --mca btl_vader_single_copy_mechanism none --mca "
+       "orte_base_help_aggregate 0 \\\n ";
+  for (auto [i, dir] : llvm::enumerate(dirs))
+    s += std::string(i ? " :" : "") + " -np 1 \"$here/" + dir +
+         "/program\" \"$@\"";
+  s += "\n";
+  return s;
+}
+
+LogicalResult writeBuildFiles(ArrayRef<std::string> dirs, int64_t worldSize,
+                              const PackageOptions &options) {
+  if (failed(
+          writeOutFile(options, "CMakeLists.txt", cmakeLists(dirs, options))) ||
+      failed(writeOutFile(options, "run", runScript(dirs, worldSize))))
+    return failure();
+  llvm::sys::fs::setPermissions(outPath(options, "run"),
+                                llvm::sys::fs::all_read |
+                                    llvm::sys::fs::all_exe |
+                                    llvm::sys::fs::owner_write);
+  return success();
+}
+
+LogicalResult build(const PackageOptions &options) {
+  std::string log = outPath(options, "build.log");
+  std::string buildDir = outPath(options, "build");
+  if (failed(run(options, "cmake",
+                 {"-S", options.outDir, "-B", buildDir, "-G", "Ninja",
+                  "-DCMAKE_BUILD_TYPE=Release"},
+                 log)) ||
+      failed(run(options, "cmake", {"--build", buildDir}, log)))
+    return failure();
+  progress(options, "built " + outPath(options, "run"));
+  return success();
+}
+
+} // namespace tessera::package

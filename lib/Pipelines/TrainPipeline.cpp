@@ -1,0 +1,114 @@
+//===- TrainPipeline.cpp - forward graph to per-rank training steps -------===//
+
+#include "tessera/Pipelines/TrainPipeline.h"
+
+#include "tessera/Dialect/Dist/Transforms/Passes.h"
+#include "tessera/Dialect/Tsr/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace tessera {
+
+LogicalResult
+buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
+                   llvm::function_ref<void(const llvm::Twine &)> error) {
+  if (o.devices < 1)
+    return error("devices must be >= 1, got " + Twine(int64_t(o.devices))),
+           failure();
+  if (o.microBatches < 1)
+    return error("micro-batches must be >= 1, got " +
+                 Twine(int64_t(o.microBatches))),
+           failure();
+  // The norm is computed in f32.
+  if (!std::isfinite(static_cast<float>(o.clipNorm)) || o.clipNorm < 0)
+    return error("clip-norm must be a finite number >= 0 (0: off)"), failure();
+  if (o.rank >= 0 && !o.distributed())
+    return error("rank applies only with devices > 1 or micro-batches > 1"),
+           failure();
+
+  // The training steps.
+  pm.addPass(tsr::createTsrAutodiff());
+  // Split means must divide by the global count (see tsr-decompose-means).
+  if (o.distributed())
+    pm.addPass(tsr::createTsrDecomposeMeans());
+  for (const char *optimizer : kTrainOptimizers) {
+    tsr::TsrOptimizerOptions opt;
+    opt.optimizer = optimizer;
+    opt.clipNorm = o.clipNorm;
+    pm.addPass(tsr::createTsrOptimizer(opt));
+  }
+  // One device also exports its gradient function (--dump-grads).
+  if (!o.distributed())
+    pm.addPass(tsr::createTsrExportGradStep());
+  // Only the steps remain public; the rest is inlined into them.
+  pm.addPass(tsr::createTsrInternalize());
+  pm.addPass(createInlinerPass());
+  pm.addPass(createSymbolDCEPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  if (!o.distributed())
+    return success();
+
+  // The parallel plan and the per-rank functions.
+  dist::DistPlanOptions plan;
+  plan.plan = o.plan;
+  plan.devices = o.devices;
+  plan.microBatches = o.microBatches;
+  plan.zero1 = o.zero1;
+  // dist-plan rejects its auto-only options with any other plan.
+  if (o.autoPlan()) {
+    plan.deviceSpec = o.deviceSpec;
+    plan.memoryGiB = o.memoryGiB;
+    plan.schedule = o.schedule;
+    plan.report = o.report;
+  }
+  // Interleaved 1F1B and ZB-V run two virtual stages per device.
+  if (o.schedule == "interleaved" || o.schedule == "zb-v")
+    plan.stagesPerDevice = 2;
+  plan.vShape = o.schedule == "zb-v";
+  pm.addPass(dist::createDistPlan(plan));
+  dist::DistScheduleOptions schedule;
+  schedule.schedule = o.schedule;
+  // The auto policy weighs the schedule in its choice, so there it always
+  // applies.
+  schedule.requirePipeline = o.requirePipeline && !o.autoPlan();
+  pm.addPass(dist::createDistSchedule(schedule));
+  pm.addPass(dist::createDistPartition());
+  pm.addPass(createCanonicalizerPass());
+  if (o.rank >= 0) {
+    dist::DistExtractRankOptions extract;
+    extract.rank = o.rank;
+    pm.addPass(dist::createDistExtractRank(extract));
+  }
+  return success();
+}
+
+void registerTrainPipeline() {
+  registerPassPipeline(
+      "tessera-train-pipeline",
+      "The training pipeline of tessera-compile: autodiff, the adamw and sgd "
+      "steps, clean-up and, with devices > 1 or micro-batches > 1, plan, "
+      "schedule and partition (and with rank=R, that rank's functions)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        TrainPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        LogicalResult result = success();
+        if (failed(buildTrainPipeline(pm, options, [&](const Twine &why) {
+              result = errorHandler("tessera-train-pipeline: " + why);
+            })))
+          return failure();
+        return result;
+      },
+      [](function_ref<void(const detail::PassOptions &)> handler) {
+        handler(TrainPipelineOptions());
+      });
+}
+
+} // namespace tessera
