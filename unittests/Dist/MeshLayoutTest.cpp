@@ -1,8 +1,7 @@
-//===- MeshLayoutTest.cpp - #dist.mesh and #dist.layout helpers -----------===//
+//===- MeshLayoutTest.cpp - #dist.mesh helpers and collective builders ----===//
 //
-// The rank arithmetic of MeshAttr (coords, rank, groupOf), LayoutAttr's
-// verification against a mesh and a shape (the exact messages), localShape,
-// and the builders that compute a collective's result type.
+// The rank arithmetic of MeshAttr (coords, rank, groupOf), its verifier's
+// messages, and the builders that compute a collective's result type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,10 +27,6 @@ protected:
 
   MeshAttr mesh(ArrayRef<StringRef> names, ArrayRef<int64_t> sizes) {
     return MeshAttr::get(&context, names, sizes);
-  }
-
-  LayoutAttr layout(StringRef text) {
-    return cast<LayoutAttr>(parseAttribute(text, &context));
   }
 
   /// The message of the one error `verify` reports, or "" if it succeeds.
@@ -115,63 +110,6 @@ TEST_F(DistTest, MeshVerifier) {
   EXPECT_EQ(check({"dp"}, {0}), "mesh axis 'dp' has size 0");
   EXPECT_EQ(check({"a-b"}, {2}), "mesh axis name 'a-b' is not an identifier");
   EXPECT_EQ(check({"dp"}, {2, 2}), "mesh has 1 axis names but 2 sizes");
-}
-
-TEST_F(DistTest, LayoutPrintsAsParsed) {
-  LayoutAttr l = layout("#dist.layout<[D0, V, R, D12]>");
-  ASSERT_EQ(l.getEntries().size(), 4u);
-  EXPECT_EQ(l.getEntries()[0], LayoutEntry::split(0));
-  EXPECT_EQ(l.getEntries()[1], LayoutEntry::partial());
-  EXPECT_EQ(l.getEntries()[2], LayoutEntry::replicated());
-  EXPECT_EQ(l.getEntries()[3], LayoutEntry::split(12));
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << Attribute(l);
-  EXPECT_EQ(text, "#dist.layout<[D0, V, R, D12]>");
-  EXPECT_FALSE(l.isReplicated());
-  EXPECT_TRUE(layout("#dist.layout<[R, R]>").isReplicated());
-}
-
-TEST_F(DistTest, LocalShape) {
-  MeshAttr m = mesh({"dp", "tp", "pp"}, {2, 2, 2});
-  using S = SmallVector<int64_t>;
-  EXPECT_EQ(layout("#dist.layout<[D0, V, R]>").localShape(m, {8, 6}),
-            (S{4, 6}));
-  EXPECT_EQ(layout("#dist.layout<[D0, D1, R]>").localShape(m, {8, 6}),
-            (S{4, 3}));
-  EXPECT_EQ(layout("#dist.layout<[D1, D1, D1]>").localShape(m, {3, 16}),
-            (S{3, 2}));
-  EXPECT_EQ(layout("#dist.layout<[R, R, R]>").localShape(m, {3, 5}), (S{3, 5}));
-  EXPECT_EQ(layout("#dist.layout<[V, V, R]>").localShape(m, {}), (S{}));
-}
-
-TEST_F(DistTest, LayoutVerificationMessages) {
-  auto check = [&](MeshAttr m, StringRef text, ArrayRef<int64_t> shape) {
-    LayoutAttr l = layout(text);
-    return message([&](function_ref<InFlightDiagnostic()> emitError) {
-      return l.verify(emitError, m, shape);
-    });
-  };
-  MeshAttr m = mesh({"dp", "tp", "pp"}, {2, 2, 2});
-  EXPECT_EQ(check(m, "#dist.layout<[D0, V, R]>", {8, 6}), "");
-  EXPECT_EQ(check(m, "#dist.layout<[D1, D1, D1]>", {3, 16}), "");
-  EXPECT_EQ(check(m, "#dist.layout<[D0, V]>", {8, 6}),
-            "layout has 2 entries but the mesh has 3 axes (dp, tp, pp)");
-  EXPECT_EQ(check(m, "#dist.layout<[R, D2, R]>", {8, 6}),
-            "layout splits dimension 2 over axis tp, but the tensor has "
-            "rank 2");
-  EXPECT_EQ(check(m, "#dist.layout<[R, D0, R]>", {3, 6}),
-            "layout splits dimension 0 of size 3 over axis tp (2): 3 is not "
-            "a multiple of 2");
-  EXPECT_EQ(check(m, "#dist.layout<[D1, D1, D1]>", {4, 12}),
-            "layout splits dimension 1 of size 12 over axes dp (2), tp (2) "
-            "and pp (2): 12 is not a multiple of 8");
-  // Axes are listed outer first, in mesh order.
-  MeshAttr tpdp = mesh({"tp", "dp"}, {2, 4});
-  EXPECT_EQ(check(tpdp, "#dist.layout<[D2, D2]>", {4, 4, 6}),
-            "layout splits dimension 2 of size 6 over axes tp (2) and dp "
-            "(4): 6 is not a multiple of 8");
-  EXPECT_EQ(check(tpdp, "#dist.layout<[D2, D2]>", {4, 4, 16}), "");
 }
 
 TEST_F(DistTest, EnclosingMesh) {

@@ -1,6 +1,6 @@
 //===- DistAttrs.cpp - dist attributes ------------------------------------===//
 //
-// Assembly, verifiers and rank arithmetic of #dist.mesh and #dist.layout.
+// Assembly, verifier and rank arithmetic of #dist.mesh.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,17 +31,6 @@ void DistDialect::registerAttributes() {
       >();
 }
 
-std::string LayoutEntry::str() const {
-  switch (kind) {
-  case Kind::Replicated:
-    return "R";
-  case Kind::Partial:
-    return "V";
-  case Kind::Split:
-    return "D" + std::to_string(dim);
-  }
-  llvm_unreachable("unknown layout entry kind");
-}
 
 MeshAttr tessera::dist::getEnclosingMesh(Operation *op) {
   for (; op; op = op->getParentOp())
@@ -198,103 +187,4 @@ std::string MeshAttr::axisList() const {
   for (auto [i, name] : llvm::enumerate(getNames()))
     s += (i ? ", " : "") + name.getValue().str();
   return s;
-}
-
-//===----------------------------------------------------------------------===//
-// LayoutAttr
-//===----------------------------------------------------------------------===//
-
-Attribute LayoutAttr::parse(AsmParser &parser, Type) {
-  SmallVector<LayoutEntry> entries;
-  auto parseEntry = [&]() -> ParseResult {
-    SMLoc loc = parser.getCurrentLocation();
-    StringRef word;
-    if (parser.parseKeyword(&word))
-      return failure();
-    int64_t dim;
-    if (word == "R")
-      entries.push_back(LayoutEntry::replicated());
-    else if (word == "V")
-      entries.push_back(LayoutEntry::partial());
-    else if (word.consume_front("D") && !word.empty() &&
-             !word.getAsInteger(10, dim))
-      entries.push_back(LayoutEntry::split(dim));
-    else
-      return parser.emitError(loc, "expected R, V or D<dim> (D0, D1, ...) in "
-                                   "a layout");
-    return success();
-  };
-  if (parser.parseLess() ||
-      parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseEntry,
-                                     " in a layout") ||
-      parser.parseGreater())
-    return {};
-  return parser.getChecked<LayoutAttr>(parser.getContext(), entries);
-}
-
-void LayoutAttr::print(AsmPrinter &printer) const {
-  printer << "<[";
-  llvm::interleaveComma(getEntries(), printer,
-                        [&](const LayoutEntry &e) { printer << e.str(); });
-  printer << "]>";
-}
-
-LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 ArrayRef<LayoutEntry> entries) {
-  for (const LayoutEntry &e : entries)
-    if (e.isSplit() && e.dim < 0)
-      return emitError() << "layout splits negative dimension " << e.dim;
-  return success();
-}
-
-LogicalResult LayoutAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                 MeshAttr mesh, ArrayRef<int64_t> shape) const {
-  ArrayRef<LayoutEntry> entries = getEntries();
-  if (entries.size() != mesh.getNumAxes())
-    return emitError() << "layout has " << entries.size()
-                       << " entries but the mesh has " << mesh.getNumAxes()
-                       << " axes (" << mesh.axisList() << ")";
-  for (auto [entry, name] : llvm::zip(entries, mesh.getNames()))
-    if (entry.isSplit() && entry.dim >= static_cast<int64_t>(shape.size()))
-      return emitError() << "layout splits dimension " << entry.dim
-                         << " over axis " << name.getValue()
-                         << ", but the tensor has rank " << shape.size();
-  for (auto [k, size] : llvm::enumerate(shape)) {
-    // The axes splitting dimension k, in mesh order (outer first).
-    SmallVector<unsigned> axes;
-    int64_t pieces = 1;
-    for (auto [i, entry] : llvm::enumerate(entries))
-      if (entry.isSplit() && entry.dim == static_cast<int64_t>(k)) {
-        axes.push_back(i);
-        pieces *= mesh.getSizes()[i];
-      }
-    if (axes.empty() || size % pieces == 0)
-      continue;
-    InFlightDiagnostic diag = emitError();
-    diag << "layout splits dimension " << k << " of size " << size << " over "
-         << (axes.size() == 1 ? "axis " : "axes ");
-    for (auto [j, i] : llvm::enumerate(axes)) {
-      if (j)
-        diag << (j + 1 == axes.size() ? " and " : ", ");
-      diag << mesh.getNames()[i].getValue() << " (" << mesh.getSizes()[i]
-           << ")";
-    }
-    diag << ": " << size << " is not a multiple of " << pieces;
-    return diag;
-  }
-  return success();
-}
-
-SmallVector<int64_t>
-LayoutAttr::localShape(MeshAttr mesh, ArrayRef<int64_t> globalShape) const {
-  SmallVector<int64_t> shape(globalShape);
-  for (auto [entry, size] : llvm::zip(getEntries(), mesh.getSizes()))
-    if (entry.isSplit())
-      shape[entry.dim] /= size;
-  return shape;
-}
-
-bool LayoutAttr::isReplicated() const {
-  return llvm::all_of(getEntries(),
-                      [](const LayoutEntry &e) { return e.isReplicated(); });
 }

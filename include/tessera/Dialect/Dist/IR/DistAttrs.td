@@ -61,43 +61,4 @@ def Dist_MeshAttr : Dist_Attr<"Mesh", "mesh"> {
   }];
 }
 
-def Dist_LayoutAttr : Dist_Attr<"Layout", "layout"> {
-  let summary = "how a tensor is held over a mesh: RVD per mesh axis";
-  let description = [{
-    `#dist.layout<[D0, V, R]>` has one entry per mesh axis, in mesh order,
-    nnScaler's RVD:
-
-    - `R`: every rank along the axis holds the same tensor (replicas);
-    - `V`: each holds a partial value, and the sum over the axis is the
-      tensor (as after splitting a reduced dimension);
-    - `D<k>` (`D0`, `D1`, ...): dimension k is split in equal, contiguous
-      pieces along the axis.
-
-    Several axes may split the same dimension: the outer (earlier) axis
-    takes the coarser split, so the piece a rank holds is numbered by its
-    coordinates on those axes read row-major. The sizes of the axes that
-    split a dimension must multiply to a divisor of it. A layout is checked
-    against a mesh and a global shape with `LayoutAttr::verify(emitError,
-    mesh, shape)`; `localShape` gives the shape each rank holds.
-  }];
-  let parameters = (ins
-    ArrayRefParameter<"::tessera::dist::LayoutEntry",
-                      "one entry per mesh axis">:$entries);
-  let hasCustomAssemblyFormat = 1;
-  let genVerifyDecl = 1;
-  let extraClassDeclaration = [{
-    /// Checks that the layout fits `mesh` and a tensor of `shape`: one
-    /// entry per mesh axis, split dimensions in range and divisible.
-    ::mlir::LogicalResult
-    verify(::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError,
-           MeshAttr mesh, ::llvm::ArrayRef<int64_t> shape) const;
-    /// The shape each rank holds of a tensor of `globalShape` (the layout
-    /// must verify against both).
-    ::llvm::SmallVector<int64_t>
-    localShape(MeshAttr mesh, ::llvm::ArrayRef<int64_t> globalShape) const;
-    /// True if every entry is R.
-    bool isReplicated() const;
-  }];
-}
-
 #endif // TESSERA_DIALECT_DIST_IR_DISTATTRS_TD

@@ -69,9 +69,11 @@ def Dist_Dialect : Dialect {
     sub-group along some axes is the set of ranks that agree on every other
     axis: on that mesh, the `tp` group of rank 5 is `[5, 7]`.
 
-    **Layouts.** A `#dist.layout` says, for each mesh axis, how a tensor is
-    held across that axis, nnScaler's RVD: `R` replicated, `V` partial
-    values (the sum over the axis is the tensor), `D<k>` dimension k split.
+    **Layouts.** How a tensor is held over the mesh is nnScaler's RVD, one
+    entry per mesh axis: `R` replicated, `V` partial values (the sum over
+    the axis is the tensor), `D<k>` dimension k split. Layouts live in the
+    partitioner (lib/Layout), which also has a temporal micro-batch axis; a
+    collective records the transition it implements in `dist.rvd`.
 
     **Plans.** The three plan primitives are discardable attributes on `tsr`
     ops: op-trans `dist.split`, op-assign `dist.stage` and op-order

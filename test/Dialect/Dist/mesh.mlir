@@ -1,20 +1,14 @@
-// Round trip (custom and generic form) of #dist.mesh and #dist.layout, and
-// every error of their syntax and verifiers. (A layout's fit to a mesh and a
-// shape is LayoutAttr::verify, tested in unittests/Dist.)
+// Round trip (custom and generic form) of #dist.mesh, and every error of its
+// syntax and verifier.
 // RUN: tessera-opt %s -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: tessera-opt %s -split-input-file -verify-diagnostics -mlir-print-op-generic | tessera-opt -split-input-file | FileCheck %s
 
 // CHECK: module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 2, pp = 2]>}
 module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 2, pp = 2]>} {
-  // CHECK-LABEL: func.func @layouts
-  // CHECK-SAME: a = #dist.layout<[D0, V, R]>
-  // CHECK-SAME: b = #dist.layout<[D1, D1, R]>
-  // CHECK-SAME: c = #dist.layout<[R, R, D12]>
+  // CHECK-LABEL: func.func @meshes
   // CHECK-SAME: single = #dist.mesh<[d = 1]>
   // CHECK-SAME: wide = #dist.mesh<[x_0 = 64, _y = 3]>
-  func.func @layouts() attributes {
-      a = #dist.layout<[D0, V, R]>, b = #dist.layout<[D1, D1, R]>,
-      c = #dist.layout<[ R , R , D12 ]>,
+  func.func @meshes() attributes {
       single = #dist.mesh<[d = 1]>, wide = #dist.mesh<[x_0 = 64, _y = 3]>} {
     return
   }
@@ -59,23 +53,3 @@ module attributes {dist.mesh = #dist.mesh<[dp = x]>} {}
 
 // expected-error @+1 {{expected '[' in a mesh}}
 module attributes {dist.mesh = #dist.mesh<dp = 2>} {}
-
-// -----
-
-// expected-error @+1 {{expected R, V or D<dim> (D0, D1, ...) in a layout}}
-func.func private @f() attributes {l = #dist.layout<[R, S]>}
-
-// -----
-
-// expected-error @+1 {{expected R, V or D<dim> (D0, D1, ...) in a layout}}
-func.func private @f() attributes {l = #dist.layout<[D]>}
-
-// -----
-
-// expected-error @+1 {{expected R, V or D<dim> (D0, D1, ...) in a layout}}
-func.func private @f() attributes {l = #dist.layout<[Dx]>}
-
-// -----
-
-// expected-error @+1 {{expected ']' in a layout}}
-func.func private @f() attributes {l = #dist.layout<[R V]>}
