@@ -9,7 +9,7 @@
 
 #include "tessera/runtime/Tensor.h"
 
-#include "Kernels.h" // detail::DTypeOf
+#include "DType.h" // detail::DTypeOf
 
 #include <limits>
 

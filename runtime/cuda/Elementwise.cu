@@ -4,7 +4,7 @@
 // broadcasting), compare, where, cast, dropout, the layout copies
 // (transpose, broadcast_to, slice, split, concat), gather and the embedding
 // gradient. Each op checks its operands as the CPU backend does (same
-// messages, from the shared Kernels.h helpers), allocates its result and
+// messages, from the shared common/Checks.h helpers), allocates its result and
 // launches one kernel on the compute stream. Broadcasts and layout copies
 // share one strided n-d kernel: dimensions are merged on the host first, so
 // the per-element index arithmetic covers one to three dimensions in
@@ -267,7 +267,7 @@ __global__ void whereKernel(const uint8_t *c, const T *a, const T *b, T *out,
 
 template <typename To, typename From>
 __global__ void castKernel(const From *x, To *out, int64_t n) {
-  TESSERA_CUDA_LOOP(i, n) { out[i] = convertValue<To, From>(x[i]); }
+  TESSERA_CUDA_LOOP(i, n) { out[i] = convert<To, From>(x[i]); }
 }
 
 //===----------------------------------------------------------------------===//

@@ -20,7 +20,8 @@
 #include "tessera/runtime/Ops.h"
 
 #include "CudaRuntime.h"
-#include "Kernels.h"
+
+#include "Checks.h"
 
 #include <cublasLt.h>
 
@@ -279,26 +280,11 @@ Tensor matmul(const Tensor &aIn, const Tensor &bIn) {
   }
   // Merge the batch dims (in matrix units) that are contiguous for a, b and
   // c alike; the innermost merged run is cuBLASLt's strided batch.
-  std::vector<int64_t> as = broadcastStrides(aBatch, batch),
-                       bs = broadcastStrides(bBatch, batch),
-                       cs = contiguousStrides(batch);
-  std::vector<int64_t> sizes, sa, sb, sc;
-  for (size_t d = 0; d < batch.size(); ++d) {
-    if (batch[d] == 1)
-      continue;
-    if (!sizes.empty() && sa.back() == as[d] * batch[d] &&
-        sb.back() == bs[d] * batch[d] && sc.back() == cs[d] * batch[d]) {
-      sizes.back() *= batch[d];
-      sa.back() = as[d];
-      sb.back() = bs[d];
-      sc.back() = cs[d];
-    } else {
-      sizes.push_back(batch[d]);
-      sa.push_back(as[d]);
-      sb.push_back(bs[d]);
-      sc.push_back(cs[d]);
-    }
-  }
+  MergedDims<3> merged = mergeDims<3>(batch, {broadcastStrides(aBatch, batch),
+                                              broadcastStrides(bBatch, batch),
+                                              contiguousStrides(batch)});
+  const std::vector<int64_t> &sizes = merged.sizes, &sa = merged.strides[0],
+                             &sb = merged.strides[1], &sc = merged.strides[2];
   if (sizes.empty()) { // every batch dim is 1
     gemm(p, pa, pb, pc);
     return out;

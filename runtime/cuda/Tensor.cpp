@@ -12,7 +12,7 @@
 
 #include "CudaRuntime.h"
 
-#include "Kernels.h"
+#include "DType.h"
 #include "Watchdog.h"
 
 #include <cstdlib>

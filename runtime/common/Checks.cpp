@@ -1,6 +1,8 @@
-//===- Kernels.cpp - shared helpers of the CPU kernels --------------------===//
+//===- Checks.cpp - operand checks and shape rules of both backends -------===//
 
-#include "Kernels.h"
+#include "Checks.h"
+
+#include <algorithm>
 
 namespace tessera {
 namespace rt {
