@@ -234,26 +234,11 @@ Tensor asGemmInput(const Tensor &x, MatmulPrecision precision,
 void setBlasThreads(int) {} // no host BLAS here
 
 Tensor matmul(const Tensor &aIn, const Tensor &bIn) {
-  const char *name = "matmul";
-  requireFloat(aIn, name, "lhs");
-  requireFloat(bIn, name, "rhs");
-  requireSameDType(aIn, bIn, name);
-  if (aIn.rank() < 2 || bIn.rank() < 2)
-    fail(name, "operands must have rank >= 2, got " +
-                   shapeToString(aIn.shape()) + " and " +
-                   shapeToString(bIn.shape()));
+  MatmulShape s = matmulShape(aIn, bIn);
+  int64_t m = s.m, k = s.k, n = s.n;
+  const Shape &aBatch = s.aBatch, &bBatch = s.bBatch, &batch = s.batch;
   Tensor a = onDevice(aIn), b = onDevice(bIn);
-  int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
-  if (b.dim(-2) != k)
-    fail(name, "contracting dimensions differ: " + shapeToString(a.shape()) +
-                   " times " + shapeToString(b.shape()));
-  Shape aBatch(a.shape().begin(), a.shape().end() - 2);
-  Shape bBatch(b.shape().begin(), b.shape().end() - 2);
-  Shape batch = broadcastShapesFor(aBatch, bBatch, name);
-  Shape outShape = batch;
-  outShape.push_back(m);
-  outShape.push_back(n);
-  Tensor out(outShape, a.dtype());
+  Tensor out(s.outShape, a.dtype());
   if (out.numel() == 0)
     return out;
   if (k == 0) {
