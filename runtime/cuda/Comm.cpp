@@ -1,7 +1,7 @@
 //===- Comm.cpp - collectives and point to point over NCCL ----------------===//
 //
-// The CUDA backend of Comm.h, and of the MPI start-up that Mpi.h declares
-// (the driver's multi-rank mode is the same on both backends).
+// The CUDA backend of Comm.h, and of World.h's startWorld/finishWorld (the
+// driver's multi-rank mode is the same on both backends).
 //
 // Bootstrap: MPI carries only host-side metadata. A communicator per rank
 // list is an NCCL communicator whose ncclUniqueId the list's first rank
@@ -31,6 +31,7 @@
 #include "CudaRuntime.h"
 #include "Mpi.h"
 #include "Watchdog.h"
+#include "World.h"
 
 #include <nccl.h>
 
@@ -48,12 +49,9 @@ using namespace cuda;
 
 namespace {
 
+/// MPI's world (mpi::world(): its `dup` carries the NCCL ids and the
+/// send/recv headers) and, beside it, NCCL's.
 struct State {
-  bool active = false;
-  bool startedMpi = false;
-  MPI_Comm boot = MPI_COMM_NULL; ///< ids and send/recv headers
-  int rank = 0, size = 1;
-  int64_t tagUpperBound = 32767;
   ncclComm_t world = nullptr; ///< point to point
   bool worldTried = false;
 };
@@ -191,7 +189,7 @@ uint64_t hashRanks(const std::vector<int64_t> &ranks) {
 /// `pos`): ranks[0] makes the id and sends it to the others over MPI.
 ncclComm_t createComm(const std::vector<int64_t> &ranks, int pos,
                       const std::string &where) {
-  State &s = state();
+  MPI_Comm boot = mpi::world().dup;
   ctx(); // the GPU must be chosen first
   ncclUniqueId id;
   int tag = static_cast<int>(hashRanks(ranks) % kHeaderTag);
@@ -199,11 +197,11 @@ ncclComm_t createComm(const std::vector<int64_t> &ranks, int pos,
     checkNccl(ncclGetUniqueId(&id), where + ": ncclGetUniqueId");
     for (size_t i = 1; i < ranks.size(); ++i)
       mpi::check(MPI_Send(&id, sizeof(id), MPI_BYTE, static_cast<int>(ranks[i]),
-                          tag, s.boot),
+                          tag, boot),
                  where + ": MPI_Send of the NCCL id");
   } else {
     mpi::check(MPI_Recv(&id, sizeof(id), MPI_BYTE, static_cast<int>(ranks[0]),
-                        tag, s.boot, MPI_STATUS_IGNORE),
+                        tag, boot, MPI_STATUS_IGNORE),
                where + ": MPI_Recv of the NCCL id");
   }
   ncclComm_t comm;
@@ -213,7 +211,6 @@ ncclComm_t createComm(const std::vector<int64_t> &ranks, int pos,
 }
 
 const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
-  State &s = state();
   auto it = groups().find(ranks);
   if (it != groups().end())
     return it->second;
@@ -221,8 +218,8 @@ const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
   std::string where = std::string(op) + " over " + desc;
   if (ranks.empty())
     throw Error(std::string(op) + ": the group of ranks is empty");
-  int64_t me = s.active ? s.rank : 0;
-  int64_t world = s.active ? s.size : 1;
+  int64_t me = worldRank();
+  int64_t world = worldSize();
   int pos = -1;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] < 0 || ranks[i] >= world)
@@ -306,22 +303,21 @@ Tensor concatPieces(const Tensor &packed, const Shape &pieceShape, int64_t dim,
 }
 
 void checkPeer(int64_t peer, const std::string &where) {
-  State &s = state();
-  if (!s.active)
+  if (!worldStarted())
     throw Error(where + ": MPI is not initialised (runMain starts it when "
                         "Program::worldSize > 1)");
-  if (peer < 0 || peer >= s.size)
+  if (peer < 0 || peer >= worldSize())
     throw Error(where + ": rank " + std::to_string(peer) +
-                " is outside the world of " + std::to_string(s.size) +
+                " is outside the world of " + std::to_string(worldSize()) +
                 " ranks");
-  if (peer == s.rank)
+  if (peer == worldRank())
     throw Error(where + ": a rank cannot send to itself");
 }
 
 void checkTag(int64_t tag, const std::string &where) {
-  if (tag < 0 || tag > state().tagUpperBound)
+  if (tag < 0 || tag > worldTagUpperBound())
     throw Error(where + ": tag must be in [0, " +
-                std::to_string(state().tagUpperBound) + "]");
+                std::to_string(worldTagUpperBound()) + "]");
 }
 
 std::string typeAndShape(DType dtype, const Shape &shape) {
@@ -340,57 +336,34 @@ ncclComm_t worldComm(const std::string &where) {
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// Start-up (Mpi.h)
+// Start-up (World.h)
 //===----------------------------------------------------------------------===//
 
-void mpi::init(int *argc, char ***argv) {
-  State &s = state();
-  if (s.active)
+void startWorld(int *argc, char ***argv) {
+  if (!mpi::start(argc, argv))
     return;
-  mpi::World w = mpi::startWorld(argc, argv);
-  s.rank = w.rank;
-  s.size = w.size;
-  s.boot = w.dup;
-  s.tagUpperBound = w.tagUpperBound;
-  s.startedMpi = w.startedMpi;
-  s.active = true;
   // Several ranks: choose the GPU and create the NCCL world communicator
   // now, while every rank is here (send/recv need it; initDevice does the
   // same again as a no-op).
-  if (s.size > 1)
+  if (worldSize() > 1)
     initDevice();
 }
 
-void mpi::finalize() {
-  State &s = state();
-  if (!s.active)
-    return;
-  waitSends();
-  s.active = false;
-  std::map<std::vector<int64_t>, Group> cached;
-  cached.swap(groups());
-  for (auto &entry : cached)
-    if (entry.second.comm)
-      ncclCommDestroy(entry.second.comm);
-  if (s.world)
-    ncclCommDestroy(s.world);
-  s.world = nullptr;
-  s.worldTried = false;
-  stash().clear();
-  check(MPI_Comm_free(&s.boot), "MPI_Comm_free");
-  s.rank = 0;
-  s.size = 1;
-  if (s.startedMpi) {
-    watchdog::Scope blocked("MPI_Finalize");
-    check(MPI_Finalize(), "MPI_Finalize");
-  }
-  s.startedMpi = false;
+void finishWorld() {
+  mpi::finish([] {
+    State &s = state();
+    std::map<std::vector<int64_t>, Group> cached = std::move(groups());
+    groups().clear();
+    for (auto &entry : cached)
+      if (entry.second.comm)
+        ncclCommDestroy(entry.second.comm);
+    if (s.world)
+      ncclCommDestroy(s.world);
+    s.world = nullptr;
+    s.worldTried = false;
+    stash().clear();
+  });
 }
-
-bool mpi::active() { return state().active; }
-
-int64_t worldRank() { return state().active ? state().rank : 0; }
-int64_t worldSize() { return state().active ? state().size : 1; }
 
 namespace cuda {
 /// Called by initDevice once the GPU is chosen: the world communicator of
@@ -398,13 +371,14 @@ namespace cuda {
 /// guarantees.
 void initCommDevice() {
   State &s = state();
-  if (!s.active || s.size < 2 || s.worldTried)
+  const mpi::World &w = mpi::world();
+  if (!w.active || w.size < 2 || s.worldTried)
     return;
   s.worldTried = true;
-  std::vector<int64_t> all(s.size);
-  for (int r = 0; r < s.size; ++r)
+  std::vector<int64_t> all(w.size);
+  for (int r = 0; r < w.size; ++r)
     all[r] = r;
-  s.world = createComm(all, s.rank, "NCCL world communicator");
+  s.world = createComm(all, w.rank, "NCCL world communicator");
 }
 } // namespace cuda
 
@@ -544,7 +518,6 @@ void send(const Tensor &xIn, int64_t peer, int64_t tag) {
                       std::to_string(tag) + ")";
   checkPeer(peer, where);
   checkTag(tag, where);
-  State &s = state();
   Tensor x = onDevice(xIn);
   ncclComm_t comm = worldComm(where);
   // The header (user tag, dtype, shape) travels over MPI under one MPI tag,
@@ -558,7 +531,8 @@ void send(const Tensor &xIn, int64_t peer, int64_t tag) {
   p.what = where;
   mpi::check(MPI_Isend(p.headerData.data(),
                        static_cast<int>(p.headerData.size()), MPI_INT64_T,
-                       static_cast<int>(peer), kHeaderTag, s.boot, &p.header),
+                       static_cast<int>(peer), kHeaderTag, mpi::world().dup,
+                       &p.header),
              where + ": MPI_Isend");
   if (x.numel()) {
     commAfterCompute(where, ctx().p2p);
@@ -578,7 +552,6 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
   checkPeer(peer, where);
   checkTag(tag, where);
   watchdog::Scope blocked(where);
-  State &s = state();
   ncclComm_t comm = worldComm(where);
   auto &queue = stash()[{peer, tag}];
   Tensor got;
@@ -589,14 +562,15 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
   while (!got.defined()) {
     // The peer's next message, whatever its tag: NCCL delivers in order.
     MPI_Status status;
-    mpi::check(MPI_Probe(static_cast<int>(peer), kHeaderTag, s.boot, &status),
+    mpi::check(MPI_Probe(static_cast<int>(peer), kHeaderTag, mpi::world().dup,
+                         &status),
                where + ": MPI_Probe");
     int length = 0;
     mpi::check(MPI_Get_count(&status, MPI_INT64_T, &length),
                where + ": MPI_Get_count");
     std::vector<int64_t> header(std::max(length, 0));
     mpi::check(MPI_Recv(header.data(), length, MPI_INT64_T,
-                        static_cast<int>(peer), kHeaderTag, s.boot,
+                        static_cast<int>(peer), kHeaderTag, mpi::world().dup,
                         MPI_STATUS_IGNORE),
                where + ": MPI_Recv");
     if (header.size() < 3 || header[2] < 0 ||

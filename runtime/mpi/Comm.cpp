@@ -11,6 +11,7 @@
 
 #include "Mpi.h"
 #include "Watchdog.h"
+#include "World.h"
 
 #include <algorithm>
 #include <climits>
@@ -26,18 +27,6 @@ namespace tessera {
 namespace rt {
 
 namespace {
-
-struct State {
-  bool active = false;
-  bool startedMpi = false; ///< init() called MPI_Init (so finalize ends it)
-  MPI_Comm p2p = MPI_COMM_NULL;
-  int rank = 0, size = 1;
-  int64_t tagUpperBound = 32767;
-};
-State &state() {
-  static State s;
-  return s;
-}
 
 /// A cached communicator for one rank list.
 struct Group {
@@ -83,7 +72,6 @@ int toCount(int64_t n, const std::string &what) {
 /// MPI_Comm_create_group is collective over the group alone, so disjoint
 /// groups ({0,2} and {1,3}) can be created concurrently.
 const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
-  State &s = state();
   auto it = groups().find(ranks);
   if (it != groups().end())
     return it->second;
@@ -91,8 +79,8 @@ const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
   std::string where = std::string(op) + " over " + desc;
   if (ranks.empty())
     throw Error(std::string(op) + ": the group of ranks is empty");
-  int64_t me = s.active ? s.rank : 0;
-  int64_t world = s.active ? s.size : 1;
+  int64_t me = worldRank();
+  int64_t world = worldSize();
   int pos = -1;
   for (size_t i = 0; i < ranks.size(); ++i) {
     if (ranks[i] < 0 || ranks[i] >= world)
@@ -113,7 +101,8 @@ const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
   g.desc = desc;
   if (g.size > 1) {
     MPI_Group worldGroup, group;
-    mpi::check(MPI_Comm_group(s.p2p, &worldGroup), where + ": MPI_Comm_group");
+    mpi::check(MPI_Comm_group(mpi::world().dup, &worldGroup),
+               where + ": MPI_Comm_group");
     std::vector<int> members(ranks.begin(), ranks.end());
     int rc = MPI_Group_incl(worldGroup, g.size, members.data(), &group);
     MPI_Group_free(&worldGroup);
@@ -125,7 +114,7 @@ const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
       hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
     int tag = static_cast<int>(hash % 32768);
     watchdog::Scope blocked(where + ": creating the communicator of " + desc);
-    rc = MPI_Comm_create_group(s.p2p, group, tag, &g.comm);
+    rc = MPI_Comm_create_group(mpi::world().dup, group, tag, &g.comm);
     MPI_Group_free(&group);
     mpi::check(rc, where + ": MPI_Comm_create_group");
     mpi::check(MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN),
@@ -277,20 +266,19 @@ const char *kindName(ReduceKind kind) {
 constexpr int64_t kSmallAllReduceBytes = 64 * 1024;
 
 void checkPeer(int64_t peer, const std::string &where) {
-  State &s = state();
-  if (!s.active)
+  if (!worldStarted())
     throw Error(where + ": MPI is not initialised (runMain starts it when "
                         "Program::worldSize > 1)");
-  if (peer < 0 || peer >= s.size)
+  if (peer < 0 || peer >= worldSize())
     throw Error(where + ": rank " + std::to_string(peer) +
-                " is outside the world of " + std::to_string(s.size) +
+                " is outside the world of " + std::to_string(worldSize()) +
                 " ranks");
 }
 
 void checkTag(int64_t tag, const std::string &where) {
-  if (tag < 0 || tag > state().tagUpperBound)
+  if (tag < 0 || tag > worldTagUpperBound())
     throw Error(where + ": tag must be in [0, " +
-                std::to_string(state().tagUpperBound) + "]");
+                std::to_string(worldTagUpperBound()) + "]");
 }
 
 std::string typeAndShape(DType dtype, const Shape &shape) {
@@ -312,47 +300,18 @@ void complete(PendingSend &p) {
 // Start-up
 //===----------------------------------------------------------------------===//
 
-void mpi::init(int *argc, char ***argv) {
-  State &s = state();
-  if (s.active)
-    return;
-  mpi::World w = mpi::startWorld(argc, argv);
-  s.rank = w.rank;
-  s.size = w.size;
-  s.p2p = w.dup;
-  s.tagUpperBound = w.tagUpperBound;
-  s.startedMpi = w.startedMpi;
-  s.active = true;
+void startWorld(int *argc, char ***argv) { mpi::start(argc, argv); }
+
+void finishWorld() {
+  mpi::finish([] {
+    std::map<std::vector<int64_t>, Group> cached = std::move(groups());
+    groups().clear();
+    for (auto &entry : cached)
+      if (entry.second.comm != MPI_COMM_NULL)
+        mpi::check(MPI_Comm_free(&entry.second.comm),
+                   "MPI_Comm_free(" + entry.second.desc + ")");
+  });
 }
-
-void mpi::finalize() {
-  State &s = state();
-  if (!s.active)
-    return;
-  waitSends();
-  // Marked inactive first: a failure below must not leave a half-freed
-  // state that a second finalize() would free again.
-  s.active = false;
-  std::map<std::vector<int64_t>, Group> cached;
-  cached.swap(groups());
-  for (auto &entry : cached)
-    if (entry.second.comm != MPI_COMM_NULL)
-      check(MPI_Comm_free(&entry.second.comm),
-            "MPI_Comm_free(" + entry.second.desc + ")");
-  check(MPI_Comm_free(&s.p2p), "MPI_Comm_free");
-  s.rank = 0;
-  s.size = 1;
-  if (s.startedMpi) {
-    watchdog::Scope blocked("MPI_Finalize");
-    check(MPI_Finalize(), "MPI_Finalize");
-  }
-  s.startedMpi = false;
-}
-
-bool mpi::active() { return state().active; }
-
-int64_t worldRank() { return state().active ? state().rank : 0; }
-int64_t worldSize() { return state().active ? state().size : 1; }
 
 //===----------------------------------------------------------------------===//
 // Collectives
@@ -499,7 +458,6 @@ void send(const Tensor &x, int64_t peer, int64_t tag) {
                       std::to_string(tag) + ")";
   checkPeer(peer, where);
   checkTag(tag, where);
-  State &s = state();
   // A header first, so that recv can name both shapes on a mismatch; the
   // same (peer, tag, communicator) keeps header and data in order.
   PendingSend p;
@@ -511,11 +469,11 @@ void send(const Tensor &x, int64_t peer, int64_t tag) {
   int count = toCount(x.numel(), where);
   mpi::check(MPI_Isend(p.header.data(), static_cast<int>(p.header.size()),
                        MPI_INT64_T, static_cast<int>(peer),
-                       static_cast<int>(tag), s.p2p, &p.requests[0]),
+                       static_cast<int>(tag), mpi::world().dup, &p.requests[0]),
              where + ": MPI_Isend");
   mpi::check(MPI_Isend(x.rawData(), count, mpi::datatype(x.dtype()),
-                       static_cast<int>(peer), static_cast<int>(tag), s.p2p,
-                       &p.requests[1]),
+                       static_cast<int>(peer), static_cast<int>(tag),
+                       mpi::world().dup, &p.requests[1]),
              where + ": MPI_Isend");
   std::vector<PendingSend> &pending = pendingSends();
   pending.push_back(std::move(p));
@@ -545,18 +503,17 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
   watchdog::Scope blocked(where);
   checkPeer(peer, where);
   checkTag(tag, where);
-  State &s = state();
   MPI_Status status;
-  mpi::check(
-      MPI_Probe(static_cast<int>(peer), static_cast<int>(tag), s.p2p, &status),
-      where + ": MPI_Probe");
+  mpi::check(MPI_Probe(static_cast<int>(peer), static_cast<int>(tag),
+                       mpi::world().dup, &status),
+             where + ": MPI_Probe");
   int headerLength = 0;
   mpi::check(MPI_Get_count(&status, MPI_INT64_T, &headerLength),
              where + ": MPI_Get_count");
   std::vector<int64_t> header(std::max(headerLength, 0));
   mpi::check(MPI_Recv(header.data(), headerLength, MPI_INT64_T,
-                      static_cast<int>(peer), static_cast<int>(tag), s.p2p,
-                      MPI_STATUS_IGNORE),
+                      static_cast<int>(peer), static_cast<int>(tag),
+                      mpi::world().dup, MPI_STATUS_IGNORE),
              where + ": MPI_Recv");
   if (header.size() < 2 || header[1] < 0 ||
       header.size() != static_cast<size_t>(2 + header[1]) || header[0] < 0 ||
@@ -571,7 +528,7 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
     mpi::check(MPI_Recv(discard.data(),
                         toCount(static_cast<int64_t>(discard.size()), where),
                         MPI_BYTE, static_cast<int>(peer), static_cast<int>(tag),
-                        s.p2p, MPI_STATUS_IGNORE),
+                        mpi::world().dup, MPI_STATUS_IGNORE),
                where + ": MPI_Recv");
     throw Error(where + ": expected " + typeAndShape(dtype, shape) + ", rank " +
                 std::to_string(peer) + " sent " +
@@ -580,7 +537,8 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
   Tensor out(shape, dtype);
   mpi::check(MPI_Recv(out.rawData(), toCount(out.numel(), where),
                       mpi::datatype(dtype), static_cast<int>(peer),
-                      static_cast<int>(tag), s.p2p, MPI_STATUS_IGNORE),
+                      static_cast<int>(tag), mpi::world().dup,
+                      MPI_STATUS_IGNORE),
              where + ": MPI_Recv");
   return out;
 }
