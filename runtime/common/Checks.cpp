@@ -261,6 +261,32 @@ int64_t splitAxis(const Tensor &x, int64_t axis,
   return a;
 }
 
+AxisPieces axisPieces(const Shape &whole, int64_t axis,
+                      const std::vector<int64_t> &sizes, int64_t elemSize) {
+  AxisSplit s = splitAt(whole, axis);
+  AxisPieces p;
+  p.outer = s.outer;
+  p.pitch = s.size * s.inner * elemSize;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    p.offsets.push_back(start * s.inner * elemSize);
+    p.runs.push_back(size * s.inner * elemSize);
+    Shape shape = whole;
+    shape[axis] = size;
+    p.shapes.push_back(std::move(shape));
+    start += size;
+  }
+  return p;
+}
+
+AxisPieces axisPieces(const Shape &whole, int64_t axis,
+                      const std::vector<Tensor> &inputs, int64_t elemSize) {
+  std::vector<int64_t> sizes;
+  for (const Tensor &t : inputs)
+    sizes.push_back(t.shape()[axis]);
+  return axisPieces(whole, axis, sizes, elemSize);
+}
+
 Shape gatherShape(const Tensor &data, const Tensor &indices, int64_t axis,
                   int64_t *normAxis) {
   const char *name = "gather";

@@ -124,6 +124,21 @@ int64_t splitAxis(const Tensor &x, int64_t axis,
 /// axis; returns the normalised axis and sets the result's shape.
 int64_t concatShape(const std::vector<Tensor> &inputs, int64_t axis,
                     const char *name, Shape &outShape);
+/// What split and concat copy: the pieces along `axis` of a contiguous
+/// tensor of shape `whole`, piece i of extent sizes[i] along the axis and of
+/// shape shapes[i]. Piece i is `outer` runs of runs[i] bytes; row o's run
+/// lies at o * pitch + offsets[i] in the whole tensor and at o * runs[i] in
+/// the piece.
+struct AxisPieces {
+  int64_t outer = 1, pitch = 0;
+  std::vector<int64_t> offsets, runs;
+  std::vector<Shape> shapes;
+};
+AxisPieces axisPieces(const Shape &whole, int64_t axis,
+                      const std::vector<int64_t> &sizes, int64_t elemSize);
+/// concat's pieces: the inputs, along `axis` of the result `whole`.
+AxisPieces axisPieces(const Shape &whole, int64_t axis,
+                      const std::vector<Tensor> &inputs, int64_t elemSize);
 /// gather: the result's shape (data's dims before the axis, the indices'
 /// shape, data's dims after it); sets the normalised axis.
 Shape gatherShape(const Tensor &data, const Tensor &indices, int64_t axis,

@@ -14,17 +14,11 @@
 #include "tessera/runtime/Tensor.h"
 
 #include "Checks.h" // detail::fail
+#include "HostDevice.h"
 
 #include <cstdint>
 #include <string>
 #include <type_traits>
-
-/// Functions that CUDA kernels call as well as host code.
-#ifdef __CUDACC__
-#define TESSERA_RT_HOST_DEVICE __host__ __device__
-#else
-#define TESSERA_RT_HOST_DEVICE
-#endif
 
 namespace tessera {
 namespace rt {

@@ -151,22 +151,16 @@ Tensor slice(const Tensor &x, const std::vector<int64_t> &starts,
 std::vector<Tensor> split(const Tensor &x, int64_t axis,
                           const std::vector<int64_t> &sizes) {
   int64_t a = splitAxis(x, axis, sizes);
-  AxisSplit s = splitAt(x.shape(), a);
-  int64_t elt = dtypeSize(x.dtype());
+  AxisPieces p = axisPieces(x.shape(), a, sizes, dtypeSize(x.dtype()));
   const char *src = static_cast<const char *>(x.rawData());
   std::vector<Tensor> pieces;
-  int64_t start = 0;
-  for (int64_t size : sizes) {
-    Shape shape = x.shape();
-    shape[a] = size;
-    Tensor piece(shape, x.dtype());
-    int64_t chunk = size * s.inner * elt;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Tensor piece(p.shapes[i], x.dtype());
+    int64_t run = p.runs[i];
     char *dst = piece.numel() ? static_cast<char *>(piece.rawData()) : nullptr;
-    for (int64_t o = 0; o < s.outer && chunk; ++o)
-      std::memcpy(dst + o * chunk, src + (o * s.size + start) * s.inner * elt,
-                  chunk);
+    for (int64_t o = 0; o < p.outer && run; ++o)
+      std::memcpy(dst + o * run, src + o * p.pitch + p.offsets[i], run);
     pieces.push_back(std::move(piece));
-    start += size;
   }
   return pieces;
 }
@@ -179,19 +173,15 @@ Tensor concat(const std::vector<Tensor> &inputs, int64_t axis) {
   Tensor out(outShape, first.dtype());
   if (!out.numel())
     return out;
-  AxisSplit s = splitAt(outShape, a);
-  int64_t elt = dtypeSize(first.dtype());
+  AxisPieces p = axisPieces(outShape, a, inputs, dtypeSize(first.dtype()));
   char *dst = static_cast<char *>(out.rawData());
-  int64_t start = 0;
-  for (const Tensor &t : inputs) {
-    int64_t chunk = t.shape()[a] * s.inner * elt;
-    if (chunk) {
-      const char *src = static_cast<const char *>(t.rawData());
-      for (int64_t o = 0; o < s.outer; ++o)
-        std::memcpy(dst + (o * s.size + start) * s.inner * elt, src + o * chunk,
-                    chunk);
-    }
-    start += t.shape()[a];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int64_t run = p.runs[i];
+    if (!run)
+      continue;
+    const char *src = static_cast<const char *>(inputs[i].rawData());
+    for (int64_t o = 0; o < p.outer; ++o)
+      std::memcpy(dst + o * p.pitch + p.offsets[i], src + o * run, run);
   }
   return out;
 }

@@ -15,6 +15,7 @@
 #include "tessera/runtime/Ops.h"
 
 #include "DeviceUtil.cuh"
+#include "Dropout.h"
 
 #include <cuda_bf16.h>
 
@@ -269,28 +270,14 @@ __global__ void castKernel(const From *x, To *out, int64_t n) {
 }
 
 //===----------------------------------------------------------------------===//
-// Dropout (the CPU backend's hash, bit for bit)
+// Dropout (common/Dropout.h's masks, as the CPU backend's)
 //===----------------------------------------------------------------------===//
-
-int64_t gBaseSeed = 0;
-uint64_t gCounter = 0;
-
-constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
-
-__host__ __device__ inline uint64_t mix(uint64_t z) {
-  z += kGamma;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 template <typename T>
 __global__ void dropoutKernel(const T *x, T *out, uint8_t *mask, int64_t n,
                               uint64_t stream, double ratio, T scale) {
   TESSERA_CUDA_LOOP(i, n) {
-    uint64_t bits = mix(stream + static_cast<uint64_t>(i) * kGamma);
-    double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
-    bool keep = u >= ratio;
+    bool keep = dropoutKeeps(stream, i, ratio);
     mask[i] = keep;
     out[i] = keep ? x[i] * scale : T(0);
   }
@@ -505,24 +492,12 @@ Tensor cast(const Tensor &xIn, DType to) {
   return out;
 }
 
-void setBaseSeed(int64_t seed) {
-  gBaseSeed = seed;
-  gCounter = 0;
-}
-int64_t baseSeed() { return gBaseSeed; }
-uint64_t dropoutCounter() { return gCounter; }
-void setDropoutCounter(uint64_t counter) { gCounter = counter; }
-
 std::tuple<Tensor, Tensor> dropout(const Tensor &xIn, double ratio,
                                    int64_t seed) {
   const char *name = "dropout";
-  requireFloat(xIn, name, "input");
-  if (!(ratio >= 0 && ratio <= 1))
-    fail(name, "ratio must lie in [0, 1], got " + std::to_string(ratio));
+  checkDropout(xIn, ratio);
   Tensor x = onDevice(xIn);
-  uint64_t stream = mix(
-      mix(mix(static_cast<uint64_t>(gBaseSeed)) ^ static_cast<uint64_t>(seed)) ^
-      gCounter++);
+  uint64_t stream = nextDropoutStream(seed);
   Tensor out(x.shape(), x.dtype());
   Tensor mask(x.shape(), DType::i1);
   int64_t n = x.numel();
@@ -530,7 +505,7 @@ std::tuple<Tensor, Tensor> dropout(const Tensor &xIn, double ratio,
     return {out, mask};
   dispatchFloat(x.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
-    T scale = ratio < 1 ? static_cast<T>(1.0 / (1.0 - ratio)) : T(0);
+    T scale = dropoutScale<T>(ratio);
     launch(name, dropoutKernel<T>, gridFor(n), kBlock, 0, dptr<T>(x),
            dptrMut<T>(out), dptrMut<uint8_t>(mask), n, stream, ratio, scale);
   });
@@ -576,23 +551,17 @@ std::vector<Tensor> split(const Tensor &xIn, int64_t axis,
   const char *name = "split";
   int64_t a = splitAxis(xIn, axis, sizes);
   Tensor x = onDevice(xIn);
-  AxisSplit s = splitAt(x.shape(), a);
-  int64_t elt = dtypeSize(x.dtype());
+  AxisPieces p = axisPieces(x.shape(), a, sizes, dtypeSize(x.dtype()));
   const char *src =
       x.numel() ? static_cast<const char *>(x.deviceData()) : nullptr;
   std::vector<Tensor> pieces;
-  int64_t start = 0;
-  for (int64_t size : sizes) {
-    Shape shape = x.shape();
-    shape[a] = size;
-    Tensor piece(shape, x.dtype());
-    // One 2-d copy per piece: `outer` runs of size*inner elements.
-    int64_t run = size * s.inner * elt;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Tensor piece(p.shapes[i], x.dtype());
+    // One 2-d copy per piece: `outer` runs of runs[i] bytes.
     if (piece.numel())
-      copy2D(piece.deviceData(), run, src + start * s.inner * elt,
-             s.size * s.inner * elt, run, s.outer, name);
+      copy2D(piece.deviceData(), p.runs[i], src + p.offsets[i], p.pitch,
+             p.runs[i], p.outer, name);
     pieces.push_back(std::move(piece));
-    start += size;
   }
   return pieces;
 }
@@ -608,17 +577,12 @@ Tensor concat(const std::vector<Tensor> &inputsIn, int64_t axis) {
   Tensor out(outShape, first.dtype());
   if (!out.numel())
     return out;
-  AxisSplit s = splitAt(outShape, a);
-  int64_t elt = dtypeSize(first.dtype());
+  AxisPieces p = axisPieces(outShape, a, inputs, dtypeSize(first.dtype()));
   char *dst = static_cast<char *>(out.deviceData());
-  int64_t start = 0;
-  for (const Tensor &t : inputs) {
-    int64_t run = t.shape()[a] * s.inner * elt;
-    if (run)
-      copy2D(dst + start * s.inner * elt, s.size * s.inner * elt,
-             t.deviceData(), run, run, s.outer, name);
-    start += t.shape()[a];
-  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (p.runs[i])
+      copy2D(dst + p.offsets[i], p.pitch, inputs[i].deviceData(), p.runs[i],
+             p.runs[i], p.outer, name);
   return out;
 }
 

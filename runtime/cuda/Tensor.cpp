@@ -432,41 +432,6 @@ Tensor zeros(const Shape &shape, DType dtype) {
   return t;
 }
 
-Tensor fromValues(const Shape &shape, DType dtype,
-                  const std::vector<double> &values) {
-  Tensor host(shape, dtype, Device::host);
-  if (static_cast<int64_t>(values.size()) != host.numel())
-    throw Error("fromValues: " + std::to_string(values.size()) +
-                " values for shape " + shapeToString(shape) + " (" +
-                std::to_string(host.numel()) + " elements)");
-  detail::dispatchAll(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T *p = host.data<T>();
-    for (int64_t i = 0, n = host.numel(); i < n; ++i)
-      p[i] = detail::convertFromDouble<T>(values[i]);
-  });
-  return toDevice(host);
-}
-
-std::vector<double> toDoubles(const Tensor &x) {
-  Tensor h = toHost(x);
-  std::vector<double> out(h.numel());
-  detail::dispatchAll(h.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T *p = h.data<T>();
-    for (int64_t i = 0, n = h.numel(); i < n; ++i)
-      out[i] = static_cast<double>(p[i]);
-  });
-  return out;
-}
-
-double item(const Tensor &x) {
-  if (x.numel() != 1)
-    throw Error("item() of a tensor of shape " + shapeToString(x.shape()) +
-                " (" + std::to_string(x.numel()) + " elements)");
-  return toDoubles(x)[0];
-}
-
 Tensor clone(const Tensor &x) {
   if (!x.defined())
     throw Error("clone of an undefined (or released) tensor");
