@@ -458,7 +458,7 @@ void checkCrossEntropyGrad(const Tensor &logits, const Tensor &labels,
 //===----------------------------------------------------------------------===//
 
 ReducePlan planReduce(const Tensor &x, const std::vector<int64_t> &axes,
-                      bool keepdims, bool isMax, const char *name) {
+                      bool keepdims, const char *name) {
   requireFloat(x, name, "input");
   if (axes.empty())
     fail(name, "axes must not be empty");
@@ -481,10 +481,14 @@ ReducePlan planReduce(const Tensor &x, const std::vector<int64_t> &axes,
       plan.resultShape.push_back(x.shape()[d]);
     }
   }
-  if (isMax && plan.count == 0)
+  return plan;
+}
+
+void checkMaxOverElements(const Tensor &x, const ReducePlan &plan,
+                          const char *name) {
+  if (plan.count == 0)
     fail(name,
          "maximum over an empty axis of shape " + shapeToString(x.shape()));
-  return plan;
 }
 
 //===----------------------------------------------------------------------===//

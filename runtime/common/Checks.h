@@ -193,10 +193,12 @@ struct ReducePlan {
   Shape resultShape;         ///< keptShape, or without them (!keepdims)
   int64_t count = 1;         ///< elements reduced into each output
 };
-/// Axes not empty, in range and not repeated; `isMax`: a maximum over no
-/// elements is an error.
+/// Axes not empty, in range and not repeated.
 ReducePlan planReduce(const Tensor &x, const std::vector<int64_t> &axes,
-                      bool keepdims, bool isMax, const char *name);
+                      bool keepdims, const char *name);
+/// reduce_max: a maximum over no elements is an error.
+void checkMaxOverElements(const Tensor &x, const ReducePlan &plan,
+                          const char *name);
 
 /// sgd_update: float param and grad of one dtype and shape.
 void checkSgdOperands(const Tensor &param, const Tensor &grad);

@@ -26,7 +26,7 @@ enum class Kind { sum, mean, max };
 
 Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdims,
               Kind kind, const char *name) {
-  ReducePlan plan = planReduce(x, axes, keepdims, kind == Kind::max, name);
+  ReducePlan plan = planReduce(x, axes, keepdims, name);
   Tensor out(plan.resultShape, x.dtype());
   dispatchFloat(x.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
@@ -37,6 +37,7 @@ Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdims,
         contiguousStrides(x.shape()),
         broadcastStrides(plan.keptShape, x.shape())};
     if (kind == Kind::max) {
+      checkMaxOverElements(x, plan, name);
       for (int64_t i = 0; i < outN; ++i)
         po[i] = -std::numeric_limits<T>::infinity();
       forEachRun<2>(x.shape(), strides,

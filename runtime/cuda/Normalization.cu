@@ -266,7 +266,9 @@ template <typename T> struct ColMax {
 
 Tensor reduce(const Tensor &xIn, const std::vector<int64_t> &axes,
               bool keepdims, Kind kind, const char *name) {
-  ReducePlan plan = planReduce(xIn, axes, keepdims, kind == Kind::max, name);
+  ReducePlan plan = planReduce(xIn, axes, keepdims, name);
+  if (kind == Kind::max)
+    checkMaxOverElements(xIn, plan, name);
   const std::vector<bool> &reduced = plan.reduced;
   const Shape &resultShape = plan.resultShape;
   int64_t count = plan.count;
