@@ -7,8 +7,8 @@
 #include "tessera/runtime/Ops.h"
 
 #include "Logging.h"
-#include "Mpi.h"
 #include "Watchdog.h"
+#include "World.h"
 
 #include <algorithm>
 #include <chrono>
@@ -215,9 +215,7 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
     throw Error(what + ": too many tensors to gather");
   int metaSize = static_cast<int>(meta.size());
   std::vector<int> metaSizes(n), metaDispls(n);
-  mpi::check(MPI_Gather(&metaSize, 1, MPI_INT, metaSizes.data(), 1, MPI_INT, 0,
-                        MPI_COMM_WORLD),
-             what + ": MPI_Gather");
+  worldGather(&metaSize, 1, metaSizes.data(), what);
   int64_t total = 0;
   for (int r = 0; r < n; ++r) {
     metaDispls[r] = static_cast<int>(total);
@@ -226,10 +224,8 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
       throw Error(what + ": too many tensors to gather");
   }
   std::string all(me == 0 ? total : 0, '\0');
-  mpi::check(MPI_Gatherv(meta.data(), metaSize, MPI_CHAR, all.data(),
-                         metaSizes.data(), metaDispls.data(), MPI_CHAR, 0,
-                         MPI_COMM_WORLD),
-             what + ": MPI_Gatherv");
+  worldGatherv(meta.data(), metaSize, all.data(), metaSizes.data(),
+               metaDispls.data(), what);
 
   // Rank 0 picks the holder of each name and tells every rank which of its
   // tensors to send (one byte per tensor).
@@ -279,11 +275,8 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
       wanted[wantDispls[r] + i] = 1;
   }
   std::string myWants(mine.size(), '\0');
-  mpi::check(MPI_Scatterv(wanted.data(), wantCounts.data(), wantDispls.data(),
-                          MPI_CHAR, myWants.data(),
-                          static_cast<int>(myWants.size()), MPI_CHAR, 0,
-                          MPI_COMM_WORLD),
-             what + ": MPI_Scatterv");
+  worldScatterv(wanted.data(), wantCounts.data(), wantDispls.data(),
+                myWants.data(), static_cast<int>(myWants.size()), what);
 
   if (me != 0) {
     // Blocking sends are fine: rank 0 receives rank by rank, in this order.
@@ -293,10 +286,7 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
       const Tensor &t = hostMine[i].second;
       if (t.numel() > INT32_MAX)
         throw Error(what + ": '" + mine[i].first + "' is too large to send");
-      mpi::check(MPI_Send(t.rawData(), static_cast<int>(t.numel()),
-                          mpi::datatype(t.dtype()), 0, kGatherTag,
-                          MPI_COMM_WORLD),
-                 what + ": MPI_Send of '" + mine[i].first + "'");
+      worldSend(t, 0, kGatherTag, what, " of '" + mine[i].first + "'");
     }
     return {};
   }
@@ -308,11 +298,8 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
         continue;
       const Entry &e = entries[r][i];
       Tensor t(e.shape, e.dtype, Device::host);
-      mpi::check(MPI_Recv(t.rawData(), static_cast<int>(t.numel()),
-                          mpi::datatype(e.dtype), r, kGatherTag, MPI_COMM_WORLD,
-                          MPI_STATUS_IGNORE),
-                 what + ": MPI_Recv of '" + e.name + "' from rank " +
-                     std::to_string(r));
+      worldRecv(t, r, kGatherTag, what,
+                " of '" + e.name + "' from rank " + std::to_string(r));
       received[r][i] = t;
     }
   }
@@ -341,9 +328,7 @@ RankReport gatherReport(const RankReport &mine, const std::string &what) {
                            static_cast<double>(mine.tokens)};
   int n = static_cast<int>(worldSize());
   std::vector<double> all(worldRank() == 0 ? kFields * n : 0);
-  mpi::check(MPI_Gather(local, kFields, MPI_DOUBLE, all.data(), kFields,
-                        MPI_DOUBLE, 0, MPI_COMM_WORLD),
-             what + ": MPI_Gather");
+  worldGather(local, kFields, all.data(), what);
   RankReport report = mine;
   for (size_t r = 0; r < all.size() / kFields; ++r) {
     const double *field = &all[kFields * r];
@@ -843,7 +828,7 @@ void printError(const std::string &message) {
 
 int runRank(int argc, char **argv, const Program &program) {
   try {
-    mpi::init(&argc, &argv);
+    startWorld(&argc, &argv);
   } catch (const std::exception &e) {
     printError(e.what());
     return 1;
@@ -856,13 +841,13 @@ int runRank(int argc, char **argv, const Program &program) {
     // mpirun also ends a job when a rank exits without MPI_Finalize, but
     // only after about a second; MPI_Abort is immediate.
     if (worldSize() > 1)
-      MPI_Abort(MPI_COMM_WORLD, 1);
+      abortWorld(1);
     std::exit(1);
   }
   std::string message;
   try {
     int rc = run(argc, argv, program);
-    mpi::finalize();
+    finishWorld();
     watchdog::stop();
     return rc;
   } catch (const std::exception &e) {
@@ -871,7 +856,7 @@ int runRank(int argc, char **argv, const Program &program) {
     message = "unknown exception";
   }
   printError("rank " + std::to_string(program.rank) + ": " + message);
-  MPI_Abort(MPI_COMM_WORLD, 1);
+  abortWorld(1);
   return 1;
 }
 

@@ -1,15 +1,16 @@
 //===- TensorCommon.cpp - what both backends' Tensor share ----------------===//
 //
 // dtypes, shapes and the parts of Tensor that do not depend on where the
-// storage lives; compiled into the CPU (TesseraRuntime) and the CUDA
-// (TesseraRuntimeCuda) libraries, each of which defines the rest (storage,
-// raw data access, constants, the backend hooks).
+// storage lives (fromValues, toDoubles and item go through the backend
+// hooks toDevice/toHost); compiled into the CPU (TesseraRuntime) and the
+// CUDA (TesseraRuntimeCuda) libraries, each of which defines the rest
+// (storage, raw data access, full/zeros/clone, the backend hooks).
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessera/runtime/Tensor.h"
 
-#include "Kernels.h" // detail::DTypeOf
+#include "DType.h"
 
 #include <limits>
 
@@ -131,6 +132,44 @@ Tensor Tensor::view(Shape shape) const {
 }
 
 Tensor scalar(double value, DType dtype) { return full({}, dtype, value); }
+
+// Constants are filled and read on the host; toDevice and toHost are
+// no-ops on the CPU backend.
+
+Tensor fromValues(const Shape &shape, DType dtype,
+                  const std::vector<double> &values) {
+  Tensor host(shape, dtype, Device::host);
+  if (static_cast<int64_t>(values.size()) != host.numel())
+    throw Error("fromValues: " + std::to_string(values.size()) +
+                " values for shape " + shapeToString(shape) + " (" +
+                std::to_string(host.numel()) + " elements)");
+  detail::dispatchAll(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    T *p = host.data<T>();
+    for (int64_t i = 0, n = host.numel(); i < n; ++i)
+      p[i] = detail::convertFromDouble<T>(values[i]);
+  });
+  return toDevice(host);
+}
+
+std::vector<double> toDoubles(const Tensor &x) {
+  Tensor h = toHost(x);
+  std::vector<double> out(h.numel());
+  detail::dispatchAll(h.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T *p = h.data<T>();
+    for (int64_t i = 0, n = h.numel(); i < n; ++i)
+      out[i] = static_cast<double>(p[i]);
+  });
+  return out;
+}
+
+double item(const Tensor &x) {
+  if (x.numel() != 1)
+    throw Error("item() of a tensor of shape " + shapeToString(x.shape()) +
+                " (" + std::to_string(x.numel()) + " elements)");
+  return toDoubles(x)[0];
+}
 
 } // namespace rt
 } // namespace tessera

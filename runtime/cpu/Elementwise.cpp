@@ -69,10 +69,7 @@ void binaryLoop(const Tensor &a, const Tensor &b, Tensor &out, Op op) {
 
 template <typename Op>
 Tensor binaryFloat(const Tensor &a, const Tensor &b, const char *name, Op op) {
-  requireFloat(a, name, "lhs");
-  requireFloat(b, name, "rhs");
-  requireSameDType(a, b, name);
-  Tensor out(broadcastShapesFor(a.shape(), b.shape(), name), a.dtype());
+  Tensor out(binaryFloatShape(a, b, name), a.dtype());
   dispatchFloat(a.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
     binaryLoop<T, T>(a, b, out, op);
@@ -134,10 +131,7 @@ Tensor gelu(const Tensor &x, bool tanhApproximation) {
 
 Tensor gelu_grad(const Tensor &x, const Tensor &grad, bool tanhApproximation) {
   const char *name = "gelu_grad";
-  requireFloat(x, name, "input");
-  requireFloat(grad, name, "grad");
-  requireSameDType(x, grad, name);
-  requireSameShape(x, grad, name);
+  checkGeluGrad(x, grad);
   Tensor out(x.shape(), x.dtype());
   dispatchFloat(x.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
@@ -189,13 +183,7 @@ Tensor pow(const Tensor &a, const Tensor &b) {
 }
 
 Tensor compare(Compare predicate, const Tensor &a, const Tensor &b) {
-  const char *name = "compare";
-  requireDefined(a, name, "lhs");
-  requireDefined(b, name, "rhs");
-  requireSameDType(a, b, name);
-  if (a.dtype() == DType::i1)
-    fail(name, "operands must be f32, f64, i32 or i64, got i1");
-  Tensor out(broadcastShapesFor(a.shape(), b.shape(), name), DType::i1);
+  Tensor out(compareShape(a, b), DType::i1);
   dispatchAll(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     switch (predicate) {
@@ -223,16 +211,7 @@ Tensor compare(Compare predicate, const Tensor &a, const Tensor &b) {
 }
 
 Tensor where(const Tensor &condition, const Tensor &a, const Tensor &b) {
-  const char *name = "where";
-  requireDefined(condition, name, "condition");
-  requireDefined(a, name, "lhs");
-  requireDefined(b, name, "rhs");
-  if (condition.dtype() != DType::i1)
-    fail(name, std::string("condition must be i1, got ") +
-                   dtypeName(condition.dtype()));
-  requireSameDType(a, b, name);
-  Shape shape = broadcastShapesFor(
-      condition.shape(), broadcastShapesFor(a.shape(), b.shape(), name), name);
+  Shape shape = whereShape(condition, a, b);
   Tensor out(shape, a.dtype());
   dispatchAll(a.dtype(), [&](auto tag) {
     using T = decltype(tag);

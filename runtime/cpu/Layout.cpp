@@ -117,46 +117,20 @@ bool tiledTranspose(const Tensor &in, const Shape &outShape,
 } // namespace
 
 Tensor reshape(const Tensor &x, const Shape &shape) {
-  requireDefined(x, "reshape", "input");
-  if (shapeNumel(shape) != x.numel())
-    fail("reshape", "cannot reshape " + shapeToString(x.shape()) + " (" +
-                        std::to_string(x.numel()) + " elements) to " +
-                        shapeToString(shape));
+  checkReshape(x, shape);
   return x.view(shape);
 }
 
 Tensor transpose(const Tensor &x, const std::vector<int64_t> &perm) {
-  const char *name = "transpose";
-  requireDefined(x, name, "input");
-  if (static_cast<int64_t>(perm.size()) != x.rank())
-    fail(name, "perm has " + std::to_string(perm.size()) +
-                   " entries for rank " + std::to_string(x.rank()));
-  std::vector<bool> seen(x.rank(), false);
-  std::vector<int64_t> inStrides = contiguousStrides(x.shape());
-  Shape outShape(x.rank());
-  std::vector<int64_t> strides(x.rank());
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    int64_t p = perm[i];
-    if (p < 0 || p >= x.rank() || seen[p])
-      fail(name,
-           "perm is not a permutation of 0.." + std::to_string(x.rank() - 1));
-    seen[p] = true;
-    outShape[i] = x.shape()[p];
-    strides[i] = inStrides[p];
-  }
-  Tensor out(outShape, x.dtype());
-  if (!out.numel() || !tiledTranspose(x, outShape, strides, out))
-    stridedCopy(x, 0, strides, out);
+  StridedView v = transposeView(x, perm);
+  Tensor out(v.shape, x.dtype());
+  if (!out.numel() || !tiledTranspose(x, v.shape, v.strides, out))
+    stridedCopy(x, 0, v.strides, out);
   return out;
 }
 
 Tensor broadcast_to(const Tensor &x, const Shape &shape) {
-  const char *name = "broadcast_to";
-  requireDefined(x, name, "input");
-  if (x.rank() > static_cast<int64_t>(shape.size()) ||
-      broadcastShapesFor(x.shape(), shape, name) != shape)
-    fail(name, "cannot broadcast " + shapeToString(x.shape()) + " to " +
-                   shapeToString(shape));
+  checkBroadcastTo(x, shape);
   if (x.shape() == shape)
     return x;
   Tensor out(shape, x.dtype());
@@ -167,65 +141,26 @@ Tensor broadcast_to(const Tensor &x, const Shape &shape) {
 Tensor slice(const Tensor &x, const std::vector<int64_t> &starts,
              const std::vector<int64_t> &limits,
              const std::vector<int64_t> &steps) {
-  const char *name = "slice";
-  requireDefined(x, name, "input");
-  size_t rank = x.shape().size();
-  if (starts.size() != rank || limits.size() != rank || steps.size() != rank)
-    fail(name, "starts, limits and steps need " + std::to_string(rank) +
-                   " entries each");
-  std::vector<int64_t> inStrides = contiguousStrides(x.shape());
-  Shape outShape(rank);
-  std::vector<int64_t> strides(rank);
-  int64_t base = 0;
-  for (size_t i = 0; i < rank; ++i) {
-    if (steps[i] < 1 || starts[i] < 0 || starts[i] > limits[i] ||
-        limits[i] > x.shape()[i])
-      fail(name, "dimension " + std::to_string(i) + " of size " +
-                     std::to_string(x.shape()[i]) + ": bad start " +
-                     std::to_string(starts[i]) + ", limit " +
-                     std::to_string(limits[i]) + ", step " +
-                     std::to_string(steps[i]));
-    outShape[i] = (limits[i] - starts[i] + steps[i] - 1) / steps[i];
-    strides[i] = inStrides[i] * steps[i];
-    base += starts[i] * inStrides[i];
-  }
-  Tensor out(outShape, x.dtype());
+  StridedView v = sliceView(x, starts, limits, steps);
+  Tensor out(v.shape, x.dtype());
   if (out.numel())
-    stridedCopy(x, base, strides, out);
+    stridedCopy(x, v.base, v.strides, out);
   return out;
 }
 
 std::vector<Tensor> split(const Tensor &x, int64_t axis,
                           const std::vector<int64_t> &sizes) {
-  const char *name = "split";
-  requireDefined(x, name, "input");
-  int64_t a = normalizeAxis(axis, x.rank(), name);
-  int64_t total = 0;
-  for (int64_t s : sizes) {
-    if (s < 0)
-      fail(name, "negative size " + std::to_string(s));
-    total += s;
-  }
-  if (total != x.shape()[a])
-    fail(name, "sizes add up to " + std::to_string(total) + ", dimension " +
-                   std::to_string(a) + " of " + shapeToString(x.shape()) +
-                   " is " + std::to_string(x.shape()[a]));
-  AxisSplit s = splitAt(x.shape(), a);
-  int64_t elt = dtypeSize(x.dtype());
+  int64_t a = splitAxis(x, axis, sizes);
+  AxisPieces p = axisPieces(x.shape(), a, sizes, dtypeSize(x.dtype()));
   const char *src = static_cast<const char *>(x.rawData());
   std::vector<Tensor> pieces;
-  int64_t start = 0;
-  for (int64_t size : sizes) {
-    Shape shape = x.shape();
-    shape[a] = size;
-    Tensor piece(shape, x.dtype());
-    int64_t chunk = size * s.inner * elt;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Tensor piece(p.shapes[i], x.dtype());
+    int64_t run = p.runs[i];
     char *dst = piece.numel() ? static_cast<char *>(piece.rawData()) : nullptr;
-    for (int64_t o = 0; o < s.outer && chunk; ++o)
-      std::memcpy(dst + o * chunk, src + (o * s.size + start) * s.inner * elt,
-                  chunk);
+    for (int64_t o = 0; o < p.outer && run; ++o)
+      std::memcpy(dst + o * run, src + o * p.pitch + p.offsets[i], run);
     pieces.push_back(std::move(piece));
-    start += size;
   }
   return pieces;
 }
@@ -238,34 +173,23 @@ Tensor concat(const std::vector<Tensor> &inputs, int64_t axis) {
   Tensor out(outShape, first.dtype());
   if (!out.numel())
     return out;
-  AxisSplit s = splitAt(outShape, a);
-  int64_t elt = dtypeSize(first.dtype());
+  AxisPieces p = axisPieces(outShape, a, inputs, dtypeSize(first.dtype()));
   char *dst = static_cast<char *>(out.rawData());
-  int64_t start = 0;
-  for (const Tensor &t : inputs) {
-    int64_t chunk = t.shape()[a] * s.inner * elt;
-    if (chunk) {
-      const char *src = static_cast<const char *>(t.rawData());
-      for (int64_t o = 0; o < s.outer; ++o)
-        std::memcpy(dst + (o * s.size + start) * s.inner * elt, src + o * chunk,
-                    chunk);
-    }
-    start += t.shape()[a];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    int64_t run = p.runs[i];
+    if (!run)
+      continue;
+    const char *src = static_cast<const char *>(inputs[i].rawData());
+    for (int64_t o = 0; o < p.outer; ++o)
+      std::memcpy(dst + o * p.pitch + p.offsets[i], src + o * run, run);
   }
   return out;
 }
 
 Tensor gather(const Tensor &data, const Tensor &indices, int64_t axis) {
   const char *name = "gather";
-  requireDefined(data, name, "data");
-  requireDefined(indices, name, "indices");
-  int64_t a = normalizeAxis(axis, data.rank(), name);
-  Shape outShape(data.shape().begin(), data.shape().begin() + a);
-  outShape.insert(outShape.end(), indices.shape().begin(),
-                  indices.shape().end());
-  outShape.insert(outShape.end(), data.shape().begin() + a + 1,
-                  data.shape().end());
-  Tensor out(outShape, data.dtype());
+  int64_t a;
+  Tensor out(gatherShape(data, indices, axis, &a), data.dtype());
   AxisSplit s = splitAt(data.shape(), a);
   int64_t elt = dtypeSize(data.dtype());
   int64_t rowBytes = s.inner * elt;
@@ -295,17 +219,7 @@ Tensor gather(const Tensor &data, const Tensor &indices, int64_t axis) {
 Tensor embedding_grad(const Tensor &grad, const Tensor &indices,
                       const Shape &tableShape) {
   const char *name = "embedding_grad";
-  requireFloat(grad, name, "grad");
-  requireDefined(indices, name, "indices");
-  if (tableShape.size() != 2)
-    fail(name, "table shape must be V x C, got " + shapeToString(tableShape));
-  Shape expected = indices.shape();
-  expected.push_back(tableShape[1]);
-  if (grad.shape() != expected)
-    fail(name, "grad of shape " + shapeToString(grad.shape()) +
-                   " does not match indices " + shapeToString(indices.shape()) +
-                   " and table " + shapeToString(tableShape) + " (expected " +
-                   shapeToString(expected) + ")");
+  checkEmbeddingGrad(grad, indices, tableShape);
   Tensor out = zeros(tableShape, grad.dtype());
   int64_t rows = tableShape[0], cols = tableShape[1];
   dispatchFloat(grad.dtype(), name, [&](auto tag) {

@@ -35,23 +35,10 @@ void setBlasThreads(int threads) { openblas_set_num_threads(threads); }
 
 Tensor matmul(const Tensor &a, const Tensor &b) {
   const char *name = "matmul";
-  requireFloat(a, name, "lhs");
-  requireFloat(b, name, "rhs");
-  requireSameDType(a, b, name);
-  if (a.rank() < 2 || b.rank() < 2)
-    fail(name, "operands must have rank >= 2, got " + shapeToString(a.shape()) +
-                   " and " + shapeToString(b.shape()));
-  int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
-  if (b.dim(-2) != k)
-    fail(name, "contracting dimensions differ: " + shapeToString(a.shape()) +
-                   " times " + shapeToString(b.shape()));
-  Shape aBatch(a.shape().begin(), a.shape().end() - 2);
-  Shape bBatch(b.shape().begin(), b.shape().end() - 2);
-  Shape batch = broadcastShapesFor(aBatch, bBatch, name);
-  Shape outShape = batch;
-  outShape.push_back(m);
-  outShape.push_back(n);
-  Tensor out(outShape, a.dtype());
+  MatmulShape s = matmulShape(a, b);
+  int64_t m = s.m, k = s.k, n = s.n;
+  const Shape &aBatch = s.aBatch, &bBatch = s.bBatch, &batch = s.batch;
+  Tensor out(s.outShape, a.dtype());
   if (out.numel() == 0)
     return out;
   if (k == 0) {

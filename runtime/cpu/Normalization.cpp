@@ -72,8 +72,7 @@ enum class SoftmaxKind { softmax, logSoftmax };
 
 Tensor softmaxImpl(const Tensor &x, int64_t axis, SoftmaxKind kind,
                    const char *name) {
-  requireFloat(x, name, "input");
-  int64_t a = normalizeAxis(axis, x.rank(), name);
+  int64_t a = softmaxAxis(x, axis, name);
   Tensor out(x.shape(), x.dtype());
   dispatchFloat(x.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
@@ -104,11 +103,7 @@ Tensor softmaxImpl(const Tensor &x, int64_t axis, SoftmaxKind kind,
 
 Tensor softmaxGradImpl(const Tensor &output, const Tensor &grad, int64_t axis,
                        SoftmaxKind kind, const char *name) {
-  requireFloat(output, name, "output");
-  requireFloat(grad, name, "grad");
-  requireSameDType(output, grad, name);
-  requireSameShape(output, grad, name);
-  int64_t a = normalizeAxis(axis, output.rank(), name);
+  int64_t a = softmaxGradAxis(output, grad, axis, name);
   Tensor out(output.shape(), output.dtype());
   dispatchFloat(output.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
@@ -153,17 +148,6 @@ void checkLabels(const I *labels, int64_t n, int64_t classes,
   }
 }
 
-void checkCrossEntropyOperands(const Tensor &logits, const Tensor &labels,
-                               const char *name) {
-  requireFloat(logits, name, "logits");
-  requireDefined(labels, name, "labels");
-  if (logits.rank() != 2 || labels.rank() != 1 ||
-      labels.dim(0) != logits.dim(0))
-    fail(name, "expected logits N x C and labels N, got " +
-                   shapeToString(logits.shape()) + " and " +
-                   shapeToString(labels.shape()));
-}
-
 } // namespace
 
 Tensor softmax(const Tensor &x, int64_t axis) {
@@ -190,24 +174,12 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor &x,
                                               const Tensor &bias, int64_t axis,
                                               double epsilon) {
   const char *name = "layer_norm";
-  requireFloat(x, name, "input");
-  requireFloat(weight, name, "weight");
-  requireSameDType(x, weight, name);
-  int64_t a;
+  LayerNormShape ln = layerNormOperands(x, weight, bias, axis);
   // Plain variables, not a structured binding: lambdas cannot capture
   // those in C++17.
-  std::pair<int64_t, int64_t> dims = layerNormShape(x, weight, axis, name, &a);
-  int64_t rows = dims.first, d = dims.second;
-  if (bias.defined()) {
-    requireSameDType(x, bias, name);
-    if (bias.shape() != weight.shape())
-      fail(name, "bias of shape " + shapeToString(bias.shape()) +
-                     " differs from weight " + shapeToString(weight.shape()));
-  }
-  Shape statShape(x.shape().begin(), x.shape().begin() + a);
-  statShape.resize(x.rank(), 1);
-  Tensor y(x.shape(), x.dtype()), mean(statShape, x.dtype()),
-      rstd(statShape, x.dtype());
+  int64_t rows = ln.rows, d = ln.d;
+  Tensor y(x.shape(), x.dtype()), mean(ln.statShape, x.dtype()),
+      rstd(ln.statShape, x.dtype());
   dispatchFloat(x.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
     const T *px = x.data<T>();
@@ -246,25 +218,8 @@ std::tuple<Tensor, Tensor, Tensor>
 layer_norm_grad(const Tensor &grad, const Tensor &x, const Tensor &weight,
                 const Tensor &mean, const Tensor &rstd, int64_t axis) {
   const char *name = "layer_norm_grad";
-  requireFloat(grad, name, "grad");
-  requireFloat(x, name, "input");
-  requireFloat(weight, name, "weight");
-  requireFloat(mean, name, "mean");
-  requireFloat(rstd, name, "rstd");
-  for (const Tensor *t : {&x, &weight, &mean, &rstd})
-    requireSameDType(grad, *t, name);
-  requireSameShape(grad, x, name);
-  int64_t a;
-  // Plain variables, not a structured binding: lambdas cannot capture
-  // those in C++17.
-  std::pair<int64_t, int64_t> dims = layerNormShape(x, weight, axis, name, &a);
-  int64_t rows = dims.first, d = dims.second;
-  if (mean.numel() != rows || rstd.numel() != rows)
-    fail(name, "mean and rstd need " + std::to_string(rows) +
-                   " elements (the leading dims of " +
-                   shapeToString(x.shape()) + "), got " +
-                   shapeToString(mean.shape()) + " and " +
-                   shapeToString(rstd.shape()));
+  LayerNormShape ln = layerNormGradOperands(grad, x, weight, mean, rstd, axis);
+  int64_t rows = ln.rows, d = ln.d;
   Tensor dx(x.shape(), x.dtype()), dw(weight.shape(), x.dtype()),
       db(weight.shape(), x.dtype());
   dispatchFloat(x.dtype(), name, [&](auto tag) {
@@ -340,17 +295,8 @@ Tensor softmax_cross_entropy_grad(const Tensor &logits, const Tensor &labels,
                                   const Tensor &grad, int64_t ignoreIndex,
                                   Reduction reduction) {
   const char *name = "softmax_cross_entropy_grad";
-  checkCrossEntropyOperands(logits, labels, name);
-  requireFloat(grad, name, "grad");
+  checkCrossEntropyGrad(logits, labels, grad, reduction);
   int64_t n = logits.dim(0), c = logits.dim(1);
-  if (reduction == Reduction::none) {
-    if (grad.shape() != Shape{n})
-      fail(name, "grad must have shape " + std::to_string(n) +
-                     " for reduction none, got " + shapeToString(grad.shape()));
-  } else if (grad.numel() != 1) {
-    fail(name, "grad must be rank-0 for reduction mean/sum, got " +
-                   shapeToString(grad.shape()));
-  }
   std::vector<double> g = toDoubles(grad);
   Tensor out(logits.shape(), logits.dtype());
   dispatchFloat(logits.dtype(), name, [&](auto tag) {

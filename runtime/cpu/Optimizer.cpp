@@ -21,10 +21,7 @@ using namespace detail;
 Tensor sgd_update(const Tensor &param, const Tensor &grad, const Tensor &lr,
                   const Tensor &weightDecay) {
   const char *name = "sgd_update";
-  requireFloat(param, name, "param");
-  requireFloat(grad, name, "grad");
-  requireSameDType(param, grad, name);
-  requireSameShape(param, grad, name);
+  checkSgdOperands(param, grad);
   double lrValue = scalarArg(lr, name, "lr");
   double wd = scalarArg(weightDecay, name, "weight_decay");
   Tensor out(param.shape(), param.dtype());
@@ -52,14 +49,7 @@ adamw_update(const Tensor &param, const Tensor &grad, const Tensor &m,
              const Tensor &beta1, const Tensor &beta2, const Tensor &eps,
              const Tensor &weightDecay) {
   const char *name = "adamw_update";
-  requireFloat(param, name, "param");
-  requireFloat(grad, name, "grad");
-  requireFloat(m, name, "m");
-  requireFloat(v, name, "v");
-  for (const Tensor *t : {&grad, &m, &v}) {
-    requireSameDType(param, *t, name);
-    requireSameShape(param, *t, name);
-  }
+  checkAdamwOperands(param, grad, m, v);
   double t = scalarArg(step, name, "step");
   if (t < 1)
     fail(name, "step must start at 1, got " + std::to_string(t));

@@ -24,41 +24,8 @@ namespace {
 
 enum class Kind { sum, mean, max };
 
-struct ReducePlan {
-  Shape keptShape;   // the input shape with reduced axes set to 1
-  Shape resultShape; // keptShape or with the axes removed
-  int64_t count = 1; // elements reduced into each output
-};
-
-ReducePlan planReduce(const Tensor &x, const std::vector<int64_t> &axes,
-                      bool keepdims, const char *name) {
-  if (axes.empty())
-    fail(name, "axes must not be empty");
-  std::vector<bool> reduced(x.rank(), false);
-  ReducePlan plan;
-  for (int64_t axis : axes) {
-    int64_t a = normalizeAxis(axis, x.rank(), name);
-    if (reduced[a])
-      fail(name, "axis " + std::to_string(axis) + " is repeated");
-    reduced[a] = true;
-  }
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    if (reduced[d]) {
-      plan.count *= x.shape()[d];
-      plan.keptShape.push_back(1);
-      if (keepdims)
-        plan.resultShape.push_back(1);
-    } else {
-      plan.keptShape.push_back(x.shape()[d]);
-      plan.resultShape.push_back(x.shape()[d]);
-    }
-  }
-  return plan;
-}
-
 Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdims,
               Kind kind, const char *name) {
-  requireFloat(x, name, "input");
   ReducePlan plan = planReduce(x, axes, keepdims, name);
   Tensor out(plan.resultShape, x.dtype());
   dispatchFloat(x.dtype(), name, [&](auto tag) {
@@ -70,9 +37,7 @@ Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdims,
         contiguousStrides(x.shape()),
         broadcastStrides(plan.keptShape, x.shape())};
     if (kind == Kind::max) {
-      if (plan.count == 0)
-        fail(name,
-             "maximum over an empty axis of shape " + shapeToString(x.shape()));
+      checkMaxOverElements(x, plan, name);
       for (int64_t i = 0; i < outN; ++i)
         po[i] = -std::numeric_limits<T>::infinity();
       forEachRun<2>(x.shape(), strides,

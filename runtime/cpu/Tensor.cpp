@@ -73,33 +73,6 @@ Tensor zeros(const Shape &shape, DType dtype) {
   return t;
 }
 
-Tensor fromValues(const Shape &shape, DType dtype,
-                  const std::vector<double> &values) {
-  Tensor t(shape, dtype);
-  if (static_cast<int64_t>(values.size()) != t.numel())
-    throw Error("fromValues: " + std::to_string(values.size()) +
-                " values for shape " + shapeToString(shape) + " (" +
-                std::to_string(t.numel()) + " elements)");
-  detail::dispatchAll(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T *p = t.data<T>();
-    for (int64_t i = 0, n = t.numel(); i < n; ++i)
-      p[i] = detail::convertFromDouble<T>(values[i]);
-  });
-  return t;
-}
-
-std::vector<double> toDoubles(const Tensor &x) {
-  std::vector<double> out(x.numel());
-  detail::dispatchAll(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T *p = x.data<T>();
-    for (int64_t i = 0, n = x.numel(); i < n; ++i)
-      out[i] = static_cast<double>(p[i]);
-  });
-  return out;
-}
-
 int64_t firstNonFinite(const std::vector<Tensor> &tensors) {
   for (size_t k = 0; k < tensors.size(); ++k) {
     const Tensor &t = tensors[k];
@@ -120,13 +93,6 @@ int64_t firstNonFinite(const std::vector<Tensor> &tensors) {
       return static_cast<int64_t>(k);
   }
   return -1;
-}
-
-double item(const Tensor &x) {
-  if (x.numel() != 1)
-    throw Error("item() of a tensor of shape " + shapeToString(x.shape()) +
-                " (" + std::to_string(x.numel()) + " elements)");
-  return toDoubles(x)[0];
 }
 
 Tensor clone(const Tensor &x) {

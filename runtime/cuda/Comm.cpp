@@ -1,7 +1,7 @@
 //===- Comm.cpp - collectives and point to point over NCCL ----------------===//
 //
-// The CUDA backend of Comm.h, and of the MPI start-up that Mpi.h declares
-// (the driver's multi-rank mode is the same on both backends).
+// The CUDA backend of Comm.h, and of World.h's startWorld/finishWorld (the
+// driver's multi-rank mode is the same on both backends).
 //
 // Bootstrap: MPI carries only host-side metadata. A communicator per rank
 // list is an NCCL communicator whose ncclUniqueId the list's first rank
@@ -28,9 +28,11 @@
 
 #include "tessera/runtime/Comm.h"
 
+#include "CommCommon.h"
 #include "CudaRuntime.h"
 #include "Mpi.h"
 #include "Watchdog.h"
+#include "World.h"
 
 #include <nccl.h>
 
@@ -48,12 +50,9 @@ using namespace cuda;
 
 namespace {
 
+/// MPI's world (mpi::world(): its `dup` carries the NCCL ids and the
+/// send/recv headers) and, beside it, NCCL's.
 struct State {
-  bool active = false;
-  bool startedMpi = false;
-  MPI_Comm boot = MPI_COMM_NULL; ///< ids and send/recv headers
-  int rank = 0, size = 1;
-  int64_t tagUpperBound = 32767;
   ncclComm_t world = nullptr; ///< point to point
   bool worldTried = false;
 };
@@ -62,14 +61,10 @@ State &state() {
   return s;
 }
 
-struct Group {
-  ncclComm_t comm = nullptr;
-  int pos = 0;
-  int size = 1;
-  std::string desc;
-};
-std::map<std::vector<int64_t>, Group> &groups() {
-  static std::map<std::vector<int64_t>, Group> g;
+/// The NCCL communicators of the rank lists used so far.
+using Group = comm::Group<ncclComm_t>;
+comm::GroupCache<ncclComm_t> &groups() {
+  static comm::GroupCache<ncclComm_t> g(nullptr);
   return g;
 }
 
@@ -106,13 +101,6 @@ void checkNccl(ncclResult_t rc, const std::string &what) {
            : std::string()));
 }
 
-std::string rankList(const std::vector<int64_t> &ranks) {
-  std::string s = "ranks [";
-  for (size_t i = 0; i < ranks.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
-
 ncclDataType_t ncclType(DType dtype) {
   switch (dtype) {
   case DType::f32:
@@ -139,18 +127,6 @@ ncclRedOp_t ncclOp(ReduceKind kind, DType dtype) {
     return ncclMin;
   }
   return ncclSum;
-}
-
-const char *kindName(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::sum:
-    return "sum";
-  case ReduceKind::max:
-    return "max";
-  case ReduceKind::min:
-    return "min";
-  }
-  return "?";
 }
 
 /// `stream` (communication: comm or p2p) waits for the compute stream's
@@ -180,30 +156,23 @@ void computeAfterComm(const std::string &what, cudaStream_t stream = nullptr) {
   cudaEventDestroy(e);
 }
 
-uint64_t hashRanks(const std::vector<int64_t> &ranks) {
-  uint64_t hash = 1469598103934665603ull;
-  for (int64_t r : ranks)
-    hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
-  return hash;
-}
-
 /// Creates an NCCL communicator over `ranks` (world ranks, this one at
 /// `pos`): ranks[0] makes the id and sends it to the others over MPI.
 ncclComm_t createComm(const std::vector<int64_t> &ranks, int pos,
                       const std::string &where) {
-  State &s = state();
+  MPI_Comm boot = mpi::world().dup;
   ctx(); // the GPU must be chosen first
   ncclUniqueId id;
-  int tag = static_cast<int>(hashRanks(ranks) % kHeaderTag);
+  int tag = static_cast<int>(comm::hashRanks(ranks) % kHeaderTag);
   if (pos == 0) {
     checkNccl(ncclGetUniqueId(&id), where + ": ncclGetUniqueId");
     for (size_t i = 1; i < ranks.size(); ++i)
       mpi::check(MPI_Send(&id, sizeof(id), MPI_BYTE, static_cast<int>(ranks[i]),
-                          tag, s.boot),
+                          tag, boot),
                  where + ": MPI_Send of the NCCL id");
   } else {
     mpi::check(MPI_Recv(&id, sizeof(id), MPI_BYTE, static_cast<int>(ranks[0]),
-                        tag, s.boot, MPI_STATUS_IGNORE),
+                        tag, boot, MPI_STATUS_IGNORE),
                where + ": MPI_Recv of the NCCL id");
   }
   ncclComm_t comm;
@@ -212,72 +181,24 @@ ncclComm_t createComm(const std::vector<int64_t> &ranks, int pos,
   return comm;
 }
 
+/// Checks `ranks` and returns its group, creating the communicator on first
+/// use.
 const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
-  State &s = state();
-  auto it = groups().find(ranks);
-  if (it != groups().end())
-    return it->second;
-  std::string desc = rankList(ranks);
-  std::string where = std::string(op) + " over " + desc;
-  if (ranks.empty())
-    throw Error(std::string(op) + ": the group of ranks is empty");
-  int64_t me = s.active ? s.rank : 0;
-  int64_t world = s.active ? s.size : 1;
-  int pos = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0 || ranks[i] >= world)
-      throw Error(where + ": rank " + std::to_string(ranks[i]) +
-                  " is outside the world of " + std::to_string(world) +
-                  " ranks");
-    if (i > 0 && ranks[i] <= ranks[i - 1])
-      throw Error(where + ": the ranks must be sorted and distinct");
-    if (ranks[i] == me)
-      pos = static_cast<int>(i);
-  }
-  if (pos < 0)
-    throw Error(where + ": the calling rank " + std::to_string(me) +
-                " is not in the group");
-  Group g;
-  g.pos = pos;
-  g.size = static_cast<int>(ranks.size());
-  g.desc = desc;
-  if (g.size > 1)
-    g.comm = createComm(ranks, pos, where);
-  return groups().emplace(ranks, g).first->second;
-}
-
-int64_t normalizeDim(const Tensor &x, int64_t dim, const std::string &where) {
-  int64_t r = x.rank();
-  if (dim < -r || dim >= r)
-    throw Error(where + ": dimension " + std::to_string(dim) +
-                " out of range for shape " + shapeToString(x.shape()));
-  return dim < 0 ? dim + r : dim;
-}
-
-void outerInner(const Shape &shape, int64_t dim, int64_t elemSize,
-                int64_t &outer, int64_t &inner) {
-  outer = 1;
-  for (int64_t d = 0; d < dim; ++d)
-    outer *= shape[d];
-  inner = elemSize;
-  for (size_t d = dim + 1; d < shape.size(); ++d)
-    inner *= shape[d];
+  return groups().get(
+      ranks, op,
+      [](const std::vector<int64_t> &ranks, int pos, const std::string &,
+         const std::string &where) { return createComm(ranks, pos, where); });
 }
 
 /// x cut into n pieces along `dim`, laid out piece after piece (what NCCL
 /// sends); one 2-d copy per piece on the compute stream.
 Tensor splitPieces(const Tensor &x, int64_t dim, int64_t n,
                    const std::string &where) {
-  if (x.shape()[dim] % n != 0)
-    throw Error(where + ": dimension " + std::to_string(dim) + " of shape " +
-                shapeToString(x.shape()) + " does not divide into " +
-                std::to_string(n) + " pieces");
-  int64_t outer, inner;
-  outerInner(x.shape(), dim, dtypeSize(x.dtype()), outer, inner);
+  comm::Pieces p = comm::splitPieces(x, dim, n, where);
+  int64_t outer = p.outer, run = p.run;
   if (outer == 1 || !x.numel())
     return x.view({x.numel()});
   Tensor out({x.numel()}, x.dtype());
-  int64_t run = x.shape()[dim] / n * inner;
   const char *src = static_cast<const char *>(x.deviceData());
   char *dst = static_cast<char *>(out.deviceData());
   for (int64_t j = 0; j < n; ++j)
@@ -289,14 +210,13 @@ Tensor splitPieces(const Tensor &x, int64_t dim, int64_t n,
 /// The inverse of splitPieces.
 Tensor concatPieces(const Tensor &packed, const Shape &pieceShape, int64_t dim,
                     int64_t n, const std::string &where) {
-  Shape shape = pieceShape;
-  shape[dim] *= n;
-  int64_t outer, inner;
-  outerInner(shape, dim, dtypeSize(packed.dtype()), outer, inner);
+  Shape shape;
+  comm::Pieces p =
+      comm::concatPieces(pieceShape, dim, n, dtypeSize(packed.dtype()), shape);
+  int64_t outer = p.outer, run = p.run;
   if (outer == 1 || !packed.numel())
     return packed.view(shape);
   Tensor out(shape, packed.dtype());
-  int64_t run = pieceShape[dim] * inner;
   const char *src = static_cast<const char *>(packed.deviceData());
   char *dst = static_cast<char *>(out.deviceData());
   for (int64_t j = 0; j < n; ++j)
@@ -305,28 +225,11 @@ Tensor concatPieces(const Tensor &packed, const Shape &pieceShape, int64_t dim,
   return out;
 }
 
+/// comm::checkPeer, and NCCL cannot send to the calling rank itself.
 void checkPeer(int64_t peer, const std::string &where) {
-  State &s = state();
-  if (!s.active)
-    throw Error(where + ": MPI is not initialised (runMain starts it when "
-                        "Program::worldSize > 1)");
-  if (peer < 0 || peer >= s.size)
-    throw Error(where + ": rank " + std::to_string(peer) +
-                " is outside the world of " + std::to_string(s.size) +
-                " ranks");
-  if (peer == s.rank)
+  comm::checkPeer(peer, where);
+  if (peer == worldRank())
     throw Error(where + ": a rank cannot send to itself");
-}
-
-void checkTag(int64_t tag, const std::string &where) {
-  if (tag < 0 || tag > state().tagUpperBound)
-    throw Error(where + ": tag must be in [0, " +
-                std::to_string(state().tagUpperBound) + "]");
-}
-
-std::string typeAndShape(DType dtype, const Shape &shape) {
-  std::string s = dtypeName(dtype);
-  return shape.empty() ? s + " scalar" : s + " " + shapeToString(shape);
 }
 
 ncclComm_t worldComm(const std::string &where) {
@@ -340,57 +243,30 @@ ncclComm_t worldComm(const std::string &where) {
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// Start-up (Mpi.h)
+// Start-up (World.h)
 //===----------------------------------------------------------------------===//
 
-void mpi::init(int *argc, char ***argv) {
-  State &s = state();
-  if (s.active)
+void startWorld(int *argc, char ***argv) {
+  if (!mpi::start(argc, argv))
     return;
-  mpi::World w = mpi::startWorld(argc, argv);
-  s.rank = w.rank;
-  s.size = w.size;
-  s.boot = w.dup;
-  s.tagUpperBound = w.tagUpperBound;
-  s.startedMpi = w.startedMpi;
-  s.active = true;
   // Several ranks: choose the GPU and create the NCCL world communicator
   // now, while every rank is here (send/recv need it; initDevice does the
   // same again as a no-op).
-  if (s.size > 1)
+  if (worldSize() > 1)
     initDevice();
 }
 
-void mpi::finalize() {
-  State &s = state();
-  if (!s.active)
-    return;
-  waitSends();
-  s.active = false;
-  std::map<std::vector<int64_t>, Group> cached;
-  cached.swap(groups());
-  for (auto &entry : cached)
-    if (entry.second.comm)
-      ncclCommDestroy(entry.second.comm);
-  if (s.world)
-    ncclCommDestroy(s.world);
-  s.world = nullptr;
-  s.worldTried = false;
-  stash().clear();
-  check(MPI_Comm_free(&s.boot), "MPI_Comm_free");
-  s.rank = 0;
-  s.size = 1;
-  if (s.startedMpi) {
-    watchdog::Scope blocked("MPI_Finalize");
-    check(MPI_Finalize(), "MPI_Finalize");
-  }
-  s.startedMpi = false;
+void finishWorld() {
+  mpi::finish([] {
+    State &s = state();
+    groups().clear([](Group &g) { ncclCommDestroy(g.comm); });
+    if (s.world)
+      ncclCommDestroy(s.world);
+    s.world = nullptr;
+    s.worldTried = false;
+    stash().clear();
+  });
 }
-
-bool mpi::active() { return state().active; }
-
-int64_t worldRank() { return state().active ? state().rank : 0; }
-int64_t worldSize() { return state().active ? state().size : 1; }
 
 namespace cuda {
 /// Called by initDevice once the GPU is chosen: the world communicator of
@@ -398,13 +274,14 @@ namespace cuda {
 /// guarantees.
 void initCommDevice() {
   State &s = state();
-  if (!s.active || s.size < 2 || s.worldTried)
+  const mpi::World &w = mpi::world();
+  if (!w.active || w.size < 2 || s.worldTried)
     return;
   s.worldTried = true;
-  std::vector<int64_t> all(s.size);
-  for (int r = 0; r < s.size; ++r)
+  std::vector<int64_t> all(w.size);
+  for (int r = 0; r < w.size; ++r)
     all[r] = r;
-  s.world = createComm(all, s.rank, "NCCL world communicator");
+  s.world = createComm(all, w.rank, "NCCL world communicator");
 }
 } // namespace cuda
 
@@ -419,7 +296,7 @@ Tensor all_reduce(const Tensor &xIn, const std::vector<int64_t> &ranks,
   if (g.size == 1)
     return clone(x);
   std::string where =
-      std::string("all_reduce(") + kindName(kind) + ") over " + g.desc;
+      std::string("all_reduce(") + comm::kindName(kind) + ") over " + g.desc;
   Tensor out(x.shape(), x.dtype());
   if (!x.numel())
     return out;
@@ -437,7 +314,7 @@ Tensor all_gather(const Tensor &xIn, const std::vector<int64_t> &ranks,
   const Group &g = getGroup(ranks, "all_gather");
   std::string where = "all_gather over " + g.desc;
   Tensor x = onDevice(xIn);
-  dim = normalizeDim(x, dim, where);
+  dim = comm::normalizeDim(x, dim, where);
   if (g.size == 1)
     return clone(x);
   Tensor packed({g.size * x.numel()}, x.dtype());
@@ -454,10 +331,10 @@ Tensor all_gather(const Tensor &xIn, const std::vector<int64_t> &ranks,
 Tensor reduce_scatter(const Tensor &xIn, const std::vector<int64_t> &ranks,
                       int64_t dim, ReduceKind kind) {
   const Group &g = getGroup(ranks, "reduce_scatter");
-  std::string where =
-      std::string("reduce_scatter(") + kindName(kind) + ") over " + g.desc;
+  std::string where = std::string("reduce_scatter(") + comm::kindName(kind) +
+                      ") over " + g.desc;
   Tensor x = onDevice(xIn);
-  dim = normalizeDim(x, dim, where);
+  dim = comm::normalizeDim(x, dim, where);
   if (g.size == 1)
     return clone(x);
   Tensor packed = splitPieces(x, dim, g.size, where);
@@ -480,8 +357,8 @@ Tensor all_to_all(const Tensor &xIn, const std::vector<int64_t> &ranks,
   const Group &g = getGroup(ranks, "all_to_all");
   std::string where = "all_to_all over " + g.desc;
   Tensor x = onDevice(xIn);
-  splitDim = normalizeDim(x, splitDim, where);
-  concatDim = normalizeDim(x, concatDim, where);
+  splitDim = comm::normalizeDim(x, splitDim, where);
+  concatDim = comm::normalizeDim(x, concatDim, where);
   if (g.size == 1)
     return clone(x);
   Tensor packed = splitPieces(x, splitDim, g.size, where);
@@ -515,12 +392,7 @@ Tensor broadcast(const Tensor &xIn, const std::vector<int64_t> &ranks,
   const Group &g = getGroup(ranks, "broadcast");
   std::string where =
       "broadcast from rank " + std::to_string(root) + " over " + g.desc;
-  int rootPos = -1;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    if (ranks[i] == root)
-      rootPos = static_cast<int>(i);
-  if (rootPos < 0)
-    throw Error(where + ": the root is not in the group");
+  int rootPos = comm::rootPosition(ranks, root, where);
   Tensor x = onDevice(xIn);
   if (g.size == 1)
     return clone(x);
@@ -540,25 +412,22 @@ Tensor broadcast(const Tensor &xIn, const std::vector<int64_t> &ranks,
 //===----------------------------------------------------------------------===//
 
 void send(const Tensor &xIn, int64_t peer, int64_t tag) {
-  std::string where = "send to rank " + std::to_string(peer) + " (tag " +
-                      std::to_string(tag) + ")";
+  std::string where = comm::sendWhere(peer, tag);
   checkPeer(peer, where);
-  checkTag(tag, where);
-  State &s = state();
+  comm::checkTag(tag, where);
   Tensor x = onDevice(xIn);
   ncclComm_t comm = worldComm(where);
   // The header (user tag, dtype, shape) travels over MPI under one MPI tag,
   // so headers arrive in the order of the NCCL messages they describe.
   PendingSend p;
   p.headerData.push_back(tag);
-  p.headerData.push_back(static_cast<int64_t>(x.dtype()));
-  p.headerData.push_back(x.rank());
-  p.headerData.insert(p.headerData.end(), x.shape().begin(), x.shape().end());
+  comm::appendHeader(p.headerData, x);
   p.data = x;
   p.what = where;
   mpi::check(MPI_Isend(p.headerData.data(),
                        static_cast<int>(p.headerData.size()), MPI_INT64_T,
-                       static_cast<int>(peer), kHeaderTag, s.boot, &p.header),
+                       static_cast<int>(peer), kHeaderTag, mpi::world().dup,
+                       &p.header),
              where + ": MPI_Isend");
   if (x.numel()) {
     commAfterCompute(where, ctx().p2p);
@@ -573,12 +442,10 @@ void send(const Tensor &xIn, int64_t peer, int64_t tag) {
 }
 
 Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
-  std::string where = "recv from rank " + std::to_string(peer) + " (tag " +
-                      std::to_string(tag) + ")";
+  std::string where = comm::recvWhere(peer, tag);
   checkPeer(peer, where);
-  checkTag(tag, where);
+  comm::checkTag(tag, where);
   watchdog::Scope blocked(where);
-  State &s = state();
   ncclComm_t comm = worldComm(where);
   auto &queue = stash()[{peer, tag}];
   Tensor got;
@@ -589,22 +456,20 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
   while (!got.defined()) {
     // The peer's next message, whatever its tag: NCCL delivers in order.
     MPI_Status status;
-    mpi::check(MPI_Probe(static_cast<int>(peer), kHeaderTag, s.boot, &status),
+    mpi::check(MPI_Probe(static_cast<int>(peer), kHeaderTag, mpi::world().dup,
+                         &status),
                where + ": MPI_Probe");
     int length = 0;
     mpi::check(MPI_Get_count(&status, MPI_INT64_T, &length),
                where + ": MPI_Get_count");
     std::vector<int64_t> header(std::max(length, 0));
     mpi::check(MPI_Recv(header.data(), length, MPI_INT64_T,
-                        static_cast<int>(peer), kHeaderTag, s.boot,
+                        static_cast<int>(peer), kHeaderTag, mpi::world().dup,
                         MPI_STATUS_IGNORE),
                where + ": MPI_Recv");
-    if (header.size() < 3 || header[2] < 0 ||
-        header.size() != static_cast<size_t>(3 + header[2]) || header[1] < 0 ||
-        header[1] > static_cast<int64_t>(DType::i1))
-      throw Error(where + ": the message is not a tensor sent by send()");
-    Tensor t(Shape(header.begin() + 3, header.end()),
-             static_cast<DType>(header[1]));
+    // The user's tag, then what comm::appendHeader wrote.
+    std::pair<DType, Shape> sent = comm::readHeader(header, 1, where);
+    Tensor t(sent.second, sent.first);
     if (t.numel()) {
       // t's block may have been in use on the compute stream until now.
       commAfterCompute(where, ctx().p2p);
@@ -619,9 +484,7 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
       stash()[{peer, header[0]}].push_back(t);
   }
   if (got.dtype() != dtype || got.shape() != shape)
-    throw Error(where + ": expected " + typeAndShape(dtype, shape) + ", rank " +
-                std::to_string(peer) + " sent " +
-                typeAndShape(got.dtype(), got.shape()));
+    throw comm::mismatch(where, dtype, shape, peer, got.dtype(), got.shape());
   return got;
 }
 

@@ -10,7 +10,9 @@
 #define TESSERA_RUNTIME_CUDA_DEVICEUTIL_CUH
 
 #include "CudaRuntime.h"
-#include "Kernels.h"
+
+#include "Checks.h"
+#include "DType.h"
 
 #include <array>
 #include <cmath>
@@ -55,31 +57,17 @@ template <int N> struct Strided {
 };
 
 /// Drops size-1 dimensions and merges adjacent ones that are contiguous for
-/// every operand (as the CPU backend's forEachRun), so that the index
-/// arithmetic per element runs over as few dimensions as possible.
+/// every operand (detail::mergeDims, as the CPU backend's forEachRun), so
+/// that the index arithmetic per element runs over as few dimensions as
+/// possible.
 template <int N>
 Strided<N> makeStrided(const Shape &shape,
                        const std::array<std::vector<int64_t>, N> &strides,
                        const char *op) {
   Strided<N> s;
-  std::vector<int64_t> sizes;
-  std::array<std::vector<int64_t>, N> st;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1)
-      continue;
-    bool merge = !sizes.empty();
-    for (int k = 0; merge && k < N; ++k)
-      merge = st[k].back() == strides[k][d] * shape[d];
-    if (merge) {
-      sizes.back() *= shape[d];
-      for (int k = 0; k < N; ++k)
-        st[k].back() = strides[k][d];
-    } else {
-      sizes.push_back(shape[d]);
-      for (int k = 0; k < N; ++k)
-        st[k].push_back(strides[k][d]);
-    }
-  }
+  detail::MergedDims<N> merged = detail::mergeDims<N>(shape, strides);
+  const std::vector<int64_t> &sizes = merged.sizes;
+  const std::array<std::vector<int64_t>, N> &st = merged.strides;
   if (sizes.size() > static_cast<size_t>(kMaxDims))
     detail::fail(op, "more than " + std::to_string(kMaxDims) +
                          " non-mergeable dimensions in shape " +
@@ -131,15 +119,6 @@ template <typename T> __host__ __device__ inline T negInfinity() {
   return -static_cast<T>(INFINITY);
 }
 } // namespace dm
-
-/// The conversion of `cast`: i1 is "nonzero", integers truncate toward 0.
-template <typename To, typename From>
-__host__ __device__ inline To convertValue(From v) {
-  if constexpr (std::is_same<To, uint8_t>::value)
-    return v != From(0) ? 1 : 0;
-  else
-    return static_cast<To>(v);
-}
 
 /// A one-element hyperparameter / step / grad operand of any dtype, read on
 /// the device so that the host never waits for it.

@@ -4,7 +4,7 @@
 // broadcasting), compare, where, cast, dropout, the layout copies
 // (transpose, broadcast_to, slice, split, concat), gather and the embedding
 // gradient. Each op checks its operands as the CPU backend does (same
-// messages, from the shared Kernels.h helpers), allocates its result and
+// messages, from the shared common/Checks.h helpers), allocates its result and
 // launches one kernel on the compute stream. Broadcasts and layout copies
 // share one strided n-d kernel: dimensions are merged on the host first, so
 // the per-element index arithmetic covers one to three dimensions in
@@ -15,6 +15,7 @@
 #include "tessera/runtime/Ops.h"
 
 #include "DeviceUtil.cuh"
+#include "Dropout.h"
 
 #include <cuda_bf16.h>
 
@@ -223,11 +224,9 @@ struct PowOp {
 template <typename Op>
 Tensor binaryFloat(const Tensor &aIn, const Tensor &bIn, const char *name,
                    Op op) {
-  requireFloat(aIn, name, "lhs");
-  requireFloat(bIn, name, "rhs");
-  requireSameDType(aIn, bIn, name);
+  Shape shape = binaryFloatShape(aIn, bIn, name);
   Tensor a = onDevice(aIn), b = onDevice(bIn);
-  Tensor out(broadcastShapesFor(a.shape(), b.shape(), name), a.dtype());
+  Tensor out(shape, a.dtype());
   dispatchFloat(a.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
     launchBinary<T, T>(a, b, out, op, name);
@@ -267,32 +266,18 @@ __global__ void whereKernel(const uint8_t *c, const T *a, const T *b, T *out,
 
 template <typename To, typename From>
 __global__ void castKernel(const From *x, To *out, int64_t n) {
-  TESSERA_CUDA_LOOP(i, n) { out[i] = convertValue<To, From>(x[i]); }
+  TESSERA_CUDA_LOOP(i, n) { out[i] = convert<To, From>(x[i]); }
 }
 
 //===----------------------------------------------------------------------===//
-// Dropout (the CPU backend's hash, bit for bit)
+// Dropout (common/Dropout.h's masks, as the CPU backend's)
 //===----------------------------------------------------------------------===//
-
-int64_t gBaseSeed = 0;
-uint64_t gCounter = 0;
-
-constexpr uint64_t kGamma = 0x9E3779B97F4A7C15ull;
-
-__host__ __device__ inline uint64_t mix(uint64_t z) {
-  z += kGamma;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 template <typename T>
 __global__ void dropoutKernel(const T *x, T *out, uint8_t *mask, int64_t n,
                               uint64_t stream, double ratio, T scale) {
   TESSERA_CUDA_LOOP(i, n) {
-    uint64_t bits = mix(stream + static_cast<uint64_t>(i) * kGamma);
-    double u = static_cast<double>(bits >> 11) * 0x1.0p-53;
-    bool keep = u >= ratio;
+    bool keep = dropoutKeeps(stream, i, ratio);
     mask[i] = keep;
     out[i] = keep ? x[i] * scale : T(0);
   }
@@ -400,10 +385,7 @@ Tensor gelu(const Tensor &x, bool tanhApproximation) {
 Tensor gelu_grad(const Tensor &xIn, const Tensor &gradIn,
                  bool tanhApproximation) {
   const char *name = "gelu_grad";
-  requireFloat(xIn, name, "input");
-  requireFloat(gradIn, name, "grad");
-  requireSameDType(xIn, gradIn, name);
-  requireSameShape(xIn, gradIn, name);
+  checkGeluGrad(xIn, gradIn);
   Tensor x = onDevice(xIn), grad = onDevice(gradIn);
   Tensor out(x.shape(), x.dtype());
   if (!x.numel())
@@ -438,13 +420,9 @@ Tensor pow(const Tensor &a, const Tensor &b) {
 
 Tensor compare(Compare predicate, const Tensor &aIn, const Tensor &bIn) {
   const char *name = "compare";
-  requireDefined(aIn, name, "lhs");
-  requireDefined(bIn, name, "rhs");
-  requireSameDType(aIn, bIn, name);
-  if (aIn.dtype() == DType::i1)
-    fail(name, "operands must be f32, f64, i32 or i64, got i1");
+  Shape shape = compareShape(aIn, bIn);
   Tensor a = onDevice(aIn), b = onDevice(bIn);
-  Tensor out(broadcastShapesFor(a.shape(), b.shape(), name), DType::i1);
+  Tensor out(shape, DType::i1);
   dispatchAll(a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     switch (predicate) {
@@ -473,17 +451,9 @@ Tensor compare(Compare predicate, const Tensor &aIn, const Tensor &bIn) {
 
 Tensor where(const Tensor &conditionIn, const Tensor &aIn, const Tensor &bIn) {
   const char *name = "where";
-  requireDefined(conditionIn, name, "condition");
-  requireDefined(aIn, name, "lhs");
-  requireDefined(bIn, name, "rhs");
-  if (conditionIn.dtype() != DType::i1)
-    fail(name, std::string("condition must be i1, got ") +
-                   dtypeName(conditionIn.dtype()));
-  requireSameDType(aIn, bIn, name);
+  Shape shape = whereShape(conditionIn, aIn, bIn);
   Tensor condition = onDevice(conditionIn), a = onDevice(aIn),
          b = onDevice(bIn);
-  Shape shape = broadcastShapesFor(
-      condition.shape(), broadcastShapesFor(a.shape(), b.shape(), name), name);
   Tensor out(shape, a.dtype());
   int64_t n = out.numel();
   if (!n)
@@ -522,24 +492,12 @@ Tensor cast(const Tensor &xIn, DType to) {
   return out;
 }
 
-void setBaseSeed(int64_t seed) {
-  gBaseSeed = seed;
-  gCounter = 0;
-}
-int64_t baseSeed() { return gBaseSeed; }
-uint64_t dropoutCounter() { return gCounter; }
-void setDropoutCounter(uint64_t counter) { gCounter = counter; }
-
 std::tuple<Tensor, Tensor> dropout(const Tensor &xIn, double ratio,
                                    int64_t seed) {
   const char *name = "dropout";
-  requireFloat(xIn, name, "input");
-  if (!(ratio >= 0 && ratio <= 1))
-    fail(name, "ratio must lie in [0, 1], got " + std::to_string(ratio));
+  checkDropout(xIn, ratio);
   Tensor x = onDevice(xIn);
-  uint64_t stream = mix(
-      mix(mix(static_cast<uint64_t>(gBaseSeed)) ^ static_cast<uint64_t>(seed)) ^
-      gCounter++);
+  uint64_t stream = nextDropoutStream(seed);
   Tensor out(x.shape(), x.dtype());
   Tensor mask(x.shape(), DType::i1);
   int64_t n = x.numel();
@@ -547,7 +505,7 @@ std::tuple<Tensor, Tensor> dropout(const Tensor &xIn, double ratio,
     return {out, mask};
   dispatchFloat(x.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
-    T scale = ratio < 1 ? static_cast<T>(1.0 / (1.0 - ratio)) : T(0);
+    T scale = dropoutScale<T>(ratio);
     launch(name, dropoutKernel<T>, gridFor(n), kBlock, 0, dptr<T>(x),
            dptrMut<T>(out), dptrMut<uint8_t>(mask), n, stream, ratio, scale);
   });
@@ -555,46 +513,21 @@ std::tuple<Tensor, Tensor> dropout(const Tensor &xIn, double ratio,
 }
 
 Tensor reshape(const Tensor &x, const Shape &shape) {
-  requireDefined(x, "reshape", "input");
-  if (shapeNumel(shape) != x.numel())
-    fail("reshape", "cannot reshape " + shapeToString(x.shape()) + " (" +
-                        std::to_string(x.numel()) + " elements) to " +
-                        shapeToString(shape));
+  checkReshape(x, shape);
   return onDevice(x).view(shape);
 }
 
 Tensor transpose(const Tensor &xIn, const std::vector<int64_t> &perm) {
-  const char *name = "transpose";
-  requireDefined(xIn, name, "input");
-  if (static_cast<int64_t>(perm.size()) != xIn.rank())
-    fail(name, "perm has " + std::to_string(perm.size()) +
-                   " entries for rank " + std::to_string(xIn.rank()));
+  StridedView v = transposeView(xIn, perm);
   Tensor x = onDevice(xIn);
-  std::vector<bool> seen(x.rank(), false);
-  std::vector<int64_t> inStrides = contiguousStrides(x.shape());
-  Shape outShape(x.rank());
-  std::vector<int64_t> strides(x.rank());
-  for (int64_t i = 0; i < x.rank(); ++i) {
-    int64_t p = perm[i];
-    if (p < 0 || p >= x.rank() || seen[p])
-      fail(name,
-           "perm is not a permutation of 0.." + std::to_string(x.rank() - 1));
-    seen[p] = true;
-    outShape[i] = x.shape()[p];
-    strides[i] = inStrides[p];
-  }
-  Tensor out(outShape, x.dtype());
-  stridedCopy(x, 0, strides, out, name);
+  Tensor out(v.shape, x.dtype());
+  stridedCopy(x, 0, v.strides, out, "transpose");
   return out;
 }
 
 Tensor broadcast_to(const Tensor &xIn, const Shape &shape) {
   const char *name = "broadcast_to";
-  requireDefined(xIn, name, "input");
-  if (xIn.rank() > static_cast<int64_t>(shape.size()) ||
-      broadcastShapesFor(xIn.shape(), shape, name) != shape)
-    fail(name, "cannot broadcast " + shapeToString(xIn.shape()) + " to " +
-                   shapeToString(shape));
+  checkBroadcastTo(xIn, shape);
   Tensor x = onDevice(xIn);
   if (x.shape() == shape)
     return x;
@@ -606,67 +539,29 @@ Tensor broadcast_to(const Tensor &xIn, const Shape &shape) {
 Tensor slice(const Tensor &xIn, const std::vector<int64_t> &starts,
              const std::vector<int64_t> &limits,
              const std::vector<int64_t> &steps) {
-  const char *name = "slice";
-  requireDefined(xIn, name, "input");
+  StridedView v = sliceView(xIn, starts, limits, steps);
   Tensor x = onDevice(xIn);
-  size_t rank = x.shape().size();
-  if (starts.size() != rank || limits.size() != rank || steps.size() != rank)
-    fail(name, "starts, limits and steps need " + std::to_string(rank) +
-                   " entries each");
-  std::vector<int64_t> inStrides = contiguousStrides(x.shape());
-  Shape outShape(rank);
-  std::vector<int64_t> strides(rank);
-  int64_t base = 0;
-  for (size_t i = 0; i < rank; ++i) {
-    if (steps[i] < 1 || starts[i] < 0 || starts[i] > limits[i] ||
-        limits[i] > x.shape()[i])
-      fail(name, "dimension " + std::to_string(i) + " of size " +
-                     std::to_string(x.shape()[i]) + ": bad start " +
-                     std::to_string(starts[i]) + ", limit " +
-                     std::to_string(limits[i]) + ", step " +
-                     std::to_string(steps[i]));
-    outShape[i] = (limits[i] - starts[i] + steps[i] - 1) / steps[i];
-    strides[i] = inStrides[i] * steps[i];
-    base += starts[i] * inStrides[i];
-  }
-  Tensor out(outShape, x.dtype());
-  stridedCopy(x, base, strides, out, name);
+  Tensor out(v.shape, x.dtype());
+  stridedCopy(x, v.base, v.strides, out, "slice");
   return out;
 }
 
 std::vector<Tensor> split(const Tensor &xIn, int64_t axis,
                           const std::vector<int64_t> &sizes) {
   const char *name = "split";
-  requireDefined(xIn, name, "input");
+  int64_t a = splitAxis(xIn, axis, sizes);
   Tensor x = onDevice(xIn);
-  int64_t a = normalizeAxis(axis, x.rank(), name);
-  int64_t total = 0;
-  for (int64_t s : sizes) {
-    if (s < 0)
-      fail(name, "negative size " + std::to_string(s));
-    total += s;
-  }
-  if (total != x.shape()[a])
-    fail(name, "sizes add up to " + std::to_string(total) + ", dimension " +
-                   std::to_string(a) + " of " + shapeToString(x.shape()) +
-                   " is " + std::to_string(x.shape()[a]));
-  AxisSplit s = splitAt(x.shape(), a);
-  int64_t elt = dtypeSize(x.dtype());
+  AxisPieces p = axisPieces(x.shape(), a, sizes, dtypeSize(x.dtype()));
   const char *src =
       x.numel() ? static_cast<const char *>(x.deviceData()) : nullptr;
   std::vector<Tensor> pieces;
-  int64_t start = 0;
-  for (int64_t size : sizes) {
-    Shape shape = x.shape();
-    shape[a] = size;
-    Tensor piece(shape, x.dtype());
-    // One 2-d copy per piece: `outer` runs of size*inner elements.
-    int64_t run = size * s.inner * elt;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Tensor piece(p.shapes[i], x.dtype());
+    // One 2-d copy per piece: `outer` runs of runs[i] bytes.
     if (piece.numel())
-      copy2D(piece.deviceData(), run, src + start * s.inner * elt,
-             s.size * s.inner * elt, run, s.outer, name);
+      copy2D(piece.deviceData(), p.runs[i], src + p.offsets[i], p.pitch,
+             p.runs[i], p.outer, name);
     pieces.push_back(std::move(piece));
-    start += size;
   }
   return pieces;
 }
@@ -682,31 +577,20 @@ Tensor concat(const std::vector<Tensor> &inputsIn, int64_t axis) {
   Tensor out(outShape, first.dtype());
   if (!out.numel())
     return out;
-  AxisSplit s = splitAt(outShape, a);
-  int64_t elt = dtypeSize(first.dtype());
+  AxisPieces p = axisPieces(outShape, a, inputs, dtypeSize(first.dtype()));
   char *dst = static_cast<char *>(out.deviceData());
-  int64_t start = 0;
-  for (const Tensor &t : inputs) {
-    int64_t run = t.shape()[a] * s.inner * elt;
-    if (run)
-      copy2D(dst + start * s.inner * elt, s.size * s.inner * elt,
-             t.deviceData(), run, run, s.outer, name);
-    start += t.shape()[a];
-  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (p.runs[i])
+      copy2D(dst + p.offsets[i], p.pitch, inputs[i].deviceData(), p.runs[i],
+             p.runs[i], p.outer, name);
   return out;
 }
 
 Tensor gather(const Tensor &dataIn, const Tensor &indicesIn, int64_t axis) {
   const char *name = "gather";
-  requireDefined(dataIn, name, "data");
-  requireDefined(indicesIn, name, "indices");
+  int64_t a;
+  Shape outShape = gatherShape(dataIn, indicesIn, axis, &a);
   Tensor data = onDevice(dataIn), indices = onDevice(indicesIn);
-  int64_t a = normalizeAxis(axis, data.rank(), name);
-  Shape outShape(data.shape().begin(), data.shape().begin() + a);
-  outShape.insert(outShape.end(), indices.shape().begin(),
-                  indices.shape().end());
-  outShape.insert(outShape.end(), data.shape().begin() + a + 1,
-                  data.shape().end());
   Tensor out(outShape, data.dtype());
   AxisSplit s = splitAt(data.shape(), a);
   int64_t count = indices.numel();
@@ -727,18 +611,7 @@ Tensor gather(const Tensor &dataIn, const Tensor &indicesIn, int64_t axis) {
 Tensor embedding_grad(const Tensor &gradIn, const Tensor &indicesIn,
                       const Shape &tableShape) {
   const char *name = "embedding_grad";
-  requireFloat(gradIn, name, "grad");
-  requireDefined(indicesIn, name, "indices");
-  if (tableShape.size() != 2)
-    fail(name, "table shape must be V x C, got " + shapeToString(tableShape));
-  Shape expected = indicesIn.shape();
-  expected.push_back(tableShape[1]);
-  if (gradIn.shape() != expected)
-    fail(name, "grad of shape " + shapeToString(gradIn.shape()) +
-                   " does not match indices " +
-                   shapeToString(indicesIn.shape()) + " and table " +
-                   shapeToString(tableShape) + " (expected " +
-                   shapeToString(expected) + ")");
+  checkEmbeddingGrad(gradIn, indicesIn, tableShape);
   Tensor grad = onDevice(gradIn), indices = onDevice(indicesIn);
   Tensor out = zeros(tableShape, grad.dtype());
   int64_t rows = tableShape[0], cols = tableShape[1];

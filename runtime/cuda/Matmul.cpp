@@ -20,7 +20,8 @@
 #include "tessera/runtime/Ops.h"
 
 #include "CudaRuntime.h"
-#include "Kernels.h"
+
+#include "Checks.h"
 
 #include <cublasLt.h>
 
@@ -233,26 +234,11 @@ Tensor asGemmInput(const Tensor &x, MatmulPrecision precision,
 void setBlasThreads(int) {} // no host BLAS here
 
 Tensor matmul(const Tensor &aIn, const Tensor &bIn) {
-  const char *name = "matmul";
-  requireFloat(aIn, name, "lhs");
-  requireFloat(bIn, name, "rhs");
-  requireSameDType(aIn, bIn, name);
-  if (aIn.rank() < 2 || bIn.rank() < 2)
-    fail(name, "operands must have rank >= 2, got " +
-                   shapeToString(aIn.shape()) + " and " +
-                   shapeToString(bIn.shape()));
+  MatmulShape s = matmulShape(aIn, bIn);
+  int64_t m = s.m, k = s.k, n = s.n;
+  const Shape &aBatch = s.aBatch, &bBatch = s.bBatch, &batch = s.batch;
   Tensor a = onDevice(aIn), b = onDevice(bIn);
-  int64_t m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
-  if (b.dim(-2) != k)
-    fail(name, "contracting dimensions differ: " + shapeToString(a.shape()) +
-                   " times " + shapeToString(b.shape()));
-  Shape aBatch(a.shape().begin(), a.shape().end() - 2);
-  Shape bBatch(b.shape().begin(), b.shape().end() - 2);
-  Shape batch = broadcastShapesFor(aBatch, bBatch, name);
-  Shape outShape = batch;
-  outShape.push_back(m);
-  outShape.push_back(n);
-  Tensor out(outShape, a.dtype());
+  Tensor out(s.outShape, a.dtype());
   if (out.numel() == 0)
     return out;
   if (k == 0) {
@@ -279,26 +265,11 @@ Tensor matmul(const Tensor &aIn, const Tensor &bIn) {
   }
   // Merge the batch dims (in matrix units) that are contiguous for a, b and
   // c alike; the innermost merged run is cuBLASLt's strided batch.
-  std::vector<int64_t> as = broadcastStrides(aBatch, batch),
-                       bs = broadcastStrides(bBatch, batch),
-                       cs = contiguousStrides(batch);
-  std::vector<int64_t> sizes, sa, sb, sc;
-  for (size_t d = 0; d < batch.size(); ++d) {
-    if (batch[d] == 1)
-      continue;
-    if (!sizes.empty() && sa.back() == as[d] * batch[d] &&
-        sb.back() == bs[d] * batch[d] && sc.back() == cs[d] * batch[d]) {
-      sizes.back() *= batch[d];
-      sa.back() = as[d];
-      sb.back() = bs[d];
-      sc.back() = cs[d];
-    } else {
-      sizes.push_back(batch[d]);
-      sa.push_back(as[d]);
-      sb.push_back(bs[d]);
-      sc.push_back(cs[d]);
-    }
-  }
+  MergedDims<3> merged = mergeDims<3>(batch, {broadcastStrides(aBatch, batch),
+                                              broadcastStrides(bBatch, batch),
+                                              contiguousStrides(batch)});
+  const std::vector<int64_t> &sizes = merged.sizes, &sa = merged.strides[0],
+                             &sb = merged.strides[1], &sc = merged.strides[2];
   if (sizes.empty()) { // every batch dim is 1
     gemm(p, pa, pb, pc);
     return out;

@@ -121,9 +121,8 @@ Tensor alongAxis(const std::vector<Tensor> &inputs, int64_t axis,
 
 Tensor softmaxImpl(const Tensor &xIn, int64_t axis, bool logSoftmax,
                    const char *name) {
-  requireFloat(xIn, name, "input");
+  int64_t a = softmaxAxis(xIn, axis, name);
   Tensor x = onDevice(xIn);
-  int64_t a = normalizeAxis(axis, x.rank(), name);
   return alongAxis(
       {x}, a,
       [&](const std::vector<Tensor> &in, Tensor &out, int64_t rows, int64_t d) {
@@ -137,12 +136,8 @@ Tensor softmaxImpl(const Tensor &xIn, int64_t axis, bool logSoftmax,
 
 Tensor softmaxGradImpl(const Tensor &outputIn, const Tensor &gradIn,
                        int64_t axis, bool logSoftmax, const char *name) {
-  requireFloat(outputIn, name, "output");
-  requireFloat(gradIn, name, "grad");
-  requireSameDType(outputIn, gradIn, name);
-  requireSameShape(outputIn, gradIn, name);
+  int64_t a = softmaxGradAxis(outputIn, gradIn, axis, name);
   Tensor output = onDevice(outputIn), grad = onDevice(gradIn);
-  int64_t a = normalizeAxis(axis, output.rank(), name);
   return alongAxis(
       {output, grad}, a,
       [&](const std::vector<Tensor> &in, Tensor &out, int64_t rows, int64_t d) {
@@ -271,31 +266,13 @@ template <typename T> struct ColMax {
 
 Tensor reduce(const Tensor &xIn, const std::vector<int64_t> &axes,
               bool keepdims, Kind kind, const char *name) {
-  requireFloat(xIn, name, "input");
+  ReducePlan plan = planReduce(xIn, axes, keepdims, name);
+  if (kind == Kind::max)
+    checkMaxOverElements(xIn, plan, name);
+  const std::vector<bool> &reduced = plan.reduced;
+  const Shape &resultShape = plan.resultShape;
+  int64_t count = plan.count;
   Tensor x = onDevice(xIn);
-  if (axes.empty())
-    fail(name, "axes must not be empty");
-  std::vector<bool> reduced(x.rank(), false);
-  for (int64_t axis : axes) {
-    int64_t a = normalizeAxis(axis, x.rank(), name);
-    if (reduced[a])
-      fail(name, "axis " + std::to_string(axis) + " is repeated");
-    reduced[a] = true;
-  }
-  Shape resultShape;
-  int64_t count = 1;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    if (reduced[d]) {
-      count *= x.shape()[d];
-      if (keepdims)
-        resultShape.push_back(1);
-    } else {
-      resultShape.push_back(x.shape()[d]);
-    }
-  }
-  if (kind == Kind::max && count == 0)
-    fail(name,
-         "maximum over an empty axis of shape " + shapeToString(x.shape()));
   Tensor out(resultShape, x.dtype());
   if (!out.numel())
     return out;
@@ -540,17 +517,6 @@ crossEntropyGradKernel(const T *logits, const I *labels, const void *grad,
   }
 }
 
-void checkCrossEntropyOperands(const Tensor &logits, const Tensor &labels,
-                               const char *name) {
-  requireFloat(logits, name, "logits");
-  requireDefined(labels, name, "labels");
-  if (logits.rank() != 2 || labels.rank() != 1 ||
-      labels.dim(0) != logits.dim(0))
-    fail(name, "expected logits N x C and labels N, got " +
-                   shapeToString(logits.shape()) + " and " +
-                   shapeToString(labels.shape()));
-}
-
 //===----------------------------------------------------------------------===//
 // Optimizers and the global norm
 //===----------------------------------------------------------------------===//
@@ -651,10 +617,7 @@ int dtypeCode(const Tensor &t) { return static_cast<int>(t.dtype()); }
 
 /// A one-element operand on the device (host tensors are copied).
 Tensor scalarOperand(const Tensor &t, const char *op, const char *what) {
-  requireDefined(t, op, what);
-  if (t.numel() != 1)
-    fail(op, std::string(what) + " must have one element, got shape " +
-                 shapeToString(t.shape()));
+  requireScalar(t, op, what);
   return onDevice(t);
 }
 
@@ -701,24 +664,12 @@ std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor &xIn,
                                               const Tensor &biasIn,
                                               int64_t axis, double epsilon) {
   const char *name = "layer_norm";
-  requireFloat(xIn, name, "input");
-  requireFloat(weightIn, name, "weight");
-  requireSameDType(xIn, weightIn, name);
+  LayerNormShape ln = layerNormOperands(xIn, weightIn, biasIn, axis);
+  int64_t rows = ln.rows, d = ln.d;
   Tensor x = onDevice(xIn), weight = onDevice(weightIn),
          bias = onDevice(biasIn);
-  int64_t a;
-  std::pair<int64_t, int64_t> dims = layerNormShape(x, weight, axis, name, &a);
-  int64_t rows = dims.first, d = dims.second;
-  if (bias.defined()) {
-    requireSameDType(x, bias, name);
-    if (bias.shape() != weight.shape())
-      fail(name, "bias of shape " + shapeToString(bias.shape()) +
-                     " differs from weight " + shapeToString(weight.shape()));
-  }
-  Shape statShape(x.shape().begin(), x.shape().begin() + a);
-  statShape.resize(x.rank(), 1);
-  Tensor y(x.shape(), x.dtype()), mean(statShape, x.dtype()),
-      rstd(statShape, x.dtype());
+  Tensor y(x.shape(), x.dtype()), mean(ln.statShape, x.dtype()),
+      rstd(ln.statShape, x.dtype());
   if (!rows)
     return {y, mean, rstd};
   dispatchFloat(x.dtype(), name, [&](auto tag) {
@@ -736,26 +687,12 @@ std::tuple<Tensor, Tensor, Tensor>
 layer_norm_grad(const Tensor &gradIn, const Tensor &xIn, const Tensor &weightIn,
                 const Tensor &meanIn, const Tensor &rstdIn, int64_t axis) {
   const char *name = "layer_norm_grad";
-  requireFloat(gradIn, name, "grad");
-  requireFloat(xIn, name, "input");
-  requireFloat(weightIn, name, "weight");
-  requireFloat(meanIn, name, "mean");
-  requireFloat(rstdIn, name, "rstd");
-  for (const Tensor *t : {&xIn, &weightIn, &meanIn, &rstdIn})
-    requireSameDType(gradIn, *t, name);
-  requireSameShape(gradIn, xIn, name);
+  LayerNormShape ln =
+      layerNormGradOperands(gradIn, xIn, weightIn, meanIn, rstdIn, axis);
+  int64_t rows = ln.rows, d = ln.d;
   Tensor grad = onDevice(gradIn), x = onDevice(xIn),
          weight = onDevice(weightIn), mean = onDevice(meanIn),
          rstd = onDevice(rstdIn);
-  int64_t a;
-  std::pair<int64_t, int64_t> dims = layerNormShape(x, weight, axis, name, &a);
-  int64_t rows = dims.first, d = dims.second;
-  if (mean.numel() != rows || rstd.numel() != rows)
-    fail(name, "mean and rstd need " + std::to_string(rows) +
-                   " elements (the leading dims of " +
-                   shapeToString(x.shape()) + "), got " +
-                   shapeToString(mean.shape()) + " and " +
-                   shapeToString(rstd.shape()));
   Tensor dx(x.shape(), x.dtype());
   if (!rows || !d)
     return {dx, zeros(weight.shape(), x.dtype()),
@@ -812,18 +749,8 @@ Tensor softmax_cross_entropy_grad(const Tensor &logitsIn,
                                   const Tensor &labelsIn, const Tensor &gradIn,
                                   int64_t ignoreIndex, Reduction reduction) {
   const char *name = "softmax_cross_entropy_grad";
-  checkCrossEntropyOperands(logitsIn, labelsIn, name);
-  requireFloat(gradIn, name, "grad");
+  checkCrossEntropyGrad(logitsIn, labelsIn, gradIn, reduction);
   int64_t n = logitsIn.dim(0), c = logitsIn.dim(1);
-  if (reduction == Reduction::none) {
-    if (gradIn.shape() != Shape{n})
-      fail(name, "grad must have shape " + std::to_string(n) +
-                     " for reduction none, got " +
-                     shapeToString(gradIn.shape()));
-  } else if (gradIn.numel() != 1) {
-    fail(name, "grad must be rank-0 for reduction mean/sum, got " +
-                   shapeToString(gradIn.shape()));
-  }
   Tensor logits = onDevice(logitsIn), labels = onDevice(labelsIn),
          grad = onDevice(gradIn);
   Tensor out(logits.shape(), logits.dtype());
@@ -854,10 +781,7 @@ Tensor softmax_cross_entropy_grad(const Tensor &logitsIn,
 Tensor sgd_update(const Tensor &paramIn, const Tensor &gradIn,
                   const Tensor &lrIn, const Tensor &weightDecayIn) {
   const char *name = "sgd_update";
-  requireFloat(paramIn, name, "param");
-  requireFloat(gradIn, name, "grad");
-  requireSameDType(paramIn, gradIn, name);
-  requireSameShape(paramIn, gradIn, name);
+  checkSgdOperands(paramIn, gradIn);
   Tensor lr = scalarOperand(lrIn, name, "lr");
   Tensor wd = scalarOperand(weightDecayIn, name, "weight_decay");
   Tensor param = onDevice(paramIn), grad = onDevice(gradIn);
@@ -880,14 +804,7 @@ adamw_update(const Tensor &paramIn, const Tensor &gradIn, const Tensor &mIn,
              const Tensor &beta1In, const Tensor &beta2In, const Tensor &epsIn,
              const Tensor &weightDecayIn) {
   const char *name = "adamw_update";
-  requireFloat(paramIn, name, "param");
-  requireFloat(gradIn, name, "grad");
-  requireFloat(mIn, name, "m");
-  requireFloat(vIn, name, "v");
-  for (const Tensor *t : {&gradIn, &mIn, &vIn}) {
-    requireSameDType(paramIn, *t, name);
-    requireSameShape(paramIn, *t, name);
-  }
+  checkAdamwOperands(paramIn, gradIn, mIn, vIn);
   Tensor step = scalarOperand(stepIn, name, "step");
   Tensor lr = scalarOperand(lrIn, name, "lr");
   Tensor b1 = scalarOperand(beta1In, name, "beta1");

@@ -12,14 +12,14 @@
 
 #include "CudaRuntime.h"
 
-#include "Kernels.h"
+#include "DType.h"
+#include "SizeClassPool.h"
 #include "Watchdog.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 namespace tessera {
@@ -247,82 +247,38 @@ namespace {
 // the CPU allocator, round to a quarter of the enclosing power of two.
 constexpr int64_t kAlignment = 512;
 
-int64_t sizeClass(int64_t bytes) {
-  if (bytes <= 4096)
-    return (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  int64_t pow2 = 1;
-  while (pow2 * 2 < bytes)
-    pow2 *= 2;
-  int64_t quantum = pow2 / 4;
-  return (bytes + quantum - 1) / quantum * quantum;
-}
+// Freeing a tensor never calls CUDA: its block goes back to the cache
+// (SizeClassPool::deallocate), to be reused in stream order, so tensors
+// destroyed at exit, after CUDA's teardown, are harmless. Only emptyCache
+// and an allocation that ran out of memory return cached blocks here.
+void releaseDeviceBlock(void *ptr) { cudaFree(ptr); }
 
-struct DeviceAllocator {
-  std::mutex mutex;
-  std::unordered_map<int64_t, std::vector<void *>> freeLists;
-  AllocatorStats stats;
-
-  void *allocate(int64_t bytes) {
-    Context &c = ctx(); // before the lock: it may throw "no CUDA device"
-    int64_t cls = sizeClass(bytes);
-    std::lock_guard<std::mutex> lock(mutex);
-    void *ptr = nullptr;
-    auto it = freeLists.find(cls);
-    if (it != freeLists.end() && !it->second.empty()) {
-      ptr = it->second.back();
-      it->second.pop_back();
-      stats.cachedBytes -= cls;
-      ++stats.cacheHits;
-    } else {
-      cudaError_t rc = cudaMalloc(&ptr, cls);
-      if (rc == cudaErrorMemoryAllocation) {
-        cudaGetLastError();
-        // The cache may hold the memory in other size classes: give it
-        // back (after the queued work that may still use it) and retry.
-        check(cudaStreamSynchronize(c.compute), "cudaStreamSynchronize");
-        releaseCacheLocked();
-        rc = cudaMalloc(&ptr, cls);
-      }
-      if (rc == cudaErrorMemoryAllocation) {
-        cudaGetLastError();
-        throw Error("out of GPU memory allocating " + std::to_string(bytes) +
-                    " bytes of tensor storage (live " +
-                    std::to_string(stats.liveBytes) + " bytes)");
-      }
-      check(rc, "cudaMalloc(" + std::to_string(cls) + ")");
-      ++stats.systemAllocs;
+void *deviceAllocate(int64_t bytes) {
+  Context &c = ctx(); // before the lock: it may throw "no CUDA device"
+  detail::SizeClassPool &pool = detail::tensorPool();
+  void *ptr = pool.allocate(bytes, [&](int64_t cls) {
+    void *block = nullptr;
+    cudaError_t rc = cudaMalloc(&block, cls);
+    if (rc == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      // The cache may hold the memory in other size classes: give it
+      // back (after the queued work that may still use it) and retry.
+      check(cudaStreamSynchronize(c.compute), "cudaStreamSynchronize");
+      pool.releaseCacheLocked();
+      rc = cudaMalloc(&block, cls);
     }
-    stats.liveBytes += bytes;
-    if (stats.liveBytes > stats.peakBytes)
-      stats.peakBytes = stats.liveBytes;
-    if (c.poison)
-      check(cudaMemsetAsync(ptr, 0xff, bytes, c.compute), "poisoning storage");
-    return ptr;
-  }
-
-  // Never calls CUDA: a block goes back to the cache, to be reused in
-  // stream order. (So tensors destroyed at exit, after CUDA's teardown,
-  // are harmless.)
-  void deallocate(void *ptr, int64_t bytes) {
-    int64_t cls = sizeClass(bytes);
-    std::lock_guard<std::mutex> lock(mutex);
-    stats.liveBytes -= bytes;
-    freeLists[cls].push_back(ptr);
-    stats.cachedBytes += cls;
-  }
-
-  void releaseCacheLocked() {
-    for (auto &entry : freeLists)
-      for (void *ptr : entry.second)
-        cudaFree(ptr);
-    freeLists.clear();
-    stats.cachedBytes = 0;
-  }
-};
-
-DeviceAllocator &deviceAllocator() {
-  static DeviceAllocator *instance = new DeviceAllocator();
-  return *instance;
+    if (rc == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      throw Error("out of GPU memory allocating " + std::to_string(bytes) +
+                  " bytes of tensor storage (live " +
+                  std::to_string(pool.statsLocked().liveBytes) + " bytes)");
+    }
+    check(rc, "cudaMalloc(" + std::to_string(cls) + ")");
+    return block;
+  });
+  if (c.poison)
+    check(cudaMemsetAsync(ptr, 0xff, bytes, c.compute), "poisoning storage");
+  return ptr;
 }
 
 // Host tensors (files, token batches, MPI buffers) are few and short-lived:
@@ -339,50 +295,36 @@ void *hostAllocate(int64_t bytes) {
 } // namespace
 
 namespace detail {
+SizeClassPool &tensorPool() {
+  static SizeClassPool *instance = new SizeClassPool(
+      kAlignment, /*smallBytes=*/4096, releaseDeviceBlock); // outlives tensors
+  return *instance;
+}
+
 Storage::Storage(int64_t bytes) : bytes(bytes) {
   if (bytes > 0)
     ptr = hostAllocate(bytes);
 }
 Storage::Storage(int64_t bytes, Device device) : bytes(bytes), device(device) {
   if (bytes > 0)
-    ptr = device == Device::cuda ? deviceAllocator().allocate(bytes)
-                                 : hostAllocate(bytes);
+    ptr = device == Device::cuda ? deviceAllocate(bytes) : hostAllocate(bytes);
 }
 Storage::~Storage() {
   if (!ptr)
     return;
   if (device == Device::cuda)
-    deviceAllocator().deallocate(ptr, bytes);
+    tensorPool().deallocate(ptr, bytes);
   else
     std::free(ptr);
 }
 } // namespace detail
 
-int64_t liveBytes() {
-  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
-  return deviceAllocator().stats.liveBytes;
-}
-
-int64_t peakBytes() {
-  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
-  return deviceAllocator().stats.peakBytes;
-}
-
-void resetPeak() {
-  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
-  deviceAllocator().stats.peakBytes = deviceAllocator().stats.liveBytes;
-}
-
-AllocatorStats allocatorStats() {
-  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
-  return deviceAllocator().stats;
-}
-
 void emptyCache() {
   if (contextReady())
     check(cudaStreamSynchronize(ctx().compute), "emptyCache");
-  std::lock_guard<std::mutex> lock(deviceAllocator().mutex);
-  deviceAllocator().releaseCacheLocked();
+  detail::SizeClassPool &pool = detail::tensorPool();
+  std::lock_guard<std::mutex> lock(pool.mutex());
+  pool.releaseCacheLocked();
 }
 
 //===----------------------------------------------------------------------===//
@@ -488,41 +430,6 @@ Tensor zeros(const Shape &shape, DType dtype) {
     check(cudaMemsetAsync(t.deviceData(), 0, t.nbytes(), ctx().compute),
           "zeros: cudaMemsetAsync");
   return t;
-}
-
-Tensor fromValues(const Shape &shape, DType dtype,
-                  const std::vector<double> &values) {
-  Tensor host(shape, dtype, Device::host);
-  if (static_cast<int64_t>(values.size()) != host.numel())
-    throw Error("fromValues: " + std::to_string(values.size()) +
-                " values for shape " + shapeToString(shape) + " (" +
-                std::to_string(host.numel()) + " elements)");
-  detail::dispatchAll(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T *p = host.data<T>();
-    for (int64_t i = 0, n = host.numel(); i < n; ++i)
-      p[i] = detail::convertFromDouble<T>(values[i]);
-  });
-  return toDevice(host);
-}
-
-std::vector<double> toDoubles(const Tensor &x) {
-  Tensor h = toHost(x);
-  std::vector<double> out(h.numel());
-  detail::dispatchAll(h.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T *p = h.data<T>();
-    for (int64_t i = 0, n = h.numel(); i < n; ++i)
-      out[i] = static_cast<double>(p[i]);
-  });
-  return out;
-}
-
-double item(const Tensor &x) {
-  if (x.numel() != 1)
-    throw Error("item() of a tensor of shape " + shapeToString(x.shape()) +
-                " (" + std::to_string(x.numel()) + " elements)");
-  return toDoubles(x)[0];
 }
 
 Tensor clone(const Tensor &x) {

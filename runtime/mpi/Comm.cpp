@@ -9,8 +9,10 @@
 
 #include "tessera/runtime/Comm.h"
 
+#include "CommCommon.h"
 #include "Mpi.h"
 #include "Watchdog.h"
+#include "World.h"
 
 #include <algorithm>
 #include <climits>
@@ -27,27 +29,10 @@ namespace rt {
 
 namespace {
 
-struct State {
-  bool active = false;
-  bool startedMpi = false; ///< init() called MPI_Init (so finalize ends it)
-  MPI_Comm p2p = MPI_COMM_NULL;
-  int rank = 0, size = 1;
-  int64_t tagUpperBound = 32767;
-};
-State &state() {
-  static State s;
-  return s;
-}
-
-/// A cached communicator for one rank list.
-struct Group {
-  MPI_Comm comm = MPI_COMM_NULL;
-  int pos = 0; ///< the calling rank's position in the list
-  int size = 1;
-  std::string desc; ///< "ranks [0, 2]" for messages
-};
-std::map<std::vector<int64_t>, Group> &groups() {
-  static std::map<std::vector<int64_t>, Group> g;
+/// The communicators of the rank lists used so far.
+using Group = comm::Group<MPI_Comm>;
+comm::GroupCache<MPI_Comm> &groups() {
+  static comm::GroupCache<MPI_Comm> g(MPI_COMM_NULL);
   return g;
 }
 
@@ -63,13 +48,6 @@ std::vector<PendingSend> &pendingSends() {
   return p;
 }
 
-std::string rankList(const std::vector<int64_t> &ranks) {
-  std::string s = "ranks [";
-  for (size_t i = 0; i < ranks.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s + "]";
-}
-
 /// MPI counts are int: larger messages would need derived datatypes, which
 /// no CPU-sized tensor needs yet.
 int toCount(int64_t n, const std::string &what) {
@@ -79,95 +57,50 @@ int toCount(int64_t n, const std::string &what) {
   return static_cast<int>(n);
 }
 
-/// Validates `ranks` and returns its communicator, creating it on first use.
-/// MPI_Comm_create_group is collective over the group alone, so disjoint
-/// groups ({0,2} and {1,3}) can be created concurrently.
+/// The communicator of a group of several ranks (checked by
+/// comm::checkGroup). MPI_Comm_create_group is collective over the group
+/// alone, so disjoint groups ({0,2} and {1,3}) can be created concurrently.
+MPI_Comm createComm(const std::vector<int64_t> &ranks, const std::string &desc,
+                    const std::string &where) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int size = static_cast<int>(ranks.size());
+  MPI_Group worldGroup, group;
+  mpi::check(MPI_Comm_group(mpi::world().dup, &worldGroup),
+             where + ": MPI_Comm_group");
+  std::vector<int> members(ranks.begin(), ranks.end());
+  int rc = MPI_Group_incl(worldGroup, size, members.data(), &group);
+  MPI_Group_free(&worldGroup);
+  mpi::check(rc, where + ": MPI_Group_incl");
+  // The tag keeps apart concurrent creations that share processes; any
+  // value works as long as the members agree, so derive it from the list.
+  int tag = static_cast<int>(comm::hashRanks(ranks) % 32768);
+  watchdog::Scope blocked(where + ": creating the communicator of " + desc);
+  rc = MPI_Comm_create_group(mpi::world().dup, group, tag, &comm);
+  MPI_Group_free(&group);
+  mpi::check(rc, where + ": MPI_Comm_create_group");
+  mpi::check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
+             where + ": MPI_Comm_set_errhandler");
+  return comm;
+}
+
+/// Checks `ranks` and returns its group, creating the communicator on first
+/// use.
 const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
-  State &s = state();
-  auto it = groups().find(ranks);
-  if (it != groups().end())
-    return it->second;
-  std::string desc = rankList(ranks);
-  std::string where = std::string(op) + " over " + desc;
-  if (ranks.empty())
-    throw Error(std::string(op) + ": the group of ranks is empty");
-  int64_t me = s.active ? s.rank : 0;
-  int64_t world = s.active ? s.size : 1;
-  int pos = -1;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i] < 0 || ranks[i] >= world)
-      throw Error(where + ": rank " + std::to_string(ranks[i]) +
-                  " is outside the world of " + std::to_string(world) +
-                  " ranks");
-    if (i > 0 && ranks[i] <= ranks[i - 1])
-      throw Error(where + ": the ranks must be sorted and distinct");
-    if (ranks[i] == me)
-      pos = static_cast<int>(i);
-  }
-  if (pos < 0)
-    throw Error(where + ": the calling rank " + std::to_string(me) +
-                " is not in the group");
-  Group g;
-  g.pos = pos;
-  g.size = static_cast<int>(ranks.size());
-  g.desc = desc;
-  if (g.size > 1) {
-    MPI_Group worldGroup, group;
-    mpi::check(MPI_Comm_group(s.p2p, &worldGroup), where + ": MPI_Comm_group");
-    std::vector<int> members(ranks.begin(), ranks.end());
-    int rc = MPI_Group_incl(worldGroup, g.size, members.data(), &group);
-    MPI_Group_free(&worldGroup);
-    mpi::check(rc, where + ": MPI_Group_incl");
-    // The tag keeps apart concurrent creations that share processes; any
-    // value works as long as the members agree, so derive it from the list.
-    uint64_t hash = 1469598103934665603ull;
-    for (int64_t r : ranks)
-      hash = (hash ^ static_cast<uint64_t>(r)) * 1099511628211ull;
-    int tag = static_cast<int>(hash % 32768);
-    watchdog::Scope blocked(where + ": creating the communicator of " + desc);
-    rc = MPI_Comm_create_group(s.p2p, group, tag, &g.comm);
-    MPI_Group_free(&group);
-    mpi::check(rc, where + ": MPI_Comm_create_group");
-    mpi::check(MPI_Comm_set_errhandler(g.comm, MPI_ERRORS_RETURN),
-               where + ": MPI_Comm_set_errhandler");
-  }
-  return groups().emplace(ranks, g).first->second;
-}
-
-int64_t normalizeDim(const Tensor &x, int64_t dim, const std::string &where) {
-  int64_t r = x.rank();
-  if (dim < -r || dim >= r)
-    throw Error(where + ": dimension " + std::to_string(dim) +
-                " out of range for shape " + shapeToString(x.shape()));
-  return dim < 0 ? dim + r : dim;
-}
-
-/// Rows before `dim` and bytes per row after it: a split along `dim` cuts
-/// each of `outer` rows of dim*inner bytes into equal runs.
-void outerInner(const Shape &shape, int64_t dim, int64_t elemSize,
-                int64_t &outer, int64_t &inner) {
-  outer = 1;
-  for (int64_t d = 0; d < dim; ++d)
-    outer *= shape[d];
-  inner = elemSize;
-  for (size_t d = dim + 1; d < shape.size(); ++d)
-    inner *= shape[d];
+  return groups().get(
+      ranks, op,
+      [](const std::vector<int64_t> &ranks, int, const std::string &desc,
+         const std::string &where) { return createComm(ranks, desc, where); });
 }
 
 /// x cut into n equal pieces along `dim`, laid out one piece after the other
 /// (piece j is elements [j*numel/n, (j+1)*numel/n)), the form MPI sends.
 Tensor splitPieces(const Tensor &x, int64_t dim, int64_t n,
                    const std::string &where) {
-  if (x.shape()[dim] % n != 0)
-    throw Error(where + ": dimension " + std::to_string(dim) + " of shape " +
-                shapeToString(x.shape()) + " does not divide into " +
-                std::to_string(n) + " pieces");
-  int64_t outer, inner;
-  outerInner(x.shape(), dim, dtypeSize(x.dtype()), outer, inner);
+  comm::Pieces p = comm::splitPieces(x, dim, n, where);
+  int64_t outer = p.outer, run = p.run; // run: bytes of one piece's row
   if (outer == 1)
     return x.view({x.numel()}); // already piece after piece
   Tensor out({x.numel()}, x.dtype());
-  int64_t run = x.shape()[dim] / n * inner; // bytes of one piece's row
   const char *src = static_cast<const char *>(x.rawData());
   char *dst = static_cast<char *>(out.rawData());
   for (int64_t j = 0; j < n; ++j)
@@ -180,14 +113,13 @@ Tensor splitPieces(const Tensor &x, int64_t dim, int64_t n,
 /// other in `packed`, concatenated along `dim`.
 Tensor concatPieces(const Tensor &packed, const Shape &pieceShape, int64_t dim,
                     int64_t n) {
-  Shape shape = pieceShape;
-  shape[dim] *= n;
-  int64_t outer, inner;
-  outerInner(shape, dim, dtypeSize(packed.dtype()), outer, inner);
+  Shape shape;
+  comm::Pieces p =
+      comm::concatPieces(pieceShape, dim, n, dtypeSize(packed.dtype()), shape);
+  int64_t outer = p.outer, run = p.run;
   if (outer == 1)
     return packed.view(shape);
   Tensor out(shape, packed.dtype());
-  int64_t run = pieceShape[dim] * inner;
   const char *src = static_cast<const char *>(packed.rawData());
   char *dst = static_cast<char *>(out.rawData());
   for (int64_t j = 0; j < n; ++j)
@@ -258,45 +190,11 @@ void fold(const void *src, int64_t n, int64_t count, void *dst, DType dtype,
   }
 }
 
-const char *kindName(ReduceKind kind) {
-  switch (kind) {
-  case ReduceKind::sum:
-    return "sum";
-  case ReduceKind::max:
-    return "max";
-  case ReduceKind::min:
-    return "min";
-  }
-  return "?";
-}
-
 /// Below this many bytes gathered per rank, all_reduce gathers whole tensors
 /// and folds them (one collective, latency-bound sizes); above, each rank
 /// folds one chunk (bandwidth-bound sizes). Both fold in the same order, so
 /// the size never changes a result.
 constexpr int64_t kSmallAllReduceBytes = 64 * 1024;
-
-void checkPeer(int64_t peer, const std::string &where) {
-  State &s = state();
-  if (!s.active)
-    throw Error(where + ": MPI is not initialised (runMain starts it when "
-                        "Program::worldSize > 1)");
-  if (peer < 0 || peer >= s.size)
-    throw Error(where + ": rank " + std::to_string(peer) +
-                " is outside the world of " + std::to_string(s.size) +
-                " ranks");
-}
-
-void checkTag(int64_t tag, const std::string &where) {
-  if (tag < 0 || tag > state().tagUpperBound)
-    throw Error(where + ": tag must be in [0, " +
-                std::to_string(state().tagUpperBound) + "]");
-}
-
-std::string typeAndShape(DType dtype, const Shape &shape) {
-  std::string s = dtypeName(dtype);
-  return shape.empty() ? s + " scalar" : s + " " + shapeToString(shape);
-}
 
 /// Completes `p`, throwing with its description on failure.
 void complete(PendingSend &p) {
@@ -312,47 +210,15 @@ void complete(PendingSend &p) {
 // Start-up
 //===----------------------------------------------------------------------===//
 
-void mpi::init(int *argc, char ***argv) {
-  State &s = state();
-  if (s.active)
-    return;
-  mpi::World w = mpi::startWorld(argc, argv);
-  s.rank = w.rank;
-  s.size = w.size;
-  s.p2p = w.dup;
-  s.tagUpperBound = w.tagUpperBound;
-  s.startedMpi = w.startedMpi;
-  s.active = true;
+void startWorld(int *argc, char ***argv) { mpi::start(argc, argv); }
+
+void finishWorld() {
+  mpi::finish([] {
+    groups().clear([](Group &g) {
+      mpi::check(MPI_Comm_free(&g.comm), "MPI_Comm_free(" + g.desc + ")");
+    });
+  });
 }
-
-void mpi::finalize() {
-  State &s = state();
-  if (!s.active)
-    return;
-  waitSends();
-  // Marked inactive first: a failure below must not leave a half-freed
-  // state that a second finalize() would free again.
-  s.active = false;
-  std::map<std::vector<int64_t>, Group> cached;
-  cached.swap(groups());
-  for (auto &entry : cached)
-    if (entry.second.comm != MPI_COMM_NULL)
-      check(MPI_Comm_free(&entry.second.comm),
-            "MPI_Comm_free(" + entry.second.desc + ")");
-  check(MPI_Comm_free(&s.p2p), "MPI_Comm_free");
-  s.rank = 0;
-  s.size = 1;
-  if (s.startedMpi) {
-    watchdog::Scope blocked("MPI_Finalize");
-    check(MPI_Finalize(), "MPI_Finalize");
-  }
-  s.startedMpi = false;
-}
-
-bool mpi::active() { return state().active; }
-
-int64_t worldRank() { return state().active ? state().rank : 0; }
-int64_t worldSize() { return state().active ? state().size : 1; }
 
 //===----------------------------------------------------------------------===//
 // Collectives
@@ -364,7 +230,7 @@ Tensor all_reduce(const Tensor &x, const std::vector<int64_t> &ranks,
   if (g.size == 1)
     return clone(x);
   std::string where =
-      std::string("all_reduce(") + kindName(kind) + ") over " + g.desc;
+      std::string("all_reduce(") + comm::kindName(kind) + ") over " + g.desc;
   watchdog::Scope blocked(where);
   int64_t n = g.size, numel = x.numel(), esize = dtypeSize(x.dtype());
   MPI_Datatype type = mpi::datatype(x.dtype());
@@ -409,7 +275,7 @@ Tensor all_gather(const Tensor &x, const std::vector<int64_t> &ranks,
   const Group &g = getGroup(ranks, "all_gather");
   std::string where = "all_gather over " + g.desc;
   watchdog::Scope blocked(where);
-  dim = normalizeDim(x, dim, where);
+  dim = comm::normalizeDim(x, dim, where);
   if (g.size == 1)
     return clone(x);
   int count = toCount(x.numel(), where);
@@ -424,10 +290,10 @@ Tensor all_gather(const Tensor &x, const std::vector<int64_t> &ranks,
 Tensor reduce_scatter(const Tensor &x, const std::vector<int64_t> &ranks,
                       int64_t dim, ReduceKind kind) {
   const Group &g = getGroup(ranks, "reduce_scatter");
-  std::string where =
-      std::string("reduce_scatter(") + kindName(kind) + ") over " + g.desc;
+  std::string where = std::string("reduce_scatter(") + comm::kindName(kind) +
+                      ") over " + g.desc;
   watchdog::Scope blocked(where);
-  dim = normalizeDim(x, dim, where);
+  dim = comm::normalizeDim(x, dim, where);
   if (g.size == 1)
     return clone(x);
   Tensor packed = splitPieces(x, dim, g.size, where);
@@ -450,8 +316,8 @@ Tensor all_to_all(const Tensor &x, const std::vector<int64_t> &ranks,
   const Group &g = getGroup(ranks, "all_to_all");
   std::string where = "all_to_all over " + g.desc;
   watchdog::Scope blocked(where);
-  splitDim = normalizeDim(x, splitDim, where);
-  concatDim = normalizeDim(x, concatDim, where);
+  splitDim = comm::normalizeDim(x, splitDim, where);
+  concatDim = comm::normalizeDim(x, concatDim, where);
   if (g.size == 1)
     return clone(x);
   Tensor packed = splitPieces(x, splitDim, g.size, where);
@@ -472,12 +338,7 @@ Tensor broadcast(const Tensor &x, const std::vector<int64_t> &ranks,
   std::string where =
       "broadcast from rank " + std::to_string(root) + " over " + g.desc;
   watchdog::Scope blocked(where);
-  int rootPos = -1;
-  for (size_t i = 0; i < ranks.size(); ++i)
-    if (ranks[i] == root)
-      rootPos = static_cast<int>(i);
-  if (rootPos < 0)
-    throw Error(where + ": the root is not in the group");
+  int rootPos = comm::rootPosition(ranks, root, where);
   if (g.size == 1)
     return clone(x);
   int count = toCount(x.numel(), where);
@@ -495,27 +356,23 @@ Tensor broadcast(const Tensor &x, const std::vector<int64_t> &ranks,
 //===----------------------------------------------------------------------===//
 
 void send(const Tensor &x, int64_t peer, int64_t tag) {
-  std::string where = "send to rank " + std::to_string(peer) + " (tag " +
-                      std::to_string(tag) + ")";
-  checkPeer(peer, where);
-  checkTag(tag, where);
-  State &s = state();
+  std::string where = comm::sendWhere(peer, tag);
+  comm::checkPeer(peer, where);
+  comm::checkTag(tag, where);
   // A header first, so that recv can name both shapes on a mismatch; the
   // same (peer, tag, communicator) keeps header and data in order.
   PendingSend p;
-  p.header.push_back(static_cast<int64_t>(x.dtype()));
-  p.header.push_back(x.rank());
-  p.header.insert(p.header.end(), x.shape().begin(), x.shape().end());
+  comm::appendHeader(p.header, x);
   p.data = x;
   p.what = where;
   int count = toCount(x.numel(), where);
   mpi::check(MPI_Isend(p.header.data(), static_cast<int>(p.header.size()),
                        MPI_INT64_T, static_cast<int>(peer),
-                       static_cast<int>(tag), s.p2p, &p.requests[0]),
+                       static_cast<int>(tag), mpi::world().dup, &p.requests[0]),
              where + ": MPI_Isend");
   mpi::check(MPI_Isend(x.rawData(), count, mpi::datatype(x.dtype()),
-                       static_cast<int>(peer), static_cast<int>(tag), s.p2p,
-                       &p.requests[1]),
+                       static_cast<int>(peer), static_cast<int>(tag),
+                       mpi::world().dup, &p.requests[1]),
              where + ": MPI_Isend");
   std::vector<PendingSend> &pending = pendingSends();
   pending.push_back(std::move(p));
@@ -540,30 +397,23 @@ void send(const Tensor &x, int64_t peer, int64_t tag) {
 }
 
 Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
-  std::string where = "recv from rank " + std::to_string(peer) + " (tag " +
-                      std::to_string(tag) + ")";
+  std::string where = comm::recvWhere(peer, tag);
   watchdog::Scope blocked(where);
-  checkPeer(peer, where);
-  checkTag(tag, where);
-  State &s = state();
+  comm::checkPeer(peer, where);
+  comm::checkTag(tag, where);
   MPI_Status status;
-  mpi::check(
-      MPI_Probe(static_cast<int>(peer), static_cast<int>(tag), s.p2p, &status),
-      where + ": MPI_Probe");
+  mpi::check(MPI_Probe(static_cast<int>(peer), static_cast<int>(tag),
+                       mpi::world().dup, &status),
+             where + ": MPI_Probe");
   int headerLength = 0;
   mpi::check(MPI_Get_count(&status, MPI_INT64_T, &headerLength),
              where + ": MPI_Get_count");
   std::vector<int64_t> header(std::max(headerLength, 0));
   mpi::check(MPI_Recv(header.data(), headerLength, MPI_INT64_T,
-                      static_cast<int>(peer), static_cast<int>(tag), s.p2p,
-                      MPI_STATUS_IGNORE),
+                      static_cast<int>(peer), static_cast<int>(tag),
+                      mpi::world().dup, MPI_STATUS_IGNORE),
              where + ": MPI_Recv");
-  if (header.size() < 2 || header[1] < 0 ||
-      header.size() != static_cast<size_t>(2 + header[1]) || header[0] < 0 ||
-      header[0] > static_cast<int64_t>(DType::i1))
-    throw Error(where + ": the message is not a tensor sent by send()");
-  DType sentType = static_cast<DType>(header[0]);
-  Shape sentShape(header.begin() + 2, header.end());
+  auto [sentType, sentShape] = comm::readHeader(header, 0, where);
   if (sentType != dtype || sentShape != shape) {
     // Consume the data too, so that the next message on this tag is not
     // mistaken for a header.
@@ -571,16 +421,15 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
     mpi::check(MPI_Recv(discard.data(),
                         toCount(static_cast<int64_t>(discard.size()), where),
                         MPI_BYTE, static_cast<int>(peer), static_cast<int>(tag),
-                        s.p2p, MPI_STATUS_IGNORE),
+                        mpi::world().dup, MPI_STATUS_IGNORE),
                where + ": MPI_Recv");
-    throw Error(where + ": expected " + typeAndShape(dtype, shape) + ", rank " +
-                std::to_string(peer) + " sent " +
-                typeAndShape(sentType, sentShape));
+    throw comm::mismatch(where, dtype, shape, peer, sentType, sentShape);
   }
   Tensor out(shape, dtype);
   mpi::check(MPI_Recv(out.rawData(), toCount(out.numel(), where),
                       mpi::datatype(dtype), static_cast<int>(peer),
-                      static_cast<int>(tag), s.p2p, MPI_STATUS_IGNORE),
+                      static_cast<int>(tag), mpi::world().dup,
+                      MPI_STATUS_IGNORE),
              where + ": MPI_Recv");
   return out;
 }

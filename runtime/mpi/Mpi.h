@@ -1,8 +1,9 @@
 //===- Mpi.h - MPI start-up and error checks (private) ----------*- C++ -*-===//
 //
-// Shared by the communicators (Comm.cpp), the driver (common/Driver.cpp) and
-// the MPI tests. Not part of the API emitted programs see: runMain owns
-// MPI's lifetime.
+// The MPI layer under both backends' communicators (mpi/Comm.cpp; the CUDA
+// backend's cuda/Comm.cpp bootstraps NCCL over it) and the MPI tests. Not
+// part of the API emitted programs see, and not seen by the
+// backend-independent code either: the driver reaches MPI through World.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,32 +19,35 @@
 #endif
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 
 namespace tessera {
 namespace rt {
 namespace mpi {
 
-/// MPI_Init unless MPI is already initialised, then makes MPI calls return
-/// errors (instead of aborting) and creates the communicators' private
-/// duplicate of MPI_COMM_WORLD. Collective over MPI_COMM_WORLD.
-void init(int *argc, char ***argv);
-/// Completes pending sends, frees the cached communicators and, if init()
-/// started MPI, calls MPI_Finalize. Collective over MPI_COMM_WORLD.
-void finalize();
-/// What start-up finds, for both backends' init(): MPI_Init unless MPI is
-/// already initialised (startedMpi), MPI calls made to return errors, and a
-/// private duplicate of MPI_COMM_WORLD (`dup`, errors returned too).
+/// The world as start-up found it: MPI_Init unless MPI was already
+/// initialised (startedMpi), MPI calls made to return errors, and a private
+/// duplicate of MPI_COMM_WORLD (`dup`, errors returned too) for the
+/// communicators. worldRank()/worldSize() read it.
 struct World {
+  bool active = false; ///< between start() and finish()
+  bool startedMpi = false;
   int rank = 0, size = 1;
   MPI_Comm dup = MPI_COMM_NULL;
   int64_t tagUpperBound = 32767; ///< MPI_TAG_UB
-  bool startedMpi = false;
 };
-World startWorld(int *argc, char ***argv);
-/// True between init() and finalize().
-bool active();
-/// Throws Error("<what>: <MPI's error string>") unless rc is MPI_SUCCESS.
+World &world();
+/// Starts the world (collective over MPI_COMM_WORLD); false, doing nothing,
+/// when it is started already. The backends' startWorld.
+bool start(int *argc, char ***argv);
+/// Unless the world is not started: completes pending sends (waitSends),
+/// marks it stopped, calls `releaseCommunicators` (the backend's cached
+/// ones), frees `dup` and, if start() started MPI, calls MPI_Finalize.
+/// Collective over MPI_COMM_WORLD. The backends' finishWorld.
+void finish(const std::function<void()> &releaseCommunicators);
+/// Throws Error("<what> failed: <MPI's error string>") unless rc is
+/// MPI_SUCCESS.
 void check(int rc, const std::string &what);
 /// The MPI datatype of one element of `dtype` (i1: MPI_UINT8_T).
 MPI_Datatype datatype(DType dtype);

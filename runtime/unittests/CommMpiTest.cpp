@@ -16,6 +16,7 @@
 #include "TestUtil.h"
 
 #include "Mpi.h"
+#include "World.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -435,7 +436,7 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
   try {
-    mpi::init(&argc, &argv);
+    startWorld(&argc, &argv);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
@@ -473,6 +474,6 @@ int main(int argc, char **argv) {
                 static_cast<long long>(world()), nRun - nFailed, nFailed);
   int worst = 0;
   MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  mpi::finalize();
+  finishWorld();
   return worst != 0 || nFailed != 0 ? 1 : 0;
 }

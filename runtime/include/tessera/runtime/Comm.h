@@ -2,8 +2,9 @@
 //
 // Part of the runtime API (see Runtime.h, the umbrella header). The dist
 // dialect's communication ops lower to these calls. The CPU backend
-// (runtime/mpi/Comm.cpp) implements them with MPI; runMain initialises MPI
-// when Program::worldSize > 1.
+// (runtime/mpi/Comm.cpp) implements them with MPI, the CUDA backend
+// (runtime/cuda/Comm.cpp) with NCCL; runMain initialises MPI when
+// Program::worldSize > 1.
 //
 // Groups are explicit sorted lists of world ranks that include the calling
 // rank. A group of one rank never touches MPI (the op is a local copy), so a

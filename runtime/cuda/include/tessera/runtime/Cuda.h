@@ -1,9 +1,10 @@
 //===- Cuda.h - what only the CUDA backend offers ---------------*- C++ -*-===//
 //
-// Declared for programs and tests that link TesseraRuntimeCuda; the CPU
-// backend does not implement these, and Runtime.h does not include this
-// header. Everything of Runtime.h works on the CUDA backend unchanged (its
-// tensors live in GPU memory; see Tensor.h's Device).
+// Declared for programs and tests that link TesseraRuntimeCuda, whose
+// include path alone has this header (runtime/cuda/include): the CPU
+// backend does not implement these, and Runtime.h does not include it.
+// Everything of Runtime.h works on the CUDA backend unchanged (its tensors
+// live in GPU memory; see Tensor.h's Device).
 //
 // Environment:
 //   TESSERA_CUDA_MATMUL=fp32|tf32|bf16  GEMM precision (default fp32)

@@ -1,0 +1,167 @@
+//===- World.cpp - MPI start-up and the world, for both backends ----------===//
+//
+// The MPI side that the CPU backend (whose communicators are MPI's) and the
+// CUDA backend (whose NCCL communicators are bootstrapped over MPI) share:
+// Mpi.h's world state, start-up and teardown, error check and dtype
+// mapping, and World.h's abort and driver messages. Each backend's
+// startWorld/finishWorld (its Comm.cpp) wraps mpi::start and mpi::finish
+// with its own communicators.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Mpi.h"
+
+#include "tessera/runtime/Comm.h"
+
+#include "Watchdog.h"
+#include "World.h"
+
+#include <cstdio>
+
+namespace tessera {
+namespace rt {
+
+void mpi::check(int rc, const std::string &what) {
+  if (rc == MPI_SUCCESS)
+    return;
+  char message[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(rc, message, &length) != MPI_SUCCESS)
+    length = std::snprintf(message, sizeof(message), "MPI error %d", rc);
+  throw Error(what + " failed: " + std::string(message, length));
+}
+
+MPI_Datatype mpi::datatype(DType dtype) {
+  switch (dtype) {
+  case DType::f32:
+    return MPI_FLOAT;
+  case DType::f64:
+    return MPI_DOUBLE;
+  case DType::i32:
+    return MPI_INT32_T;
+  case DType::i64:
+    return MPI_INT64_T;
+  case DType::i1:
+    return MPI_UINT8_T;
+  }
+  return MPI_BYTE;
+}
+
+//===----------------------------------------------------------------------===//
+// Start-up and teardown
+//===----------------------------------------------------------------------===//
+
+mpi::World &mpi::world() {
+  static World w;
+  return w;
+}
+
+bool mpi::start(int *argc, char ***argv) {
+  if (world().active)
+    return false;
+  // Filled aside and stored once complete: a failure leaves the world as it
+  // was (not started).
+  World w;
+  int initialized = 0;
+  if (MPI_Initialized(&initialized) != MPI_SUCCESS)
+    throw Error("MPI_Initialized failed");
+  if (!initialized) {
+    // MPI's default handler aborts on error before we can name the failing
+    // call; MPI_Init has no communicator yet, so its failure is fatal anyway.
+    if (MPI_Init(argc, argv) != MPI_SUCCESS)
+      throw Error("MPI_Init failed");
+    w.startedMpi = true;
+  }
+  check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &w.rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(MPI_COMM_WORLD, &w.size), "MPI_Comm_size");
+  check(MPI_Comm_dup(MPI_COMM_WORLD, &w.dup), "MPI_Comm_dup(MPI_COMM_WORLD)");
+  check(MPI_Comm_set_errhandler(w.dup, MPI_ERRORS_RETURN),
+        "MPI_Comm_set_errhandler");
+  void *tagUb = nullptr;
+  int found = 0;
+  check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tagUb, &found),
+        "MPI_Comm_get_attr(MPI_TAG_UB)");
+  if (found && tagUb)
+    w.tagUpperBound = *static_cast<int *>(tagUb);
+  w.active = true;
+  world() = w;
+  return true;
+}
+
+void mpi::finish(const std::function<void()> &releaseCommunicators) {
+  World &w = world();
+  if (!w.active)
+    return;
+  waitSends();
+  // Marked inactive first: a failure below must not leave a half-freed
+  // state that a second finish() would free again.
+  w.active = false;
+  releaseCommunicators();
+  check(MPI_Comm_free(&w.dup), "MPI_Comm_free");
+  w.rank = 0;
+  w.size = 1;
+  if (w.startedMpi) {
+    watchdog::Scope blocked("MPI_Finalize");
+    check(MPI_Finalize(), "MPI_Finalize");
+  }
+  w.startedMpi = false;
+}
+
+bool worldStarted() { return mpi::world().active; }
+int64_t worldRank() { return mpi::world().active ? mpi::world().rank : 0; }
+int64_t worldSize() { return mpi::world().active ? mpi::world().size : 1; }
+int64_t worldTagUpperBound() { return mpi::world().tagUpperBound; }
+
+void abortWorld(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+
+//===----------------------------------------------------------------------===//
+// The driver's messages, on MPI_COMM_WORLD
+//===----------------------------------------------------------------------===//
+
+void worldGather(const int *mine, int count, int *all,
+                 const std::string &what) {
+  mpi::check(
+      MPI_Gather(mine, count, MPI_INT, all, count, MPI_INT, 0, MPI_COMM_WORLD),
+      what + ": MPI_Gather");
+}
+
+void worldGather(const double *mine, int count, double *all,
+                 const std::string &what) {
+  mpi::check(MPI_Gather(mine, count, MPI_DOUBLE, all, count, MPI_DOUBLE, 0,
+                        MPI_COMM_WORLD),
+             what + ": MPI_Gather");
+}
+
+void worldGatherv(const char *mine, int count, char *all, const int *counts,
+                  const int *displs, const std::string &what) {
+  mpi::check(MPI_Gatherv(mine, count, MPI_CHAR, all, counts, displs, MPI_CHAR,
+                         0, MPI_COMM_WORLD),
+             what + ": MPI_Gatherv");
+}
+
+void worldScatterv(const char *all, const int *counts, const int *displs,
+                   char *mine, int count, const std::string &what) {
+  mpi::check(MPI_Scatterv(all, counts, displs, MPI_CHAR, mine, count, MPI_CHAR,
+                          0, MPI_COMM_WORLD),
+             what + ": MPI_Scatterv");
+}
+
+void worldSend(const Tensor &t, int dest, int tag, const std::string &what,
+               const std::string &detail) {
+  mpi::check(MPI_Send(t.rawData(), static_cast<int>(t.numel()),
+                      mpi::datatype(t.dtype()), dest, tag, MPI_COMM_WORLD),
+             what + ": MPI_Send" + detail);
+}
+
+void worldRecv(Tensor &t, int source, int tag, const std::string &what,
+               const std::string &detail) {
+  mpi::check(MPI_Recv(t.rawData(), static_cast<int>(t.numel()),
+                      mpi::datatype(t.dtype()), source, tag, MPI_COMM_WORLD,
+                      MPI_STATUS_IGNORE),
+             what + ": MPI_Recv" + detail);
+}
+
+} // namespace rt
+} // namespace tessera
