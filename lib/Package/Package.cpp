@@ -237,46 +237,41 @@ std::string cmakeLists(ArrayRef<std::string> dirs,
         "set(CMAKE_CXX_FLAGS_RELEASE \"-O1 -DNDEBUG\")\n";
   // The CUDA target builds runtime/cuda from its sources once for the
   // chosen architecture (runtime/cuda/TesseraCuda.cmake), since the kernels
-  // are compiled per architecture.
-  if (options.target == "cuda") {
+  // are compiled per architecture; the CPU target links the runtime library
+  // built beside the compiler.
+  bool cuda = options.target == "cuda";
+  if (cuda)
     os << "include(\"" << options.runtimeSourceDir
        << "/cuda/TesseraCuda.cmake\")\n";
-    for (const std::string &dir : dirs) {
-      std::string target = dir.empty() ? "program" : dir;
-      std::string source = dir.empty() ? "program.cpp" : dir + "/program.cpp";
-      std::string out = dir.empty() ? "${CMAKE_CURRENT_SOURCE_DIR}"
-                                    : "${CMAKE_CURRENT_SOURCE_DIR}/" + dir;
-      os << "\nadd_executable(" << target << " " << source << ")\n"
-         << "set_target_properties(" << target
-         << " PROPERTIES OUTPUT_NAME program\n  RUNTIME_OUTPUT_DIRECTORY "
-         << out << ")\n"
-         << "tessera_link_cuda_runtime(" << target << " CUDA_ARCH "
-         << options.cudaArch << ")\n";
-    }
-    return s;
-  }
-  // The CPU target links the runtime library built beside the compiler.
-  os << "find_package(MPI REQUIRED COMPONENTS CXX)\n"
-        "find_package(Threads REQUIRED)\n"
-        "set(TESSERA_RUNTIME_INCLUDE_DIR \""
-     << options.runtimeIncludeDir
-     << "\" CACHE PATH \"Tessera runtime headers\")\n"
-        "set(TESSERA_RUNTIME_LIBRARY \""
-     << options.runtimeLibrary
-     << "\" CACHE FILEPATH \"Tessera runtime library\")\n"
-        "set(TESSERA_OPENBLAS_LIBRARY \""
-     << options.openblasLibrary << "\" CACHE FILEPATH \"OpenBLAS\")\n";
+  else
+    os << "find_package(MPI REQUIRED COMPONENTS CXX)\n"
+          "find_package(Threads REQUIRED)\n"
+          "set(TESSERA_RUNTIME_INCLUDE_DIR \""
+       << options.runtimeIncludeDir
+       << "\" CACHE PATH \"Tessera runtime headers\")\n"
+          "set(TESSERA_RUNTIME_LIBRARY \""
+       << options.runtimeLibrary
+       << "\" CACHE FILEPATH \"Tessera runtime library\")\n"
+          "set(TESSERA_OPENBLAS_LIBRARY \""
+       << options.openblasLibrary << "\" CACHE FILEPATH \"OpenBLAS\")\n";
   for (const std::string &dir : dirs) {
     std::string target = dir.empty() ? "program" : dir;
     std::string source = dir.empty() ? "program.cpp" : dir + "/program.cpp";
     std::string out = dir.empty() ? "${CMAKE_CURRENT_SOURCE_DIR}"
                                   : "${CMAKE_CURRENT_SOURCE_DIR}/" + dir;
-    os << "\nadd_executable(" << target << " " << source << ")\n"
-       << "# Beside (or below) init.safetensors, which it loads by default.\n"
-       << "set_target_properties(" << target
+    os << "\nadd_executable(" << target << " " << source << ")\n";
+    if (!cuda)
+      os << "# Beside (or below) init.safetensors, which it loads by "
+            "default.\n";
+    os << "set_target_properties(" << target
        << " PROPERTIES OUTPUT_NAME program\n  RUNTIME_OUTPUT_DIRECTORY " << out
-       << ")\n"
-       << "target_include_directories(" << target
+       << ")\n";
+    if (cuda) {
+      os << "tessera_link_cuda_runtime(" << target << " CUDA_ARCH "
+         << options.cudaArch << ")\n";
+      continue;
+    }
+    os << "target_include_directories(" << target
        << " PRIVATE ${TESSERA_RUNTIME_INCLUDE_DIR})\n"
        << "target_link_libraries(" << target
        << " PRIVATE ${TESSERA_RUNTIME_LIBRARY}\n  ${TESSERA_OPENBLAS_LIBRARY} "

@@ -48,6 +48,17 @@ verifyDiscardableAttr(AttrSite site, mlir::NamedAttribute attr,
                       llvm::ArrayRef<DiscardableAttrInfo> table,
                       llvm::StringRef dialect);
 
+/// The body of a dialect's verifyRegionArgAttribute (isResult false) and
+/// verifyRegionResultAttribute (true) for function arguments and results.
+inline mlir::LogicalResult
+verifyDiscardableValueAttr(mlir::Operation *op, bool isResult, unsigned index,
+                           mlir::NamedAttribute attr,
+                           llvm::ArrayRef<DiscardableAttrInfo> table,
+                           llvm::StringRef dialect) {
+  return mlir::success(verifyDiscardableAttr(
+      {op, std::make_pair(isResult, index)}, attr, table, dialect));
+}
+
 /// Typed access through an upstream discardable-attribute helper class H
 /// (e.g. tsr::TsrDialect::LossAttrHelper).
 template <class H>

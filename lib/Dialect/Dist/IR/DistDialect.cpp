@@ -172,15 +172,13 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                     unsigned arg,
                                                     NamedAttribute attr) {
-  return success(verifyDiscardableAttr({op, std::make_pair(false, arg)}, attr,
-                                       kDiscardableAttrs,
-                                       getDialectNamespace()));
+  return verifyDiscardableValueAttr(op, false, arg, attr, kDiscardableAttrs,
+                                    getDialectNamespace());
 }
 
 LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op, unsigned,
-                                                       unsigned result,
+                                                       unsigned res,
                                                        NamedAttribute attr) {
-  return success(verifyDiscardableAttr({op, std::make_pair(true, result)}, attr,
-                                       kDiscardableAttrs,
-                                       getDialectNamespace()));
+  return verifyDiscardableValueAttr(op, true, res, attr, kDiscardableAttrs,
+                                    getDialectNamespace());
 }

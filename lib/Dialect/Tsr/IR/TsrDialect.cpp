@@ -65,15 +65,13 @@ LogicalResult TsrDialect::verifyOperationAttribute(Operation *op,
 LogicalResult TsrDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                    unsigned arg,
                                                    NamedAttribute attr) {
-  return success(verifyDiscardableAttr({op, std::make_pair(false, arg)}, attr,
-                                       kDiscardableAttrs,
-                                       getDialectNamespace()));
+  return verifyDiscardableValueAttr(op, false, arg, attr, kDiscardableAttrs,
+                                    getDialectNamespace());
 }
 
 LogicalResult TsrDialect::verifyRegionResultAttribute(Operation *op, unsigned,
-                                                      unsigned result,
+                                                      unsigned res,
                                                       NamedAttribute attr) {
-  return success(verifyDiscardableAttr({op, std::make_pair(true, result)}, attr,
-                                       kDiscardableAttrs,
-                                       getDialectNamespace()));
+  return verifyDiscardableValueAttr(op, true, res, attr, kDiscardableAttrs,
+                                    getDialectNamespace());
 }
