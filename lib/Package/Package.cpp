@@ -6,7 +6,7 @@
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
-#include "tessera/Dialect/Dist/Transforms/MemoryPrediction.h"
+#include "tessera/Dialect/Dist/Analysis/MemoryPrediction.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Pipelines/TrainPipeline.h"

@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tessera/Dialect/Dist/Transforms/MemoryPrediction.h"
+#include "tessera/Dialect/Dist/Analysis/MemoryPrediction.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
