@@ -4,6 +4,7 @@
 
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
+#include "tessera/Support/InputFile.h"
 
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -17,8 +18,9 @@ namespace tessera {
 LogicalResult
 buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
                    llvm::function_ref<void(const llvm::Twine &)> error) {
-  if (o.devices < 1)
-    return error("devices must be >= 1, got " + Twine(int64_t(o.devices))),
+  if (o.devices < 1 || o.devices > support::kMaxDevices)
+    return error("devices must be in [1, " + Twine(support::kMaxDevices) +
+                 "], got " + Twine(int64_t(o.devices))),
            failure();
   if (o.microBatches < 1)
     return error("micro-batches must be >= 1, got " +

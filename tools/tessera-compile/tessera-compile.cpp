@@ -50,7 +50,8 @@ static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.onnx>"),
 static cl::opt<std::string> outDir("o", cl::desc("Output directory"),
                                    cl::value_desc("OUT"), cl::Required,
                                    cl::cat(category));
-static cl::opt<int> devices("devices", cl::desc("Number of devices (>= 1)"),
+static cl::opt<int> devices("devices",
+                            cl::desc("Number of devices (1 to 4096)"),
                             cl::init(1), cl::cat(category));
 static cl::opt<std::string>
     target("target",
@@ -142,8 +143,9 @@ int main(int argc, char **argv) {
                               "ignored.\n");
   if (target != "cpu" && target != "cuda")
     return fail("--target " + target + " is unknown (use cpu or cuda)");
-  if (devices < 1)
-    return fail("--devices must be >= 1, got " + Twine(int(devices)));
+  if (devices < 1 || devices > support::kMaxDevices)
+    return fail("--devices must be in [1, " + Twine(support::kMaxDevices) +
+                "], got " + Twine(int(devices)));
   if (microBatches < 1)
     return fail("--micro-batches must be >= 1, got " +
                 Twine(int(microBatches)));

@@ -27,7 +27,7 @@ namespace tessera {
 struct TrainPipelineOptions
     : public mlir::PassPipelineOptions<TrainPipelineOptions> {
   Option<int64_t> devices{*this, "devices",
-                          llvm::cl::desc("Number of devices (>= 1)"),
+                          llvm::cl::desc("Number of devices (1 to 4096)"),
                           llvm::cl::init(1)};
   Option<int64_t> microBatches{
       *this, "micro-batches",

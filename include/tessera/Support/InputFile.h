@@ -73,6 +73,12 @@ constexpr unsigned kMaxMlirDepth = 256;
 std::string checkMlirDepth(std::string_view text,
                            unsigned maxDepth = kMaxMlirDepth);
 
+/// The most devices a job may have (--devices, a plan's mesh): Tessera
+/// emits, and the user builds, one C++ program per device, so a mistyped
+/// count (a million) would fill the disk rather than fail. 4096 covers the
+/// clusters the runtime's MPI and NCCL back-ends are meant for.
+constexpr int64_t kMaxDevices = 4096;
+
 /// a * b, or std::nullopt when the product overflows int64_t. Every product
 /// of user-given integers (mesh sizes, micro-batches) is formed through it.
 inline std::optional<int64_t> checkedMul(int64_t a, int64_t b) {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessera/Support/InputFile.h"
 #include "tessera/Target/ONNX/OnnxModel.h"
 
 #include "onnx/checker.h"
@@ -18,6 +19,7 @@
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace tessera::onnx_import {
@@ -67,6 +69,15 @@ bool loadExternalData(onnx::TensorProto &t, const std::string &modelDir,
     return false;
   }
   std::string file = modelDir + "/" + location;
+  // A FIFO or device named as data would block or never end. Its size is
+  // not limited here (external data exists for weights over protobuf's
+  // 2 GiB); the requested range is checked against it below.
+  if (std::string why = support::checkInputFile(
+          file, "external data file", std::numeric_limits<uint64_t>::max());
+      !why.empty()) {
+    error = "tensor '" + t.name() + "': " + why;
+    return false;
+  }
   std::ifstream in(file, std::ios::binary);
   if (!in) {
     error = "tensor '" + t.name() + "': cannot open external data file '" +

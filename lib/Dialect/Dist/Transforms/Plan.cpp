@@ -392,9 +392,9 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   LogicalResult parsePlan(ModuleOp module, PlanSpec &spec) {
     spec.microBatches = microBatches;
     spec.zero1 = zero1;
-    if (devices < 1)
-      return module.emitError("dist-plan: devices must be >= 1, got ")
-             << int64_t(devices);
+    if (devices < 1 || devices > support::kMaxDevices)
+      return module.emitError("dist-plan: devices must be in [1, ")
+             << support::kMaxDevices << "], got " << int64_t(devices);
     if (microBatches < 1)
       return module.emitError("dist-plan: micro-batches must be >= 1, got ")
              << int64_t(microBatches);

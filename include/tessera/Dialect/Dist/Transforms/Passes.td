@@ -48,7 +48,7 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
            "dp, tp, pp, a product like dp2xtp2xpp2, auto, or a plan file "
            "(.json)">,
     Option<"devices", "devices", "int64_t", /*default=*/"1",
-           "Number of devices (>= 1)">,
+           "Number of devices (1 to 4096)">,
     Option<"microBatches", "micro-batches", "int64_t", /*default=*/"1",
            "Micro-batches per step (pipelines and gradient accumulation; "
            ">= 1, dp x micro-batches within int64; a plan file's "
