@@ -3,10 +3,10 @@
 #include "tessera/Package/Package.h"
 
 #include "tessera/Conversion/Passes.h"
+#include "tessera/Dialect/Dist/Analysis/MemoryPrediction.h"
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
-#include "tessera/Dialect/Dist/Analysis/MemoryPrediction.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Pipelines/TrainPipeline.h"
@@ -98,18 +98,23 @@ int64_t worldSize(ModuleOp module) {
   return mesh ? mesh.numRanks() : 1;
 }
 
-void printPlanReport(ModuleOp module, StringRef plan, StringRef schedule,
-                     raw_ostream &os) {
+void printPlanReport(ModuleOp module, StringRef plan, raw_ostream &os) {
   auto mesh =
       module->getAttrOfType<dist::MeshAttr>(Dist::MeshAttrHelper::getNameStr());
   if (!mesh)
     return;
   int64_t micro = 1;
-  if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(module))
-    micro = m.getInt();
+  StringRef schedule;
+  if (dist::PipelineAttr pipeline = dist::getEnclosingPipeline(module)) {
+    micro = pipeline.getMicroBatches();
+    if (pipeline.getSchedule())
+      schedule = pipeline.getSchedule().getValue();
+  }
   os << "tessera-compile: plan " << plan << " on " << mesh << ", " << micro
      << " micro-batch(es)"
-     << (micro > 1 ? " (" + schedule.str() + ")" : std::string()) << "\n";
+     << (micro > 1 && !schedule.empty() ? " (" + schedule.str() + ")"
+                                        : std::string())
+     << "\n";
   for (int64_t rank = 0; rank < mesh.numRanks(); ++rank) {
     func::FuncOp f = findStep(module, "adamw", rank);
     if (!f)

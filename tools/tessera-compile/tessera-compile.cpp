@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
     return 1;
   int64_t ranks = package::worldSize(*module);
   if (distributed && !quiet)
-    package::printPlanReport(*module, plan, schedule, llvm::errs());
+    package::printPlanReport(*module, plan, llvm::errs());
   text.clear();
   module->print(textStream);
   textStream << "\n"; // as tessera-opt prints it

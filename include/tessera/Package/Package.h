@@ -49,10 +49,11 @@ mlir::LogicalResult writeOutFile(const PackageOptions &options,
 /// The number of ranks of the pipeline's module (1 without dist.mesh).
 int64_t worldSize(mlir::ModuleOp module);
 
-/// A summary of a distributed module: the mesh, and per rank its ops and
-/// messages (of the adamw step).
+/// A summary of a distributed module: the mesh, the micro-batches and the
+/// schedule (from dist.pipeline), and per rank its ops and messages (of the
+/// adamw step).
 void printPlanReport(mlir::ModuleOp module, llvm::StringRef plan,
-                     llvm::StringRef schedule, llvm::raw_ostream &os);
+                     llvm::raw_ostream &os);
 
 /// OUT/memory.json: the predicted peak tensor memory of each rank's step,
 /// per optimizer.

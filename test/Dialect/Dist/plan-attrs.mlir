@@ -171,23 +171,86 @@ func.func @rvd_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd, dist.batch, dist.micro_batches, dist.schedule, dist.schedule_order, dist.stage_devices, dist.weight_grad and dist.origin}}
+  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd, dist.batch, dist.pipeline, dist.weight_grad and dist.origin}}
   %0 = tsr.relu %x {dist.splt = {b = "dp"}} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
 // -----
 
-// expected-error @+1 {{'dist.micro_batches' must be an integer >= 1, found 0 : i64}}
-module attributes {dist.mesh = #dist.mesh<[dp = 2]>, dist.micro_batches = 0 : i64} {
+// expected-error @+1 {{#dist.pipeline: micro_batches must be >= 1, got 0}}
+module attributes {dist.mesh = #dist.mesh<[dp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 0>} {
 }
 
 // -----
 
 module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
-  // expected-error @+1 {{'dist.micro_batches' belongs on a builtin.module, not on 'func.func'}}
-  func.func @f() attributes {dist.micro_batches = 2 : i64} {
+  // expected-error @+1 {{'dist.pipeline' belongs on a builtin.module, not on 'func.func'}}
+  func.func @f() attributes {dist.pipeline = #dist.pipeline<micro_batches = 2>} {
     return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{'dist.pipeline' must be a #dist.pipeline, found 2 : i64}}
+module attributes {dist.pipeline = 2 : i64} {
+}
+
+// -----
+
+// expected-error @+1 {{#dist.pipeline: schedule and order come together (dist-schedule sets both)}}
+module attributes {dist.pipeline = #dist.pipeline<micro_batches = 2, schedule = "1f1b">} {
+}
+
+// -----
+
+// expected-error @+1 {{#dist.pipeline: order entry 1 array<i64: 0, 0, 2> needs stage >= 0, kind 0 (forward), 1 (backward) or 2 (weight gradient), and micro-batch in [0, 2)}}
+module attributes {dist.pipeline = #dist.pipeline<micro_batches = 2, schedule = "gpipe", order = [array<i64: 0, 0, 0>, array<i64: 0, 0, 2>]>} {
+}
+
+// -----
+
+// expected-error @+1 {{#dist.pipeline: order entry 0 must be an array<i64: stage, kind, micro-batch>, found array<i64: 0, 0>}}
+module attributes {dist.pipeline = #dist.pipeline<micro_batches = 2, schedule = "gpipe", order = [array<i64: 0, 0>]>} {
+}
+
+// -----
+
+// expected-error @+1 {{#dist.pipeline: stage 1 has device -1 (must be >= 0)}}
+module attributes {dist.pipeline = #dist.pipeline<micro_batches = 1, stage_devices = [0, -1]>} {
+}
+
+// -----
+
+// expected-error @+1 {{'dist.pipeline' places stage 2 on device 2, but mesh axis 'pp' has size 2}}
+module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 1, stage_devices = [0, 1, 2, 0]>} {
+}
+
+// -----
+
+// expected-error @+1 {{'dist.pipeline' order entry 0 array<i64: 2, 0, 0> names a stage beyond the 2 of the plan}}
+module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 1, schedule = "gpipe", order = [array<i64: 2, 0, 0>]>} {
+}
+
+// -----
+
+// With virtual stages, dist.stage counts the pipeline's stages, not pp.
+// CHECK-LABEL: func.func @virtual
+module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 1, stage_devices = [0, 1, 1, 0]>} {
+  func.func @virtual(%x: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = tsr.relu %x {dist.stage = 3 : i64} : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 1, stage_devices = [0, 1, 1, 0]>} {
+  func.func @virtual(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'dist.stage' is 4, but the pipeline has 4 (virtual) stages}}
+    %0 = tsr.relu %x {dist.stage = 4 : i64} : tensor<4xf32>
+    return %0 : tensor<4xf32>
   }
 }
 

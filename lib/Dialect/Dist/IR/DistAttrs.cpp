@@ -1,6 +1,7 @@
 //===- DistAttrs.cpp - dist attributes ------------------------------------===//
 //
-// Assembly, verifier and rank arithmetic of #dist.mesh.
+// Assembly, verifier and rank arithmetic of #dist.mesh; the verifier and
+// accessors of #dist.pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,13 +32,78 @@ void DistDialect::registerAttributes() {
       >();
 }
 
-
 MeshAttr tessera::dist::getEnclosingMesh(Operation *op) {
   for (; op; op = op->getParentOp())
     if (auto mesh = op->getAttrOfType<MeshAttr>(
             DistDialect::MeshAttrHelper::getNameStr()))
       return mesh;
   return {};
+}
+
+PipelineAttr tessera::dist::getEnclosingPipeline(Operation *op) {
+  for (; op; op = op->getParentOp())
+    if (auto pipeline = op->getAttrOfType<PipelineAttr>(
+            DistDialect::PipelineAttrHelper::getNameStr()))
+      return pipeline;
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// PipelineAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult PipelineAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t microBatches,
+                                   DenseI64ArrayAttr stageDevices,
+                                   StringAttr schedule, ArrayAttr order) {
+  if (microBatches < 1)
+    return emitError() << "#dist.pipeline: micro_batches must be >= 1, got "
+                       << microBatches;
+  if (stageDevices) {
+    if (stageDevices.empty())
+      return emitError() << "#dist.pipeline: stage_devices is empty";
+    for (auto [s, d] : llvm::enumerate(stageDevices.asArrayRef()))
+      if (d < 0)
+        return emitError() << "#dist.pipeline: stage " << s << " has device "
+                           << d << " (must be >= 0)";
+  }
+  if (static_cast<bool>(schedule) != static_cast<bool>(order))
+    return emitError() << "#dist.pipeline: schedule and order come together "
+                          "(dist-schedule sets both)";
+  if (schedule && schedule.getValue().empty())
+    return emitError() << "#dist.pipeline: the schedule name is empty";
+  if (!order)
+    return success();
+  for (auto [i, a] : llvm::enumerate(order)) {
+    auto block = dyn_cast<DenseI64ArrayAttr>(a);
+    if (!block || block.size() != 3)
+      return emitError() << "#dist.pipeline: order entry " << i
+                         << " must be an array<i64: stage, kind, "
+                            "micro-batch>, found "
+                         << a;
+    int64_t stage = block[0], kind = block[1], micro = block[2];
+    if (stage < 0 || kind < 0 || kind > 2 || micro < 0 || micro >= microBatches)
+      return emitError() << "#dist.pipeline: order entry " << i << " " << a
+                         << " needs stage >= 0, kind 0 (forward), 1 "
+                            "(backward) or 2 (weight gradient), and "
+                            "micro-batch in [0, "
+                         << microBatches << ")";
+  }
+  return success();
+}
+
+int64_t PipelineAttr::numStages(int64_t pp) const {
+  return getStageDevices() ? getStageDevices().size() : pp;
+}
+
+int64_t PipelineAttr::deviceOf(int64_t stage) const {
+  return getStageDevices() ? getStageDevices()[stage] : stage;
+}
+
+PipelineAttr PipelineAttr::withOrder(StringAttr schedule,
+                                     ArrayAttr order) const {
+  return get(getContext(), getMicroBatches(), getStageDevices(), schedule,
+             order);
 }
 
 //===----------------------------------------------------------------------===//

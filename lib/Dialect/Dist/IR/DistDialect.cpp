@@ -99,15 +99,51 @@ LogicalResult verifyStage(Operation *op, NamedAttribute attr) {
     return success();
   }
   int64_t stages = mesh.getSizes()[*axis];
-  // With several (virtual) stages per device, dist.stage_devices on the
-  // module lists the device of each stage.
-  for (Operation *p = op; p; p = p->getParentOp())
-    if (auto devices = getAttr<DistDialect::StageDevicesAttrHelper>(p))
-      stages = devices.size();
+  // With several (virtual) stages per device, dist.pipeline on the module
+  // lists the device of each stage.
+  PipelineAttr pipeline = getEnclosingPipeline(op);
+  if (pipeline && pipeline.getStageDevices()) {
+    stages = pipeline.numStages(stages);
+    if (*stage >= stages)
+      return op->emitError()
+             << "'dist.stage' is " << *stage << ", but the pipeline has "
+             << stages << " (virtual) stages";
+  }
   if (*stage >= stages)
     return op->emitError() << "'dist.stage' is " << *stage
                            << ", but mesh axis '" << pp << "' has size "
                            << stages;
+  return success();
+}
+
+LogicalResult verifyPipeline(Operation *op, NamedAttribute attr) {
+  auto pipeline = dyn_cast<PipelineAttr>(attr.getValue());
+  if (!pipeline)
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must be a #dist.pipeline, found "
+                           << attr.getValue();
+  // Its own form is checked by PipelineAttr::verify; here, its fit to the
+  // mesh: every stage on a device of the pp axis, every block on a stage.
+  MeshAttr mesh = getEnclosingMesh(op);
+  if (!mesh)
+    return success();
+  int64_t pp = 1;
+  if (std::optional<unsigned> axis =
+          mesh.axisIndex(DistDialect::getPipelineAxisName()))
+    pp = mesh.getSizes()[*axis];
+  if (DenseI64ArrayAttr devices = pipeline.getStageDevices())
+    for (auto [s, d] : llvm::enumerate(devices.asArrayRef()))
+      if (d >= pp)
+        return op->emitError()
+               << "'dist.pipeline' places stage " << s << " on device " << d
+               << ", but mesh axis 'pp' has size " << pp;
+  int64_t stages = pipeline.numStages(pp);
+  if (ArrayAttr order = pipeline.getOrder())
+    for (auto [i, a] : llvm::enumerate(order))
+      if (cast<DenseI64ArrayAttr>(a)[0] >= stages)
+        return op->emitError()
+               << "'dist.pipeline' order entry " << i << " " << a
+               << " names a stage beyond the " << stages << " of the plan";
   return success();
 }
 
@@ -154,18 +190,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return verifyOrderAfter(op, attr);
   if (name == RankAttrHelper::getNameStr())
     return verifyRank(op, attr);
-  if (name == ScheduleOrderAttrHelper::getNameStr() &&
-      llvm::any_of(cast<ArrayAttr>(attr.getValue()), [](Attribute a) {
-        auto b = dyn_cast<DenseI64ArrayAttr>(a);
-        return !b || b.size() != 3;
-      }))
-    return op->emitError() << "'" << name << "' must be an array of "
-                           << "[stage, kind, micro-batch] triples, found "
-                           << attr.getValue();
-  if (name == MicroBatchesAttrHelper::getNameStr() &&
-      cast<IntegerAttr>(attr.getValue()).getInt() < 1)
-    return op->emitError() << "'" << name << "' must be an integer >= 1, found "
-                           << attr.getValue();
+  if (name == PipelineAttrHelper::getNameStr())
+    return verifyPipeline(op, attr);
   return success();
 }
 

@@ -129,8 +129,12 @@ private:
     return op->emitError("dist-partition: ") << message;
   }
 
+  /// op-order: the ops each op must follow (its dist.order_after), which
+  /// emission treats like producers.
+  llvm::DenseMap<Operation *, SmallVector<Operation *>> orderAfter;
+
   /// Pipeline stages may be virtual (several per device): the device (pp
-  /// coordinate) of each is in the module's dist.stage_devices.
+  /// coordinate) of each is in the module's dist.pipeline.
   SmallVector<int64_t> stageDevices;
   int64_t deviceOf(int64_t stage) const {
     return stage < int64_t(stageDevices.size()) ? stageDevices[stage] : stage;
@@ -198,6 +202,21 @@ FullLayout entryLayout(const annotation::BoundAnnotation &bound,
 
 LogicalResult Partitioner::planOps() {
   Block &body = step.getBody().front();
+  // op-order names ops by their NameLoc names (as plan files do).
+  llvm::StringMap<Operation *> byName;
+  for (Operation &op : body)
+    if (std::string n = tsr::opName(&op); !n.empty())
+      byName.try_emplace(n, &op);
+  for (Operation &op : body)
+    if (ArrayAttr names = getAttr<Dist::OrderAfterAttrHelper>(&op))
+      for (Attribute name : names) {
+        Operation *before = byName.lookup(cast<StringAttr>(name).getValue());
+        if (!before)
+          return fail(&op, "dist.order_after names '" +
+                               cast<StringAttr>(name).getValue() +
+                               "', which is no op of the step");
+        orderAfter[&op].push_back(before);
+      }
   for (Operation &op : body) {
     if (isa<func::ReturnOp>(op))
       continue;
@@ -545,6 +564,16 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
   if (emitted.count({op, piece}))
     return success();
   emitted.insert({op, piece});
+  // op-order: the ops this one must follow come first, the same
+  // micro-batch's piece (or every piece, for an op that is not split).
+  for (Operation *before : orderAfter.lookup(op)) {
+    if (isa<tsr::ConstantOp>(before)) // materialised where used
+      continue;
+    bool each = plans[before].perMicro;
+    for (int64_t i = 0; i < (each ? M : 1); ++i)
+      if ((!each || !p.perMicro || i == m) && failed(emitInstance(before, i)))
+        return failure();
+  }
   // Producers first: ops not split over micro-batches are placed right
   // before their first use; split ones must be there already, or (for a
   // consumer that gathers all pieces) are placed now.
@@ -620,7 +649,8 @@ LogicalResult Partitioner::emitAll() {
   // dist-schedule's order or a built-in GPipe / 1F1B.
   std::vector<std::tuple<int64_t, int64_t, int64_t>> blocks;
   ModuleOp module = step->getParentOfType<ModuleOp>();
-  if (auto order = getAttr<Dist::ScheduleOrderAttrHelper>(module)) {
+  PipelineAttr pipeline = getEnclosingPipeline(module);
+  if (ArrayAttr order = pipeline ? pipeline.getOrder() : nullptr) {
     for (Attribute a : order) {
       auto b = cast<DenseI64ArrayAttr>(a);
       blocks.push_back({b[0], b[1], b[2]});
@@ -730,10 +760,10 @@ LogicalResult Partitioner::run() {
                             "and pp, found '")
              << name.getValue() << "'";
   }
-  if (auto devices = getAttr<Dist::StageDevicesAttrHelper>(
-          step->getParentOfType<ModuleOp>()))
-    stageDevices.assign(devices.asArrayRef().begin(),
-                        devices.asArrayRef().end());
+  if (PipelineAttr pipeline = getEnclosingPipeline(step))
+    if (DenseI64ArrayAttr devices = pipeline.getStageDevices())
+      stageDevices.assign(devices.asArrayRef().begin(),
+                          devices.asArrayRef().end());
   auto m = lay::Mesh::create({{"dp", dp}, {"tp", tp}});
   if (!m)
     return step.emitError("dist-partition: ") << m.message();
@@ -784,8 +814,8 @@ struct DistPartitionPass
       return signalPassFailure();
     }
     int64_t microBatches = 1;
-    if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(module))
-      microBatches = m.getInt();
+    if (PipelineAttr pipeline = getEnclosingPipeline(module))
+      microBatches = pipeline.getMicroBatches();
     SmallVector<func::FuncOp> steps;
     for (auto f : module.getOps<func::FuncOp>())
       if (hasAttr<Tsr::TrainStepAttrHelper>(f))

@@ -307,9 +307,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     auto mesh = MeshAttr::get(ctx, ArrayRef<StringRef>{"dp", "tp", "pp"},
                               ArrayRef<int64_t>{spec.dp, spec.tp, spec.pp});
     setAttr<Dist::MeshAttrHelper>(module, mesh);
-    module->setAttr(
-        Dist::MicroBatchesAttrHelper::getNameStr(),
-        IntegerAttr::get(IntegerType::get(ctx, 64), spec.microBatches));
+    setAttr<Dist::PipelineAttrHelper>(
+        module, PipelineAttr::get(ctx, spec.microBatches));
     bool any = false;
     for (auto f : module.getOps<func::FuncOp>()) {
       if (!hasAttr<Tsr::TrainStepAttrHelper>(f))
@@ -694,9 +693,12 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       for (int64_t s = 0; s < numStages; ++s)
         devices.push_back(vShape ? (s < spec.pp ? s : 2 * spec.pp - 1 - s)
                                  : s % spec.pp);
-      f->getParentOfType<ModuleOp>()->setAttr(
-          Dist::StageDevicesAttrHelper::getNameStr(),
-          DenseI64ArrayAttr::get(ctx, devices));
+      auto module = f->getParentOfType<ModuleOp>();
+      PipelineAttr pipeline = getEnclosingPipeline(module);
+      setAttr<Dist::PipelineAttrHelper>(
+          module, PipelineAttr::get(ctx, pipeline.getMicroBatches(),
+                                    DenseI64ArrayAttr::get(ctx, devices),
+                                    nullptr, nullptr));
     }
     // Forward ops: by unit, unless a plan file assigned them.
     llvm::DenseMap<Value, int64_t> stageOf;

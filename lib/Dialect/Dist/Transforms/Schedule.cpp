@@ -60,12 +60,14 @@ struct DistSchedulePass
     int64_t pp = 1;
     if (auto axis = mesh.axisIndex("pp"))
       pp = mesh.getSizes()[*axis];
-    int64_t micro = 1;
-    if (auto m = getAttr<Dist::MicroBatchesAttrHelper>(module))
-      micro = m.getInt();
+    PipelineAttr pipeline = getEnclosingPipeline(module);
+    if (!pipeline)
+      pipeline = PipelineAttr::get(ctx, 1);
+    int64_t micro = pipeline.getMicroBatches();
     // The schedule library counts micro-batches in int.
-    if (micro < 1 || micro > std::numeric_limits<int>::max()) {
-      module.emitError("dist-schedule: dist.micro_batches must be in [1, ")
+    if (micro > std::numeric_limits<int>::max()) {
+      module.emitError("dist-schedule: the pipeline's micro_batches must be "
+                       "in [1, ")
           << std::numeric_limits<int>::max() << "], got " << micro;
       return signalPassFailure();
     }
@@ -92,12 +94,8 @@ struct DistSchedulePass
           << maxLimit << "] (0: 2 x stages), got " << int64_t(memoryLimit);
       return signalPassFailure();
     }
-    int64_t stages = pp;
-    bool vShape = false;
-    if (auto devices = getAttr<Dist::StageDevicesAttrHelper>(module)) {
-      stages = devices.size();
-      vShape = stages == 2 * pp && pp > 1 && devices[pp] == pp - 1;
-    }
+    int64_t stages = pipeline.numStages(pp);
+    bool vShape = stages == 2 * pp && pp > 1 && pipeline.deviceOf(pp) == pp - 1;
     bool zeroBubble = StringRef(schedule).starts_with("zb");
     bool splitW = zeroBubble || schedule == "search";
 
@@ -194,8 +192,9 @@ struct DistSchedulePass
     for (const schedule::OrderedBlock &b : order.blocks)
       blocks.push_back(DenseI64ArrayAttr::get(
           ctx, {b.stage, int64_t(b.kind), int64_t(b.micro)}));
-    setAttr<Dist::ScheduleAttrHelper>(module, StringAttr::get(ctx, schedule));
-    setAttr<Dist::ScheduleOrderAttrHelper>(module, ArrayAttr::get(ctx, blocks));
+    setAttr<Dist::PipelineAttrHelper>(
+        module, pipeline.withOrder(StringAttr::get(ctx, schedule),
+                                   ArrayAttr::get(ctx, blocks)));
   }
 };
 

@@ -8,7 +8,7 @@
 // Plenty of memory: data parallelism over the 4 devices is the fastest.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=cpu memory-gib=1 report=true" 2>%t.dp.err | FileCheck %s --check-prefix=DP
 // RUN: FileCheck %s --check-prefix=DPREPORT < %t.dp.err
-// DP: module attributes {dist.mesh = #dist.mesh<[dp = 4, tp = 1, pp = 1]>, dist.micro_batches = 1 : i64
+// DP: module attributes {dist.mesh = #dist.mesh<[dp = 4, tp = 1, pp = 1]>, dist.pipeline = #dist.pipeline<micro_batches = 1>
 // DP-LABEL: func.func @train_step_adamw
 // DP: tsr.matmul {{.*}}dist.split = {_0 = "dp"}
 // DPREPORT: dist-plan: auto plan for train_step_adamw on 4 x cpu (1 GiB each): mesh [dp = 4, tp = 1, pp = 1], 1 micro-batch(es) of 1, schedule 1f1b
@@ -23,7 +23,7 @@
 // than two (the runner-up), whose fixed costs per micro-batch dominate.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0005 report=true" -mlir-print-debuginfo -mlir-print-local-scope 2>%t.pp.err | FileCheck %s --check-prefix=PP
 // RUN: FileCheck %s --check-prefix=PPREPORT < %t.pp.err
-// PP: module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 2]>, dist.micro_batches = 1 : i64
+// PP: module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 1>
 // PP-LABEL: func.func @train_step_adamw
 // PP: tsr.matmul {{.*}}dist.stage = 0 : i64{{.*}}"/h.0/mlp/c_proj/MatMul"
 // PP: tsr.matmul {{.*}}dist.stage = 1 : i64{{.*}}"/h.1/attn/c_attn/MatMul"
@@ -39,7 +39,7 @@
 // Less again: tensor parallelism splits the heads and the MLP as well.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0003 report=true" 2>%t.tp.err | FileCheck %s --check-prefix=TP
 // RUN: FileCheck %s --check-prefix=TPREPORT < %t.tp.err
-// TP: module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 2, pp = 2]>, dist.micro_batches = 4 : i64
+// TP: module attributes {dist.mesh = #dist.mesh<[dp = 1, tp = 2, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 4>
 // TP-LABEL: func.func @train_step_adamw
 // TP: tsr.matmul {{.*}}dist.split = {_1 = "tp"}, dist.stage = 0 : i64
 // TP: tsr.matmul {{.*}}dist.split = {n = "tp"}, dist.stage = 0 : i64
@@ -50,7 +50,7 @@
 
 // The micro-batch count can be fixed; the rest is still chosen.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0005 micro-batches=4" | FileCheck %s --check-prefix=FIXED
-// FIXED: dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 4]>, dist.micro_batches = 4 : i64
+// FIXED: dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 4]>, dist.pipeline = #dist.pipeline<micro_batches = 4>
 
 // GPipe holds every micro-batch's activations on every stage.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0005 schedule=gpipe report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPIPE

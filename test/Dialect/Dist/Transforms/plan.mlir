@@ -7,7 +7,7 @@
 
 // The batch reaches every op of the forward and the backward; weight
 // gradients split it in their contraction (k).
-// DP: module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>, dist.micro_batches = 1 : i64}
+// DP: module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>, dist.pipeline = #dist.pipeline<micro_batches = 1>}
 // DP: tsr.matmul %{{.*}}, %{{.*}} {dist.batch = "m", dist.split = {m = "dp"}}
 // DP: tsr.relu %{{.*}} {dist.batch = "_0", dist.split = {_0 = "dp"}}
 // DP: tsr.softmax_cross_entropy sum %{{.*}}, %{{.*}} {dist.batch = "n", dist.split = {n = "dp"}}
@@ -21,7 +21,7 @@
 // TP: tsr.matmul %{{.*}}, %{{.*}} {dist.batch = "m", dist.split = {k = "tp"}}
 
 // Stages by layer groups (l.0, l.1); the backward with its forward.
-// PP: dist.micro_batches = 2 : i64
+// PP: dist.pipeline = #dist.pipeline<micro_batches = 2>
 // PP: tsr.matmul {{.*}}dist.stage = 0 : i64{{.*}} loc("/l.0/fc/MatMul")
 // PP: tsr.matmul {{.*}}dist.stage = 1 : i64{{.*}} loc("/l.1/proj/MatMul")
 // The weight gradient of the second matmul goes with it to stage 1.

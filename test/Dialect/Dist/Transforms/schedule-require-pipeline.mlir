@@ -6,11 +6,11 @@
 // left in program order.
 
 // expected-error @+1 {{dist-schedule: schedule gpipe orders micro-batches through pipeline stages, but the plan has one stage and one micro-batch}}
-module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>, dist.micro_batches = 1 : i64} {
+module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>, dist.pipeline = #dist.pipeline<micro_batches = 1>} {
 }
 
 // -----
 
-// OPTIONAL: dist.schedule = "gpipe"
-module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>, dist.micro_batches = 2 : i64} {
+// OPTIONAL: dist.pipeline = #dist.pipeline<micro_batches = 2, schedule = "gpipe"
+module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 1]>, dist.pipeline = #dist.pipeline<micro_batches = 2>} {
 }

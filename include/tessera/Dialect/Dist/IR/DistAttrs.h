@@ -20,6 +20,11 @@ namespace tessera::dist {
 /// normally the module; null if none.
 MeshAttr getEnclosingMesh(mlir::Operation *op);
 
+/// The dist.pipeline of the closest enclosing (or the same) op that has one,
+/// normally the module; null if none (a step of one micro-batch, one stage
+/// per device, in program order).
+PipelineAttr getEnclosingPipeline(mlir::Operation *op);
+
 } // namespace tessera::dist
 
 #endif // TESSERA_DIALECT_DIST_IR_DISTATTRS_H

@@ -1,6 +1,6 @@
 //===- DistAttrs.td - dist attributes -----------------------*- tablegen -*-===//
 //
-// The device mesh and the RVD layout of a tensor over it.
+// The device mesh, and how a step's micro-batches flow through the pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +58,54 @@ def Dist_MeshAttr : Dist_Attr<"Mesh", "mesh"> {
     groupOf(int64_t rank, ::llvm::ArrayRef<::llvm::StringRef> axes) const;
     /// "dp, tp, pp": the axis names, for messages.
     std::string axisList() const;
+  }];
+}
+
+def Dist_PipelineAttr : Dist_Attr<"Pipeline", "pipeline"> {
+  let summary = "how a training step runs its micro-batches through the "
+                "pipeline stages";
+  let description = [{
+    One attribute, `dist.pipeline` on the module, carries what the planning
+    passes decide about micro-batches, in the order they decide it:
+
+    - `micro_batches` (dist-plan): how many micro-batches a step runs
+      (>= 1);
+    - `stage_devices` (dist-plan, only with several virtual stages per
+      device): the `pp` coordinate of each stage, e.g. `array<i64: 0, 1, 1,
+      0>` for two devices in a V; absent, stage s runs on device s;
+    - `schedule` and `order` (dist-schedule): the schedule's name and the
+      order of the pipeline blocks it chose, one `array<i64: stage, kind,
+      micro-batch>` per block, kind 0 forward, 1 backward, 2 weight
+      gradient. dist-partition emits the blocks in this order.
+
+    ```mlir
+    dist.pipeline = #dist.pipeline<micro_batches = 2, schedule = "1f1b",
+        order = [array<i64: 0, 0, 0>, array<i64: 1, 0, 0>, ...]>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$micro_batches,
+    OptionalParameter<"::mlir::DenseI64ArrayAttr",
+                      "the pp coordinate of each stage">:$stage_devices,
+    OptionalParameter<"::mlir::StringAttr", "the schedule's name">:$schedule,
+    OptionalParameter<"::mlir::ArrayAttr",
+                      "[stage, kind, micro-batch] blocks">:$order);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let builders = [
+    AttrBuilder<(ins "int64_t":$microBatches), [{
+      return $_get($_ctxt, microBatches, nullptr, nullptr, nullptr);
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The number of pipeline stages on a mesh whose `pp` axis has size
+    /// `pp`: one per device, or the length of stage_devices.
+    int64_t numStages(int64_t pp) const;
+    /// The `pp` coordinate of the device that runs `stage`.
+    int64_t deviceOf(int64_t stage) const;
+    /// This pipeline with the schedule's name and block order set.
+    PipelineAttr withOrder(::mlir::StringAttr schedule,
+                           ::mlir::ArrayAttr order) const;
   }];
 }
 

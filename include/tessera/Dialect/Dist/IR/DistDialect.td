@@ -17,8 +17,8 @@ defvar Dist_DiscardableAttrs = [
     "once; absent: the op is replicated">,
   TesseraDiscardableAttr<"stage", "::mlir::IntegerAttr", "Op", "an i64",
     "op-assign: the pipeline stage (>= 0), i.e. the slice of the mesh at "
-    "that index of axis `pp`; below the size of `pp` (or of "
-    "`dist.stage_devices`)">,
+    "that index of axis `pp`; below the size of `pp` (or the number of "
+    "stages of `dist.pipeline`)">,
   TesseraDiscardableAttr<"order_after", "::mlir::ArrayAttr", "Op",
     "an array of op names",
     "op-order: the names (the `NameLoc` names) of ops that must run before "
@@ -33,20 +33,10 @@ defvar Dist_DiscardableAttrs = [
   TesseraDiscardableAttr<"batch", "::mlir::StringAttr", "Op",
     "a string (the annotation name of the op's batch dimension)",
     "the dimension of the op that micro-batches split (set by dist-plan)">,
-  TesseraDiscardableAttr<"micro_batches", "::mlir::IntegerAttr", "Module",
-    "an integer >= 1", "how many micro-batches a step runs (set by "
-    "dist-plan)">,
-  TesseraDiscardableAttr<"schedule", "::mlir::StringAttr", "Module",
-    "a string", "the pipeline schedule that ordered the step (set by "
-    "dist-schedule)">,
-  TesseraDiscardableAttr<"schedule_order", "::mlir::ArrayAttr", "Module",
-    "an array of [stage, kind, micro-batch] triples",
-    "the order of the pipeline blocks, kind 0 forward, 1 backward, 2 weight "
-    "gradient (set by dist-schedule, read by dist-partition)">,
-  TesseraDiscardableAttr<"stage_devices", "::mlir::DenseI64ArrayAttr",
-    "Module", "an array<i64> (the pipeline device of each stage)",
-    "with several (virtual) stages per device: the `pp` coordinate of each "
-    "stage (set by dist-plan)">,
+  TesseraDiscardableAttr<"pipeline", "::mlir::Attribute", "Module",
+    "a #dist.pipeline", "the micro-batches, the device of each (virtual) "
+    "stage and the block order of the pipeline (set by dist-plan and "
+    "dist-schedule, read by dist-partition)">,
   TesseraDiscardableAttr<"weight_grad", "::mlir::UnitAttr", "Op",
     "a unit attribute", "a backward op that computes a weight gradient, "
     "which zero-bubble schedules may run later (set by dist-schedule)">,

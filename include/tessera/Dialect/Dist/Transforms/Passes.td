@@ -10,13 +10,15 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
   let description = [{
     Annotates the training steps (functions with `tsr.train_step`) with a plan and the module
     with its mesh `dist.mesh = #dist.mesh<[dp = a, tp = b, pp = c]>` and
-    `dist.micro_batches`.
+    `dist.pipeline = #dist.pipeline<micro_batches = m>`.
 
     - op-trans: `dist.split = {<annotation name> = "<axis>"}` on each op
       that is split, and `dist.batch = "<name>"` on each op carrying the
       batch (split over `dp` and over the micro-batches);
     - op-assign: `dist.stage = s` on each op when the mesh has `pp > 1`;
-    - op-order: `dist.order_after = [...]` from a plan file.
+    - op-order: `dist.order_after = [...]` from a plan file (checked
+      against the data dependencies for cycles; dist-partition emits each
+      op after the ops it names).
 
     Built-in policies, by `plan`: `dp` (the batch, traced from the data
     inputs through every op by its annotation), `tp` (Megatron-style:
@@ -27,7 +29,7 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     names, balanced by FLOPs; the backward follows the forward, parameters
     and their updates live with their first use; with `stages-per-device`
     v > 1 there are p*v virtual stages, listed by device in the module's
-    `dist.stage_devices`) and any product
+    `dist.pipeline`'s `stage_devices`) and any product
     (`dp2xtp2xpp2`); `auto` (the mesh, micro-batches and stage boundaries
     chosen from a cost model of the step on `device-spec` under
     `memory-gib` per device: every uniform dp x tp x pp mesh is tried, the
@@ -91,9 +93,10 @@ def DistSchedule : Pass<"dist-schedule", "::mlir::ModuleOp"> {
     schedule (`gpipe`, `1f1b`, `interleaved`, `zb-h1`, `zb-h2`, `zb-v`) or
     the periodic search (`search`, under `memory-limit` micro-batches of
     activations per device), with block spans from each block's FLOPs.
-    It is stored as `dist.schedule_order` on the module (`[stage, kind,
-    micro-batch]`, kind 0 = F, 1 = B, 2 = W) and `dist-partition` emits the
-    op instances in that order.
+    It is stored with the schedule's name in the module's `dist.pipeline`
+    (`schedule`, and `order`: `[stage, kind, micro-batch]` blocks, kind 0 =
+    F, 1 = B, 2 = W) and `dist-partition` emits the op instances in that
+    order.
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
@@ -124,9 +127,11 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
     dist.recv. Micro-batches are a temporal axis: ops carrying the batch
     run once per micro-batch, partial values over it are summed locally
     (gradient accumulation), and the per-rank order of all op instances
-    follows one global order built from the pipeline schedule (`gpipe` or
-    `1f1b`, from the schedule library), which keeps every rank's sends and
-    receives matched.
+    follows one global order: the blocks of `dist.pipeline`'s `order`
+    (dist-schedule), or without one a built-in `gpipe` or `1f1b` from the
+    schedule library; that one order keeps every rank's sends and receives
+    matched. Within it an op comes after its producers and after the ops
+    its `dist.order_after` names (op-order; an unknown name is an error).
 
     At the step boundary parameters are replicated within their stage's
     ranks, optimizer state stays in the layout its update wants (sharded
