@@ -9,7 +9,9 @@
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Pipelines/TrainPipeline.h"
+#include "tessera/Target/ONNX/OnnxModel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -27,6 +29,25 @@ using Tsr = tessera::tsr::TsrDialect;
 namespace tessera::package {
 
 namespace {
+
+/// The programs' constants file (convert-tsr-to-emitc's constants-file),
+/// in OUT.
+constexpr const char *kConstantsFile = "constants.safetensors";
+
+/// The safetensors writer's element type for a runtime element type.
+std::optional<onnx_import::DType> onnxDType(Type t) {
+  if (t.isF32())
+    return onnx_import::DType::Float;
+  if (t.isF64())
+    return onnx_import::DType::Double;
+  if (t.isInteger(32))
+    return onnx_import::DType::Int32;
+  if (t.isInteger(64))
+    return onnx_import::DType::Int64;
+  if (t.isInteger(1))
+    return onnx_import::DType::Bool;
+  return std::nullopt;
+}
 
 std::string outPath(const PackageOptions &options, StringRef name) {
   SmallString<256> p(options.outDir);
@@ -174,6 +195,9 @@ emitPrograms(ModuleOp module, const PackageOptions &options) {
       Dist::MeshAttrHelper::getNameStr()));
   int64_t ranks = worldSize(module);
   std::vector<std::string> programs;
+  // The large constants of every program, once each (keyed by content),
+  // for OUT/constants.safetensors.
+  std::map<std::string, onnx_import::Tensor> constants;
   for (int64_t r = 0; r < (distributed ? ranks : 1); ++r) {
     OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
     std::string dir = distributed ? "rank_" + std::to_string(r) : "";
@@ -203,6 +227,39 @@ emitPrograms(ModuleOp module, const PackageOptions &options) {
     emitOptions.modelName = options.modelName;
     if (distributed)
       emitOptions.initWeights = "../init.safetensors";
+    emitOptions.constantsFile =
+        distributed ? "../" + std::string(kConstantsFile) : kConstantsFile;
+    WalkResult walk = copy->walk([&](tsr::ConstantOp op) {
+      auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+      if (!isOutlinedConstant(dense, emitOptions.outlineConstantsAbove))
+        return WalkResult::advance();
+      std::string key = outlinedConstantKey(dense);
+      std::optional<std::string> bytes = constantBytes(dense);
+      std::optional<onnx_import::DType> dtype =
+          onnxDType(dense.getElementType());
+      if (!bytes || !dtype) {
+        op.emitError("constant of element type ")
+            << dense.getElementType() << " has no runtime type";
+        return WalkResult::interrupt();
+      }
+      auto [it, inserted] = constants.try_emplace(key);
+      if (!inserted) {
+        // Keys are 64-bit hashes: equal keys must be equal values.
+        if (it->second.data != *bytes) {
+          op.emitError("two different constants hash to the key ") << key;
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      }
+      it->second.name = key;
+      it->second.dtype = *dtype;
+      auto shape = cast<ShapedType>(dense.getType()).getShape();
+      it->second.shape.assign(shape.begin(), shape.end());
+      it->second.data = std::move(*bytes);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
     pm.addPass(createConvertTsrToEmitC(emitOptions));
     if (failed(pm.run(*copy)))
       return failure();
@@ -219,6 +276,15 @@ emitPrograms(ModuleOp module, const PackageOptions &options) {
     if (failed(writeOutFile(options, prefix + "program.cpp", cpp)))
       return failure();
     programs.push_back(dir);
+  }
+  if (!constants.empty()) {
+    std::vector<const onnx_import::Tensor *> tensors;
+    for (auto &[key, tensor] : constants)
+      tensors.push_back(&tensor);
+    std::string error;
+    if (!onnx_import::writeSafetensors(outPath(options, kConstantsFile),
+                                       tensors, error))
+      return fail(options, error);
   }
   return programs;
 }

@@ -523,6 +523,8 @@ int run(int argc, char **argv, const Program &program) {
   if (initPath.empty())
     throw Error("no initial weights: pass --init FILE.safetensors");
   std::map<std::string, Tensor> params = loadParams(step, initPath);
+  if (!program.constants.empty())
+    loadConstants(joinPath(executableDir(), program.constants));
   std::map<std::string, Tensor> states;
   std::map<std::string, Tensor> hypers;
   for (const ValueSpec &spec : step.args) {

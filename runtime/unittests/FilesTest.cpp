@@ -266,3 +266,26 @@ TEST(TokenData, FirstBatchOfTheExample) {
                 ref["first_batch"]["targets"][j][t].get<double>());
     }
 }
+
+TEST(Constants, ReadByKeyEachUseItsOwnCopy) {
+  expectError([] { constant("const.0000000000000000"); },
+              "the program reads constant 'const.0000000000000000', which "
+              "is not in any loaded constants file");
+  Tensor mask = randint({4, 4}, DType::i1, 0, 1, 6);
+  Tensor table = randn({3, 5}, DType::f32, 7);
+  std::string path = tempPath("constants.safetensors");
+  writeSafetensors(path, {{"const.a", mask}, {"const.b", table}});
+  loadConstants(path);
+  Tensor a = constant("const.a"), b = constant("const.b");
+  EXPECT_EQ(a.dtype(), DType::i1);
+  EXPECT_EQ(a.shape(), mask.shape());
+  EXPECT_EQ(toDoubles(a), toDoubles(mask));
+  EXPECT_EQ(toDoubles(b), toDoubles(table));
+  // A use may release its tensor; the next use still has the values.
+  a.release();
+  EXPECT_EQ(toDoubles(constant("const.a")), toDoubles(mask));
+  expectError([] { constant("const.c"); },
+              "the program reads constant 'const.c', which is not in '" + path +
+                  "'");
+  std::remove(path.c_str());
+}

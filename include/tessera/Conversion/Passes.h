@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Pass/Pass.h"
+#include "tessera/Conversion/OutlinedConstants.h"
 
 namespace tessera {
 

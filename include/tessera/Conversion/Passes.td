@@ -26,6 +26,13 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
     and `tsr.grad`) as the program's gradient step for `--dump-grads`, and,
     with `emit-main`, a `main` that calls
     `tessera::rt::runMain`. Calls between functions must be inlined first.
+
+    Constants: a splat is one `full` call; other constants are literals in
+    the source, unless `constants-file` is given: then those of more than
+    `outline-constants-above` elements (a T x T causal mask: a million
+    literals for GPT-2, megabytes of source per program) are read from that
+    file with `tessera::rt::constant("<key>")`, and the Program table names
+    the file. The caller writes the file (lib/Package does).
   }];
   let options = [
     Option<"emitMain", "emit-main", "bool", /*default=*/"true",
@@ -38,6 +45,17 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
     Option<"maxInlineConstant", "max-inline-constant", "int64_t",
            /*default=*/"1 << 20",
            "Largest non-splat constant (elements) written into the source">,
+    Option<"constantsFile", "constants-file", "std::string",
+           /*default=*/"\"\"",
+           "Safetensors file, relative to the binary, that holds the "
+           "constants of more than outline-constants-above elements; they "
+           "are read with tessera::rt::constant(key) (keys from "
+           "tessera/Conversion/OutlinedConstants.h). Empty: every constant "
+           "is a literal in the source">,
+    Option<"outlineConstantsAbove", "outline-constants-above", "int64_t",
+           /*default=*/"::tessera::kOutlineConstantsAbove",
+           "With constants-file: non-splat constants of more elements than "
+           "this go to the file">,
   ];
   let dependentDialects = ["::mlir::emitc::EmitCDialect"];
 }

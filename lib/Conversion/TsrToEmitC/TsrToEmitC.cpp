@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessera/Conversion/OutlinedConstants.h"
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
@@ -43,6 +44,17 @@ std::string joinInts(ArrayRef<int64_t> values) {
   for (auto [i, v] : llvm::enumerate(values))
     s += (i ? ", " : "") + std::to_string(v);
   return s;
+}
+
+/// A C++ string literal.
+std::string cppString(StringRef s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
 }
 
 /// The runtime's name for an element type, or "" if it has none.
@@ -115,9 +127,11 @@ std::optional<Role> roleOf(DictionaryAttr attrs) {
 
 class FunctionLowering {
 public:
-  FunctionLowering(func::FuncOp fn, int64_t maxInlineConstant)
+  /// `outlineAbove` < 0: no constants file, every constant inline.
+  FunctionLowering(func::FuncOp fn, int64_t maxInlineConstant,
+                   int64_t outlineAbove)
       : fn(fn), ctx(fn.getContext()), b(fn),
-        maxInlineConstant(maxInlineConstant) {
+        maxInlineConstant(maxInlineConstant), outlineAbove(outlineAbove) {
     tensorType = emitc::OpaqueType::get(ctx, kTensor);
   }
 
@@ -182,7 +196,14 @@ private:
   MLIRContext *ctx;
   OpBuilder b;
   int64_t maxInlineConstant;
+  int64_t outlineAbove;
   Type tensorType;
+
+public:
+  /// Whether a constant was read from the constants file.
+  bool outlined = false;
+
+private:
   DenseMap<Value, Value> map;
 
   Value lookup(Value v) { return map.lookup(v); }
@@ -300,6 +321,12 @@ private:
           call(op, "full", {},
                {shape(type), *dt,
                 opaque(scalarText(dense.getSplatValue<Attribute>()))});
+      return success();
+    }
+    if (outlineAbove >= 0 && isOutlinedConstant(dense, outlineAbove)) {
+      outlined = true;
+      map[op.getResult()] = call(
+          op, "constant", {}, {opaque(cppString(outlinedConstantKey(dense)))});
       return success();
     }
     if (dense.getNumElements() > maxInlineConstant)
@@ -585,20 +612,11 @@ int64_t indexBound(func::FuncOp f, unsigned argNumber) {
   return bound;
 }
 
-std::string cppString(StringRef s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 /// The Program table and main() for the train_step_* functions.
 LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
                           func::FuncOp gradStep, StringRef model,
-                          StringRef init, int64_t rank, int64_t worldSize) {
+                          StringRef init, int64_t rank, int64_t worldSize,
+                          StringRef constants) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto specs = [&](func::FuncOp f, bool results) -> LogicalResult {
@@ -648,6 +666,8 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
     os << "  /*gradient=*/{},\n";
   }
   os << "  /*rank=*/" << rank << ", /*worldSize=*/" << worldSize << ",\n";
+  if (!constants.empty())
+    os << "  /*constants=*/" << cppString(constants) << ",\n";
   os << "};\n\n";
   os << "int main(int argc, char **argv) {\n"
         "  return tessera::rt::runMain(argc, argv, kProgram);\n}";
@@ -673,12 +693,22 @@ struct ConvertTsrToEmitCPass
     SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
     SmallVector<func::FuncOp> steps;
     func::FuncOp gradStep;
+    if (outlineConstantsAbove < 0) {
+      module.emitError("convert-tsr-to-emitc: outline-constants-above must "
+                       "be >= 0, got ")
+          << int64_t(outlineConstantsAbove);
+      return signalPassFailure();
+    }
+    bool outlined = false;
     for (func::FuncOp f : funcs) {
       if (f.isExternal())
         continue;
-      FunctionLowering lowering(f, maxInlineConstant);
+      FunctionLowering lowering(
+          f, maxInlineConstant,
+          constantsFile.empty() ? -1 : int64_t(outlineConstantsAbove));
       if (failed(lowering.run()))
         return signalPassFailure();
+      outlined |= lowering.outlined;
       if (hasAttr<Tsr::TrainStepAttrHelper>(f))
         steps.push_back(f);
       else if (hasAttr<Tsr::GradStepAttrHelper>(f))
@@ -697,7 +727,8 @@ struct ConvertTsrToEmitCPass
               Dist::MeshAttrHelper::getNameStr()))
         worldSize = mesh.numRanks();
       if (failed(emitProgram(module, steps, gradStep, model, initWeights, rank,
-                             worldSize)))
+                             worldSize,
+                             outlined ? StringRef(constantsFile) : "")))
         return signalPassFailure();
     }
     for (func::FuncOp f : funcs)

@@ -64,6 +64,12 @@ struct Program {
   /// runMain starts MPI and checks that mpirun gave this program that rank.
   int64_t rank = 0;
   int64_t worldSize = 1;
+  /// The safetensors file of the program's large constants (masks,
+  /// tables), which the emitted code reads with constant(key) instead of
+  /// carrying them as source literals; relative to the executable's
+  /// directory; empty when the program has none. runMain loads it before
+  /// the first step.
+  std::string constants;
 };
 
 /// The whole `OUT/run` interface:

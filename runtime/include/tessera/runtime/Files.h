@@ -42,6 +42,15 @@ void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, Tensor>> &named,
                       const std::map<std::string, std::string> &metadata);
 
+/// The program's constants file (Program::constants): every tensor of the
+/// safetensors file at `path`, kept on defaultDevice() for constant(). A
+/// second call replaces the first's table.
+void loadConstants(const std::string &path);
+/// A copy of the constant called `key` in the loaded constants file, on
+/// defaultDevice(). Throws Error naming the key and the file when it is not
+/// there (or no file was loaded).
+Tensor constant(const std::string &key);
+
 /// Token data as nanoGPT writes it: raw little-endian uint16 ids.
 class TokenData {
 public:
