@@ -303,9 +303,15 @@ std::string cmakeLists(ArrayRef<std::string> dirs,
         "  set(CMAKE_BUILD_TYPE Release)\n"
         "endif()\n"
         "# The emitted code is a straight sequence of runtime calls (the\n"
-        "# kernels are in the runtime library): -O1 compiles it 4x faster\n"
-        "# than -O3 and runs as fast.\n"
-        "set(CMAKE_CXX_FLAGS_RELEASE \"-O1 -DNDEBUG\")\n";
+        "# kernels are in the runtime library, built optimised): -O0\n"
+        "# compiles it 2.5x faster than -O1 (GPT-2's 5000-line programs:\n"
+        "# 4 s instead of 10 s each) at about 0.4 us more per call, which\n"
+        "# is nothing beside GPT-2's kernels but 15% of the 1.5 ms step of\n"
+        "# the 2-layer tiny model (bench/compile/README.md). For small\n"
+        "# models trained long, configure with -DTESSERA_PROGRAM_OPT=-O1.\n"
+        "set(TESSERA_PROGRAM_OPT \"-O0\" CACHE STRING\n"
+        "  \"Optimisation flag of the emitted programs\")\n"
+        "set(CMAKE_CXX_FLAGS_RELEASE \"${TESSERA_PROGRAM_OPT} -DNDEBUG\")\n";
   // The CUDA target builds runtime/cuda from its sources once for the
   // chosen architecture (runtime/cuda/TesseraCuda.cmake), since the kernels
   // are compiled per architecture; the CPU target links the runtime library
