@@ -1,9 +1,9 @@
 //===- AutoPlan.cpp - dist-plan plan=auto ---------------------------------===//
 //
-// Describes a training step as the layer graph the search needs
-// (AutoPlanSearch.h) and turns its answer into the choices the built-in
-// policies annotate: the mesh, the micro-batches and the first unit of each
-// stage. The description follows what those policies will do to the step,
+// Describes a training step as the layer graph the auto mesh search needs
+// (tessera/Planner/AutoPlanSearch.h) and turns its answer into the choices the
+// built-in policies annotate: the mesh, the micro-batches and the first unit of
+// each stage. The description follows what those policies will do to the step,
 // using their own code (PlanUtils.h): the units are planPipeline's layer
 // groups, an op runs once per micro-batch when the batch trace reaches it,
 // and it is divided by tp when Megatron's trace does; a tp-split reduced
@@ -12,11 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AutoPlanSearch.h"
 #include "PlanUtils.h"
 
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Planner/AutoPlanSearch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -32,6 +32,7 @@ using namespace tessera;
 using namespace tessera::dist;
 using namespace tessera::dist::plan_detail;
 using Tsr = tessera::tsr::TsrDialect;
+namespace autoplan = tessera::planner::autoplan;
 
 namespace {
 

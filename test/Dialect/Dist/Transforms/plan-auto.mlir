@@ -1,7 +1,7 @@
 // dist-plan plan=auto: the mesh, micro-batches and stages chosen by the cost
-// model (AutoPlanSearch.cpp) on the tiny GPT (2 layers, 2 heads, width 32,
-// batch 4), then annotated by the built-in dp, tp and pp policies. The
-// memory limits are in GiB: the AdamW step of the tiny GPT holds about
+// model (lib/Planner/AutoPlanSearch.cpp) on the tiny GPT (2 layers, 2 heads,
+// width 32, batch 4), then annotated by the built-in dp, tp and pp policies.
+// The memory limits are in GiB: the AdamW step of the tiny GPT holds about
 // 0.65 MiB per replica, so they are tiny too.
 // RUN: tessera-translate --import-onnx %tessera_src/examples/gpt/tiny/model.onnx --mlir-print-debuginfo | tessera-opt -tsr-autodiff -tsr-decompose-means -tsr-optimizer=optimizer=adamw -inline -symbol-dce -canonicalize -cse -mlir-print-debuginfo -o %t.mlir
 

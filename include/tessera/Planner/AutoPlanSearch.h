@@ -1,26 +1,26 @@
-//===- AutoPlanSearch.h - the auto policy's search, plain C++ --*- C++ -*-===//
+//===- AutoPlanSearch.h - The auto mesh search ------------------*- C++ -*-===//
 //
-// The cost model and search of `dist-plan plan=auto`, without MLIR types:
-// AutoPlan.cpp describes the training step as a layer graph (units with
-// their ops, parameters, optimizer state, activations and boundary bytes),
-// this file tries every uniform mesh dp x tp x pp and micro-batch count the
-// partitioner can run, cuts the units into stages with the planner library
-// and returns the fastest plan that fits. It is compiled with exceptions
-// (the cost, planner and schedule libraries report errors by throwing) and
-// its entry point never throws, so the pass (built without exceptions) can
-// call it.
+// The cost model and search behind `dist-plan plan=auto`, without MLIR
+// types: the pass (lib/Dialect/Dist/Transforms/AutoPlan.cpp) describes the
+// training step as a layer graph (units with their ops, parameters,
+// optimizer state, activations and boundary bytes); the search tries every
+// uniform mesh dp x tp x pp and micro-batch count the partitioner can run,
+// cuts the units into stages (exactly, or with the Piper planner) and
+// returns the fastest plan that fits. The cost, planner and schedule
+// libraries report errors by throwing; every entry point here catches them
+// and never throws, so passes built without exceptions can call it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSERA_LIB_DIALECT_DIST_TRANSFORMS_AUTOPLANSEARCH_H
-#define TESSERA_LIB_DIALECT_DIST_TRANSFORMS_AUTOPLANSEARCH_H
+#ifndef TESSERA_PLANNER_AUTOPLANSEARCH_H
+#define TESSERA_PLANNER_AUTOPLANSEARCH_H
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace tessera::dist::autoplan {
+namespace tessera::planner::autoplan {
 
 /// One op of the step, measured at the full batch.
 struct OpCost {
@@ -131,6 +131,6 @@ PlanEvaluation evaluatePlan(const Problem &problem,
 /// loads, else the error.
 std::string checkDeviceSpec(const std::string &nameOrPath) noexcept;
 
-} // namespace tessera::dist::autoplan
+} // namespace tessera::planner::autoplan
 
-#endif // TESSERA_LIB_DIALECT_DIST_TRANSFORMS_AUTOPLANSEARCH_H
+#endif // TESSERA_PLANNER_AUTOPLANSEARCH_H

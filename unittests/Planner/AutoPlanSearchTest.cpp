@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AutoPlanSearch.h"
+#include "tessera/Planner/AutoPlanSearch.h"
 
 #include "gtest/gtest.h"
 
@@ -17,7 +17,7 @@
 #include <limits>
 #include <random>
 
-using namespace tessera::dist::autoplan;
+using namespace tessera::planner::autoplan;
 
 namespace {
 

@@ -1,4 +1,4 @@
-//===- AutoPlanSearch.cpp - the auto policy's search, plain C++ -----------===//
+//===- AutoPlanSearch.cpp - The auto mesh search --------------------------===//
 //
 // The partitioner runs uniform meshes only: every stage has the same dp and
 // tp degree, and pp = devices / (dp * tp). So the search enumerates (tp, dp,
@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AutoPlanSearch.h"
+#include "tessera/Planner/AutoPlanSearch.h"
 
 #include "tessera/Cost/Collectives.h"
 #include "tessera/Cost/DeviceSpec.h"
@@ -36,7 +36,7 @@
 #include <limits>
 #include <map>
 
-namespace tessera::dist::autoplan {
+namespace tessera::planner::autoplan {
 
 namespace {
 
@@ -694,4 +694,4 @@ Result searchAutoPlan(const Problem &problem) noexcept {
   }
 }
 
-} // namespace tessera::dist::autoplan
+} // namespace tessera::planner::autoplan
