@@ -81,7 +81,7 @@ public:
   Search(const Problem &p, const cost::DeviceSpec &spec) : p(p), spec(spec) {}
 
   Result run();
-  PlanEvaluation evaluatePlan(const PlanChoice &choice) const;
+  StepEvaluation evaluatePlan(const PlanShape &shape) const;
 
 private:
   UnitCosts unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const;
@@ -501,16 +501,15 @@ std::string Search::scheduledStep(int64_t pp, int64_t m,
   return "";
 }
 
-PlanEvaluation Search::evaluatePlan(const PlanChoice &choice) const {
-  PlanEvaluation out;
+StepEvaluation Search::evaluatePlan(const PlanShape &shape) const {
+  StepEvaluation out;
   size_t n = p.units.size();
-  const std::vector<size_t> &starts = choice.stageStarts;
-  if (choice.dp < 1 || choice.tp < 1 || choice.pp < 1 ||
-      choice.microBatches < 1) {
+  const std::vector<size_t> &starts = shape.stageStarts;
+  if (shape.dp < 1 || shape.tp < 1 || shape.pp < 1 || shape.microBatches < 1) {
     out.error = "dp, tp, pp and the micro-batch count must be >= 1";
     return out;
   }
-  if (int64_t(starts.size()) != choice.pp || starts.front() != 0 ||
+  if (int64_t(starts.size()) != shape.pp || starts.front() != 0 ||
       starts.back() >= n) {
     out.error = "need pp stage starts, the first 0, all below the unit count";
     return out;
@@ -520,7 +519,7 @@ PlanEvaluation Search::evaluatePlan(const PlanChoice &choice) const {
       out.error = "stage starts must ascend";
       return out;
     }
-  int64_t t = choice.tp, d = choice.dp, pp = choice.pp, m = choice.microBatches;
+  int64_t t = shape.tp, d = shape.dp, pp = shape.pp, m = shape.microBatches;
   UnitCosts c = unitCosts(t, d, m, pp);
   double micro = 0, step = 0;
   evaluate(c, starts, t, d, m, pp, 1.0 / double(d * m), out.stages, micro,
@@ -594,12 +593,9 @@ Result Search::run() {
         ++best.feasible;
         // The closed form here; the schedule library for the winner below.
         double total = closedFormStep(pp, m, micro, step);
-        feasible.push_back({d, t, pp, m, total});
+        feasible.push_back({{d, t, pp, m, starts}, total});
         if (total < best.stepSeconds) {
-          best.dp = d;
-          best.tp = t;
-          best.pp = pp;
-          best.microBatches = m;
+          best.shape = {d, t, pp, m, starts};
           best.stages = stages;
           best.stepSeconds = total;
         }
@@ -626,9 +622,9 @@ Result Search::run() {
     return best;
   }
   // The winner's fill and drain from the schedule library.
-  if (best.pp > 1) {
-    best.error = scheduledStep(best.pp, best.microBatches, best.stages,
-                               best.stepSeconds, best.bubble);
+  if (best.shape.pp > 1) {
+    best.error = scheduledStep(best.shape.pp, best.shape.microBatches,
+                               best.stages, best.stepSeconds, best.bubble);
     if (!best.error.empty())
       return best;
   }
@@ -650,19 +646,19 @@ Result Search::run() {
 
 } // namespace
 
-PlanEvaluation evaluatePlan(const Problem &problem,
-                            const PlanChoice &choice) noexcept {
+StepEvaluation evaluatePlan(const Problem &problem,
+                            const PlanShape &shape) noexcept {
   try {
     cost::DeviceSpec spec =
         cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
     Search search(problem, spec);
-    return search.evaluatePlan(choice);
+    return search.evaluatePlan(shape);
   } catch (const std::exception &e) {
-    PlanEvaluation r;
+    StepEvaluation r;
     r.error = e.what();
     return r;
   } catch (...) {
-    PlanEvaluation r;
+    StepEvaluation r;
     r.error = "unknown error in the auto planner";
     return r;
   }

@@ -15,6 +15,8 @@
 #ifndef TESSERA_PLANNER_AUTOPLANSEARCH_H
 #define TESSERA_PLANNER_AUTOPLANSEARCH_H
 
+#include "tessera/Planner/PlanShape.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -82,15 +84,19 @@ struct StagePrediction {
   double stepSeconds = 0;  ///< once per step: updates, dp gradient sync
 };
 
+/// A feasible plan the search scored, by the closed-form step time it ranks
+/// candidates by.
 struct Candidate {
-  int64_t dp = 1, tp = 1, pp = 1, microBatches = 1;
+  PlanShape shape;
   double stepSeconds = 0;
 };
 
 struct Result {
   std::string error; ///< non-empty: no plan
   std::string specName;
-  int64_t dp = 1, tp = 1, pp = 1, microBatches = 1;
+  /// The chosen plan; its stageStarts are those of `stages` (one per stage,
+  /// {0} when pp = 1).
+  PlanShape shape;
   std::vector<StagePrediction> stages;
   double stepSeconds = 0;
   double bubble = 0; ///< idle fraction of the schedule (schedule library)
@@ -98,21 +104,17 @@ struct Result {
   double mfu = 0;
   double cpuSeconds = 0;
   size_t candidates = 0, feasible = 0, plannerCalls = 0;
-  std::vector<Candidate> runnersUp; ///< the next best feasible meshes
+  std::vector<Candidate> runnersUp; ///< the next best feasible plans
 };
 
 /// Never throws; errors come back in Result::error.
 Result searchAutoPlan(const Problem &problem) noexcept;
 
-/// One fully specified plan: a mesh, a micro-batch count and the first unit
-/// of each of the pp stages (ascending, starting at 0).
-struct PlanChoice {
-  int64_t dp = 1, tp = 1, pp = 1, microBatches = 1;
-  std::vector<size_t> stageStarts = {0};
-};
-
-struct PlanEvaluation {
-  std::string error; ///< non-empty: the choice is malformed
+/// The search's cost and memory model applied to one plan. (Not Piper's
+/// planner::PlanEvaluation: that one scores per-sample time of stages with
+/// their own degrees; this one the step time of a uniform mesh.)
+struct StepEvaluation {
+  std::string error; ///< non-empty: the shape is malformed
   bool fits = false; ///< every stage fits in Problem::memoryBytes
   std::vector<StagePrediction> stages;
   /// The step time searchAutoPlan reports for this plan (the schedule
@@ -122,10 +124,11 @@ struct PlanEvaluation {
   double bubble = 0;
 };
 
-/// Evaluates one plan with the search's cost and memory model. Does not
-/// check that the mesh is one the search would try. Never throws.
-PlanEvaluation evaluatePlan(const Problem &problem,
-                            const PlanChoice &choice) noexcept;
+/// Evaluates one fully specified plan: `shape.stageStarts` must hold the
+/// first unit of each of the pp stages, ascending from 0. Does not check
+/// that the mesh is one the search would try. Never throws.
+StepEvaluation evaluatePlan(const Problem &problem,
+                            const PlanShape &shape) noexcept;
 
 /// Resolves "h100" / "a100" / "cpu" / a bundled name / a file; "" when it
 /// loads, else the error.

@@ -1,14 +1,14 @@
 //===- AutoPlan.cpp - dist-plan plan=auto ---------------------------------===//
 //
 // Describes a training step as the layer graph the auto mesh search needs
-// (tessera/Planner/AutoPlanSearch.h) and turns its answer into the choices the
-// built-in policies annotate: the mesh, the micro-batches and the first unit of
-// each stage. The description follows what those policies will do to the step,
-// using their own code (PlanUtils.h): the units are planPipeline's layer
-// groups, an op runs once per micro-batch when the batch trace reaches it,
-// and it is divided by tp when Megatron's trace does; a tp-split reduced
-// dimension costs an all-reduce of the result, and a replicated op reading a
-// tp-split value an all-gather.
+// (tessera/Planner/AutoPlanSearch.h) and hands its answer, a plan shape (the
+// mesh, the micro-batches and the first unit of each stage), to the built-in
+// policies, which annotate it. The description follows what those policies
+// will do to the step, using their own code (PlanUtils.h): the units are
+// planPipeline's layer groups, an op runs once per micro-batch when the
+// batch trace reaches it, and it is divided by tp when Megatron's trace
+// does; a tp-split reduced dimension costs an all-reduce of the result, and
+// a replicated op reading a tp-split value an all-gather.
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,7 +95,7 @@ func::FuncOp pickStep(ModuleOp module) {
 namespace tessera::dist::plan_detail {
 
 LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
-                       AutoPlanChoice &choice) {
+                       planner::PlanShape &shape) {
   // Reported at the module's location only: the step is too large to
   // print with the diagnostic.
   auto fail = [&](const Twine &why) {
@@ -308,13 +308,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   autoplan::Result result = autoplan::searchAutoPlan(problem);
   if (!result.error.empty())
     return fail(result.error);
-  choice.dp = result.dp;
-  choice.tp = result.tp;
-  choice.pp = result.pp;
-  choice.microBatches = result.microBatches;
-  if (result.pp > 1)
-    for (const autoplan::StagePrediction &s : result.stages)
-      choice.stageStarts.push_back(s.firstUnit);
+  shape = result.shape;
 
   if (options.report) {
     llvm::raw_ostream &os = llvm::errs();
@@ -322,9 +316,9 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                         "each): mesh [dp = {4}, tp = {5}, pp = {6}], {7} "
                         "micro-batch(es) of {8}, schedule {9}\n",
                         f.getSymName(), options.devices, result.specName,
-                        sig3(options.memoryGiB), result.dp, result.tp,
-                        result.pp, result.microBatches,
-                        batch / (result.dp * result.microBatches),
+                        sig3(options.memoryGiB), shape.dp, shape.tp, shape.pp,
+                        shape.microBatches,
+                        batch / (shape.dp * shape.microBatches),
                         options.schedule);
     for (auto [i, s] : llvm::enumerate(result.stages)) {
       std::string names = units.names[s.firstUnit];
@@ -344,8 +338,8 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     for (const autoplan::Candidate &c : result.runnersUp)
       os << llvm::formatv("  also fits: [dp = {0}, tp = {1}, pp = {2}], {3} "
                           "micro-batch(es): {4}\n",
-                          c.dp, c.tp, c.pp, c.microBatches,
-                          seconds(c.stepSeconds));
+                          c.shape.dp, c.shape.tp, c.shape.pp,
+                          c.shape.microBatches, seconds(c.stepSeconds));
     os << llvm::formatv("  planner: {0} candidate(s), {1} fit, {2} planner "
                         "run(s), {3:f3} s CPU\n",
                         result.candidates, result.feasible, result.plannerCalls,
