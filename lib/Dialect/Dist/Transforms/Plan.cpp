@@ -277,18 +277,8 @@ struct PlanSpec {
   planner::PlanShape shape;
   bool zero1 = false;
   /// From a plan file: entries applied after the policy.
-  struct Trans {
-    std::string pattern; ///< regex over op names
-    std::map<std::string, std::string> split;
-    size_t index;
-  };
-  struct Assign {
-    std::string pattern;
-    int64_t stage;
-    size_t index;
-  };
-  std::vector<Trans> trans;
-  std::vector<Assign> assign;
+  std::vector<PlanFile::Trans> trans;
+  std::vector<PlanFile::Assign> assign;
   std::vector<std::pair<std::string, std::string>> order;
   std::vector<std::string> policies;
 };
@@ -450,10 +440,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       if (failed(checkZero1(module, spec)))
         return failure();
     }
-    for (const PlanFile::Trans &t : file->trans)
-      spec.trans.push_back({t.pattern, t.split, t.index});
-    for (const PlanFile::Assign &a : file->assign)
-      spec.assign.push_back({a.pattern, a.stage, a.index});
+    spec.trans = file->trans;
+    spec.assign = file->assign;
     spec.order = file->order;
     return success();
   }
