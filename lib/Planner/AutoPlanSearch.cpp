@@ -25,6 +25,7 @@
 #include "tessera/Cost/Collectives.h"
 #include "tessera/Cost/DeviceSpec.h"
 #include "tessera/Cost/MemoryModel.h"
+#include "tessera/Cost/ProfileDatabase.h"
 #include "tessera/Cost/Roofline.h"
 #include "tessera/Planner/PiperPlanner.h"
 #include "tessera/Schedule/PipelineOrder.h"
@@ -35,6 +36,7 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace tessera::planner::autoplan {
 
@@ -74,11 +76,38 @@ struct UnitCosts {
   std::vector<double> memA;  ///< activations per in-flight micro-batch
   std::vector<double> memB;  ///< parameters, gradients, optimizer state
   std::vector<double> grads; ///< gradient bytes per device (dp sync)
+  size_t profiled = 0;       ///< ops timed by the profile database
 };
+
+/// The operand shapes of `op` on one device when the batch is split
+/// `batchParts` ways and tp `t` ways; nullopt when a split does not divide
+/// (no measurement can match then).
+std::optional<std::vector<cost::Shape>>
+localShapes(const OpCost &op, int64_t batchParts, int64_t t) {
+  std::vector<cost::Shape> shapes;
+  for (const OpCost::Operand &o : op.operands) {
+    cost::Shape shape = o.shape;
+    auto divide = [&](int dim, int64_t parts) {
+      if (dim < 0 || parts == 1)
+        return true;
+      if (size_t(dim) >= shape.size() || shape[dim] % parts != 0)
+        return false;
+      shape[dim] /= parts;
+      return true;
+    };
+    if (!divide(op.perMicroBatch ? o.batchDim : -1, batchParts) ||
+        !divide(op.tpSplit ? o.tpDim : -1, t))
+      return std::nullopt;
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
 
 class Search {
 public:
-  Search(const Problem &p, const cost::DeviceSpec &spec) : p(p), spec(spec) {}
+  Search(const Problem &p, const cost::DeviceSpec &spec,
+         const cost::ProfileDatabase *profile)
+      : p(p), spec(spec), profile(profile) {}
 
   Result run();
   StepEvaluation evaluatePlan(const PlanShape &shape) const;
@@ -115,6 +144,7 @@ private:
 
   const Problem &p;
   const cost::DeviceSpec &spec;
+  const cost::ProfileDatabase *profile; ///< null: the roofline only
   size_t plannerCalls = 0;
   double plannerSeconds = 0;
 };
@@ -133,9 +163,17 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   for (const OpCost &op : p.ops) {
     double split = op.tpSplit ? double(t) : 1.0;
     double scale = op.perMicroBatch ? s : 1.0;
-    double time = cost::rooflineTime(
-        spec, op.flops * scale / split,
-        (op.batchBytes * scale + op.fixedBytes) / split, op.dtype);
+    double flops = op.flops * scale / split;
+    double bytes = (op.batchBytes * scale + op.fixedBytes) / split;
+    double time = cost::rooflineTime(spec, flops, bytes, op.dtype);
+    if (profile)
+      if (std::optional<std::vector<cost::Shape>> shapes =
+              localShapes(op, d * m, t))
+        if (std::optional<double> measured =
+                profile->lookup(op.op, op.dtype, *shapes)) {
+          time = *measured;
+          ++c.profiled;
+        }
     time += collective(cost::Collective::AllReduce, op.allReduceBytes * scale,
                        t, tpLink);
     time += collective(cost::Collective::AllGather, op.allGatherBytes * scale,
@@ -596,6 +634,7 @@ Result Search::run() {
         feasible.push_back({{d, t, pp, m, starts}, total});
         if (total < best.stepSeconds) {
           best.shape = {d, t, pp, m, starts};
+          best.profiledOps = c.profiled;
           best.stages = stages;
           best.stepSeconds = total;
         }
@@ -644,6 +683,20 @@ Result Search::run() {
   return best;
 }
 
+/// The problem's profile database, if it names one. Throws when it does not
+/// load or was measured on another device than the spec's.
+std::optional<cost::ProfileDatabase> loadProfile(const Problem &p,
+                                                 const cost::DeviceSpec &spec) {
+  if (p.profileDatabase.empty())
+    return std::nullopt;
+  cost::ProfileDatabase db = cost::ProfileDatabase::load(p.profileDatabase);
+  if (!db.device().empty() && db.device() != spec.name)
+    throw cost::CostModelError(p.profileDatabase + ": measured on '" +
+                               db.device() + "', but the device spec is '" +
+                               spec.name + "'");
+  return db;
+}
+
 } // namespace
 
 StepEvaluation evaluatePlan(const Problem &problem,
@@ -651,7 +704,8 @@ StepEvaluation evaluatePlan(const Problem &problem,
   try {
     cost::DeviceSpec spec =
         cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
-    Search search(problem, spec);
+    std::optional<cost::ProfileDatabase> profile = loadProfile(problem, spec);
+    Search search(problem, spec, profile ? &*profile : nullptr);
     return search.evaluatePlan(shape);
   } catch (const std::exception &e) {
     StepEvaluation r;
@@ -677,7 +731,8 @@ Result searchAutoPlan(const Problem &problem) noexcept {
   try {
     cost::DeviceSpec spec =
         cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
-    Search search(problem, spec);
+    std::optional<cost::ProfileDatabase> profile = loadProfile(problem, spec);
+    Search search(problem, spec, profile ? &*profile : nullptr);
     return search.run();
   } catch (const std::exception &e) {
     Result r;

@@ -38,6 +38,17 @@ struct OpCost {
   double allReduceBytes = 0;
   double allGatherBytes = 0;
   bool isMatmul = false; ///< counted in the model FLOPs (MFU)
+  /// For the profile database: the op's name without its dialect
+  /// ("matmul") and its operands at the full batch, each with the dimension
+  /// the batch splits and the one tp splits (-1: none). A plan's local
+  /// shapes divide the first by dp x micro-batches when the op runs per
+  /// micro-batch and the second by tp when the op is tp-split.
+  struct Operand {
+    std::vector<int64_t> shape;
+    int batchDim = -1, tpDim = -1;
+  };
+  std::string op;
+  std::vector<Operand> operands;
 };
 
 /// One layer group ("unit") of the step; bytes at the full batch.
@@ -69,6 +80,10 @@ struct Problem {
   std::string schedule = "1f1b"; ///< 1f1b or gpipe
   bool zero1 = false;
   std::string mainDtype = "fp32";
+  /// A profile database file (docs/planner.md), "" for none: a measured
+  /// time for an op's name, dtype and local operand shapes replaces its
+  /// roofline estimate (collectives are still added).
+  std::string profileDatabase;
   /// Cut the units into stages exactly (a dynamic program on the step time)
   /// where that is cheap, else with the planner library (Piper's objective,
   /// the slowest stage, which can miss the best step time: within 8.3 % on
@@ -104,6 +119,9 @@ struct Result {
   double mfu = 0;
   double cpuSeconds = 0;
   size_t candidates = 0, feasible = 0, plannerCalls = 0;
+  /// Ops of the step whose time under the chosen plan came from the profile
+  /// database.
+  size_t profiledOps = 0;
   std::vector<Candidate> runnersUp; ///< the next best feasible plans
 };
 

@@ -127,6 +127,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   problem.memoryBytes = options.memoryGiB * double(1ull << 30);
   problem.schedule = options.schedule;
   problem.zero1 = options.zero1;
+  problem.profileDatabase = options.profileDatabase;
 
   // The batch, as planStep traces it.
   SmallVector<std::pair<Value, int64_t>> batchSeeds;
@@ -147,7 +148,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   SmallVector<std::pair<Value, int64_t>> heads, hidden;
   tensorParallelSeeds(body, heads, hidden);
   llvm::DenseMap<Operation *, std::string> tpNames;
-  llvm::DenseSet<Value> tpValues;
+  llvm::DenseMap<Value, int64_t> tpValues; ///< value -> the dimension tp splits
   for (auto *seeds : {&heads, &hidden}) {
     if (seeds->empty())
       continue;
@@ -156,7 +157,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
       if (!isa<tsr::ConstantOp>(op))
         tpNames.try_emplace(op, name);
     for (auto &[v, d] : flow.carriers)
-      tpValues.insert(v);
+      tpValues.try_emplace(v, d);
   }
   // tp must divide the heads and the MLP's hidden dimension.
   int64_t tpLimit = 0;
@@ -258,6 +259,16 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     for (Value v : op.getOperands())
       account(v);
     c.dtype = dtype.empty() ? problem.mainDtype : dtype;
+    c.op = op.getName().stripDialect().str();
+    for (Value v : op.getOperands()) {
+      autoplan::OpCost::Operand &o = c.operands.emplace_back();
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+        o.shape.assign(t.getShape().begin(), t.getShape().end());
+      if (auto it = batchFlow.carriers.find(v); it != batchFlow.carriers.end())
+        o.batchDim = int(it->second);
+      if (auto it = tpValues.find(v); it != tpValues.end())
+        o.tpDim = int(it->second);
+    }
     if (c.tpSplit) {
       // Split along a dimension no result has: partial sums, all-reduced.
       auto iface = dyn_cast<DimAnnotationOpInterface>(&op);
@@ -340,6 +351,10 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                           "micro-batch(es): {4}\n",
                           c.shape.dp, c.shape.tp, c.shape.pp,
                           c.shape.microBatches, seconds(c.stepSeconds));
+    if (!options.profileDatabase.empty())
+      os << llvm::formatv("  profile database: {0} of {1} op(s) timed by "
+                          "measurement\n",
+                          result.profiledOps, problem.ops.size());
     os << llvm::formatv("  planner: {0} candidate(s), {1} fit, {2} planner "
                         "run(s), {3:f3} s CPU\n",
                         result.candidates, result.feasible, result.plannerCalls,

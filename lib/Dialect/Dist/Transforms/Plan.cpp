@@ -328,6 +328,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       options.devices = devices;
       options.microBatches = spec.shape.microBatches;
       options.deviceSpec = deviceSpec;
+      options.profileDatabase = profileDb;
       options.memoryGiB = memoryGiB;
       options.schedule = schedule;
       options.zero1 = spec.zero1;
@@ -446,8 +447,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     return success();
   }
 
-  /// device-spec, memory-gib, schedule and report feed only the auto
-  /// policy; with another plan a value would be silently ignored. Only a
+  /// device-spec, profile-db, memory-gib, schedule and report feed only the
+  /// auto policy; with another plan a value would be silently ignored. Only a
   /// value other than the default can be told apart: a pass built from an
   /// options struct (tessera-compile) has every option set.
   LogicalResult checkAutoOnlyOptions(ModuleOp module) {
@@ -455,6 +456,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       return success();
     DistPlanOptions defaults;
     StringRef given = deviceSpec != defaults.deviceSpec ? "device-spec"
+                      : profileDb != defaults.profileDb ? "profile-db"
                       : memoryGiB != defaults.memoryGiB ? "memory-gib"
                       : schedule != defaults.schedule   ? "schedule"
                       : report != defaults.report       ? "report"

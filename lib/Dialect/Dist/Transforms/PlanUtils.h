@@ -58,6 +58,7 @@ struct AutoPlanOptions {
   int64_t devices = 1;
   int64_t microBatches = 1; ///< > 1: fixed; 1: chosen by the policy
   std::string deviceSpec = "cpu";
+  std::string profileDatabase; ///< "" for none
   double memoryGiB = 16;
   std::string schedule = "1f1b";
   bool zero1 = false;
