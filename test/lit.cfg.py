@@ -14,7 +14,7 @@ config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.tessera_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py.in",
-                   "Unit", "Inputs"]
+                   "Unit", "Inputs", "lib"]
 
 llvm_config.use_default_substitutions()
 # The BLAS kernel choice reaches the tests (scripts/test.sh re-runs the

@@ -65,6 +65,7 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   // dist-plan rejects its auto-only options with any other plan.
   if (o.autoPlan()) {
     plan.deviceSpec = o.deviceSpec;
+    plan.profileDb = o.profileDb;
     plan.memoryGiB = o.memoryGiB;
     plan.schedule = o.schedule;
     plan.report = o.report;

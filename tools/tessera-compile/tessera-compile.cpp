@@ -102,6 +102,12 @@ static cl::opt<std::string> deviceSpec(
     cl::desc("Only with --plan auto: the device, h100, a100, cpu or a spec "
              "file (JSON, docs/planner.md)"),
     cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> profileDb(
+    "profile-db",
+    cl::desc("Only with --plan auto: a profile database of measured op "
+             "times (JSON, docs/planner.md) that replace the roofline "
+             "estimates of the ops they match"),
+    cl::init(""), cl::cat(category));
 static cl::opt<double>
     memoryGiB("memory-gib",
               cl::desc("Only with --plan auto: memory per device in GiB, a "
@@ -182,6 +188,7 @@ int main(int argc, char **argv) {
                 "needs --devices > 1");
   bool autoPlan = plan == "auto";
   for (const cl::Option *o : {static_cast<const cl::Option *>(&deviceSpec),
+                              static_cast<const cl::Option *>(&profileDb),
                               static_cast<const cl::Option *>(&memoryGiB)})
     if (given(*o) && !autoPlan)
       return fail("--" + o->ArgStr + " applies only with --plan auto");
@@ -255,6 +262,7 @@ int main(int argc, char **argv) {
   pipeline.clipNorm = clipNorm;
   if (autoPlan) {
     pipeline.deviceSpec = deviceSpec;
+    pipeline.profileDb = profileDb;
     pipeline.memoryGiB = memoryGiB;
     pipeline.report = !quiet;
   }

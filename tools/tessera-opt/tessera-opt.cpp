@@ -28,6 +28,11 @@
 
 #include <cstdlib>
 
+// Test passes (test/lib): for lit tests, outside the product libraries.
+namespace tessera::test {
+void registerTestAnnotationPass();
+} // namespace tessera::test
+
 int main(int argc, char **argv) {
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
@@ -37,6 +42,7 @@ int main(int argc, char **argv) {
   tessera::dist::registerDistPasses();
   tessera::registerTesseraConversionPasses();
   tessera::registerTrainPipeline();
+  tessera::test::registerTestAnnotationPass();
 
   mlir::DialectRegistry registry;
   registry.insert<tessera::tsr::TsrDialect, tessera::dist::DistDialect,

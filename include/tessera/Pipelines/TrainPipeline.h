@@ -60,6 +60,11 @@ struct TrainPipelineOptions
       *this, "device-spec",
       llvm::cl::desc("For plan=auto: h100, a100, cpu or a spec file"),
       llvm::cl::init("cpu")};
+  Option<std::string> profileDb{
+      *this, "profile-db",
+      llvm::cl::desc("For plan=auto: a profile database of measured op times "
+                     "(JSON, docs/planner.md)"),
+      llvm::cl::init("")};
   Option<double> memoryGiB{
       *this, "memory-gib",
       llvm::cl::desc("For plan=auto: memory per device in GiB"),

@@ -1,22 +1,22 @@
 //===- AutoPlan.cpp - dist-plan plan=auto ---------------------------------===//
 //
-// Describes a training step as the layer graph the search needs
-// (AutoPlanSearch.h) and turns its answer into the choices the built-in
-// policies annotate: the mesh, the micro-batches and the first unit of each
-// stage. The description follows what those policies will do to the step,
-// using their own code (PlanUtils.h): the units are planPipeline's layer
-// groups, an op runs once per micro-batch when the batch trace reaches it,
-// and it is divided by tp when Megatron's trace does; a tp-split reduced
-// dimension costs an all-reduce of the result, and a replicated op reading a
-// tp-split value an all-gather.
+// Describes a training step as the layer graph the auto mesh search needs
+// (tessera/Planner/AutoPlanSearch.h) and hands its answer, a plan shape (the
+// mesh, the micro-batches and the first unit of each stage), to the built-in
+// policies, which annotate it. The description follows what those policies
+// will do to the step, using their own code (PlanUtils.h): the units are
+// planPipeline's layer groups, an op runs once per micro-batch when the
+// batch trace reaches it, and it is divided by tp when Megatron's trace
+// does; a tp-split reduced dimension costs an all-reduce of the result, and
+// a replicated op reading a tp-split value an all-gather.
 //
 //===----------------------------------------------------------------------===//
 
-#include "AutoPlanSearch.h"
 #include "PlanUtils.h"
 
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Planner/AutoPlanSearch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/DenseSet.h"
@@ -32,6 +32,7 @@ using namespace tessera;
 using namespace tessera::dist;
 using namespace tessera::dist::plan_detail;
 using Tsr = tessera::tsr::TsrDialect;
+namespace autoplan = tessera::planner::autoplan;
 
 namespace {
 
@@ -94,7 +95,7 @@ func::FuncOp pickStep(ModuleOp module) {
 namespace tessera::dist::plan_detail {
 
 LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
-                       AutoPlanChoice &choice) {
+                       planner::PlanShape &shape) {
   // Reported at the module's location only: the step is too large to
   // print with the diagnostic.
   auto fail = [&](const Twine &why) {
@@ -126,6 +127,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   problem.memoryBytes = options.memoryGiB * double(1ull << 30);
   problem.schedule = options.schedule;
   problem.zero1 = options.zero1;
+  problem.profileDatabase = options.profileDatabase;
 
   // The batch, as planStep traces it.
   SmallVector<std::pair<Value, int64_t>> batchSeeds;
@@ -146,7 +148,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   SmallVector<std::pair<Value, int64_t>> heads, hidden;
   tensorParallelSeeds(body, heads, hidden);
   llvm::DenseMap<Operation *, std::string> tpNames;
-  llvm::DenseSet<Value> tpValues;
+  llvm::DenseMap<Value, int64_t> tpValues; ///< value -> the dimension tp splits
   for (auto *seeds : {&heads, &hidden}) {
     if (seeds->empty())
       continue;
@@ -155,7 +157,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
       if (!isa<tsr::ConstantOp>(op))
         tpNames.try_emplace(op, name);
     for (auto &[v, d] : flow.carriers)
-      tpValues.insert(v);
+      tpValues.try_emplace(v, d);
   }
   // tp must divide the heads and the MLP's hidden dimension.
   int64_t tpLimit = 0;
@@ -257,6 +259,16 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     for (Value v : op.getOperands())
       account(v);
     c.dtype = dtype.empty() ? problem.mainDtype : dtype;
+    c.op = op.getName().stripDialect().str();
+    for (Value v : op.getOperands()) {
+      autoplan::OpCost::Operand &o = c.operands.emplace_back();
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+        o.shape.assign(t.getShape().begin(), t.getShape().end());
+      if (auto it = batchFlow.carriers.find(v); it != batchFlow.carriers.end())
+        o.batchDim = int(it->second);
+      if (auto it = tpValues.find(v); it != tpValues.end())
+        o.tpDim = int(it->second);
+    }
     if (c.tpSplit) {
       // Split along a dimension no result has: partial sums, all-reduced.
       auto iface = dyn_cast<DimAnnotationOpInterface>(&op);
@@ -307,13 +319,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   autoplan::Result result = autoplan::searchAutoPlan(problem);
   if (!result.error.empty())
     return fail(result.error);
-  choice.dp = result.dp;
-  choice.tp = result.tp;
-  choice.pp = result.pp;
-  choice.microBatches = result.microBatches;
-  if (result.pp > 1)
-    for (const autoplan::StagePrediction &s : result.stages)
-      choice.stageStarts.push_back(s.firstUnit);
+  shape = result.shape;
 
   if (options.report) {
     llvm::raw_ostream &os = llvm::errs();
@@ -321,9 +327,9 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                         "each): mesh [dp = {4}, tp = {5}, pp = {6}], {7} "
                         "micro-batch(es) of {8}, schedule {9}\n",
                         f.getSymName(), options.devices, result.specName,
-                        sig3(options.memoryGiB), result.dp, result.tp,
-                        result.pp, result.microBatches,
-                        batch / (result.dp * result.microBatches),
+                        sig3(options.memoryGiB), shape.dp, shape.tp, shape.pp,
+                        shape.microBatches,
+                        batch / (shape.dp * shape.microBatches),
                         options.schedule);
     for (auto [i, s] : llvm::enumerate(result.stages)) {
       std::string names = units.names[s.firstUnit];
@@ -343,8 +349,12 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     for (const autoplan::Candidate &c : result.runnersUp)
       os << llvm::formatv("  also fits: [dp = {0}, tp = {1}, pp = {2}], {3} "
                           "micro-batch(es): {4}\n",
-                          c.dp, c.tp, c.pp, c.microBatches,
-                          seconds(c.stepSeconds));
+                          c.shape.dp, c.shape.tp, c.shape.pp,
+                          c.shape.microBatches, seconds(c.stepSeconds));
+    if (!options.profileDatabase.empty())
+      os << llvm::formatv("  profile database: {0} of {1} op(s) timed by "
+                          "measurement\n",
+                          result.profiledOps, problem.ops.size());
     os << llvm::formatv("  planner: {0} candidate(s), {1} fit, {2} planner "
                         "run(s), {3:f3} s CPU\n",
                         result.candidates, result.feasible, result.plannerCalls,

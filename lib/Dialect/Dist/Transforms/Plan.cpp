@@ -272,27 +272,15 @@ std::vector<size_t> balance(const std::vector<double> &costs, int64_t parts) {
 //===----------------------------------------------------------------------===//
 
 struct PlanSpec {
-  int64_t dp = 1, tp = 1, pp = 1;
-  int64_t microBatches = 1;
+  /// The mesh and micro-batches; the stage starts only from the auto policy
+  /// (otherwise planPipeline balances the units by FLOPs).
+  planner::PlanShape shape;
   bool zero1 = false;
   /// From a plan file: entries applied after the policy.
-  struct Trans {
-    std::string pattern; ///< regex over op names
-    std::map<std::string, std::string> split;
-    size_t index;
-  };
-  struct Assign {
-    std::string pattern;
-    int64_t stage;
-    size_t index;
-  };
-  std::vector<Trans> trans;
-  std::vector<Assign> assign;
+  std::vector<PlanFile::Trans> trans;
+  std::vector<PlanFile::Assign> assign;
   std::vector<std::pair<std::string, std::string>> order;
   std::vector<std::string> policies;
-  /// From the auto policy: the first unit of each stage (instead of
-  /// balancing the units by FLOPs).
-  std::vector<size_t> stageStarts;
 };
 
 struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
@@ -304,11 +292,12 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     if (failed(parsePlan(module, spec)))
       return signalPassFailure();
     MLIRContext *ctx = &getContext();
-    auto mesh = MeshAttr::get(ctx, ArrayRef<StringRef>{"dp", "tp", "pp"},
-                              ArrayRef<int64_t>{spec.dp, spec.tp, spec.pp});
+    auto mesh = MeshAttr::get(
+        ctx, ArrayRef<StringRef>{"dp", "tp", "pp"},
+        ArrayRef<int64_t>{spec.shape.dp, spec.shape.tp, spec.shape.pp});
     setAttr<Dist::MeshAttrHelper>(module, mesh);
     setAttr<Dist::PipelineAttrHelper>(
-        module, PipelineAttr::get(ctx, spec.microBatches));
+        module, PipelineAttr::get(ctx, spec.shape.microBatches));
     bool any = false;
     for (auto f : module.getOps<func::FuncOp>()) {
       if (!hasAttr<Tsr::TrainStepAttrHelper>(f))
@@ -324,7 +313,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     }
   }
 
-  /// A built-in policy. `spec.microBatches` and `spec.zero1` are already
+  /// A built-in policy. `spec.shape.microBatches` and `spec.zero1` are already
   /// the effective values (options and plan file together).
   LogicalResult parsePolicy(ModuleOp module, StringRef text, PlanSpec &spec) {
     auto fail = [&](const Twine &why) {
@@ -336,25 +325,22 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                     "schedule)");
       AutoPlanOptions options;
       options.devices = devices;
-      options.microBatches = spec.microBatches;
+      options.microBatches = spec.shape.microBatches;
       options.deviceSpec = deviceSpec;
+      options.profileDatabase = profileDb;
       options.memoryGiB = memoryGiB;
       options.schedule = schedule;
       options.zero1 = spec.zero1;
       options.report = report;
-      AutoPlanChoice choice;
-      if (failed(planAuto(module, options, choice)))
+      if (failed(planAuto(module, options, spec.shape)))
         return failure();
-      spec.dp = choice.dp;
-      spec.tp = choice.tp;
-      spec.pp = choice.pp;
-      spec.microBatches = choice.microBatches;
-      spec.stageStarts = choice.stageStarts;
       spec.policies = {"dp", "tp", "pp"};
       return success();
     }
     if (text == "dp" || text == "tp" || text == "pp") {
-      (text == "dp" ? spec.dp : text == "tp" ? spec.tp : spec.pp) = devices;
+      (text == "dp"   ? spec.shape.dp
+       : text == "tp" ? spec.shape.tp
+                      : spec.shape.pp) = devices;
       spec.policies.push_back(text.str());
       return success();
     }
@@ -371,15 +357,18 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                     (text.contains('/') || text.contains('.')
                          ? " (a plan file's name ends in .json)"
                          : ""));
-      int64_t &slot = kind == "dp" ? spec.dp : kind == "tp" ? spec.tp : spec.pp;
+      int64_t &slot = kind == "dp"   ? spec.shape.dp
+                      : kind == "tp" ? spec.shape.tp
+                                     : spec.shape.pp;
       if (slot != 1)
         return fail("'" + kind + "' appears twice");
       slot = n;
       spec.policies.push_back(kind.str());
     }
-    std::optional<int64_t> used = support::checkedMul(spec.dp, spec.tp);
+    std::optional<int64_t> used =
+        support::checkedMul(spec.shape.dp, spec.shape.tp);
     if (used)
-      used = support::checkedMul(*used, spec.pp);
+      used = support::checkedMul(*used, spec.shape.pp);
     if (!used)
       return fail("the product of its sizes overflows a 64-bit integer");
     if (*used != devices)
@@ -389,7 +378,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   }
 
   LogicalResult parsePlan(ModuleOp module, PlanSpec &spec) {
-    spec.microBatches = microBatches;
+    spec.shape.microBatches = microBatches;
     spec.zero1 = zero1;
     if (devices < 1 || devices > support::kMaxDevices)
       return module.emitError("dist-plan: devices must be in [1, ")
@@ -424,7 +413,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         return fail("micro_batches is " + Twine(*file->microBatches) +
                     ", but --micro-batches is " +
                     Twine(microBatches.getValue()));
-      spec.microBatches = *file->microBatches;
+      spec.shape.microBatches = *file->microBatches;
     }
     if (file->zero1) {
       if (zero1 && !*file->zero1)
@@ -440,27 +429,25 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       if (failed(parsePolicyAndCheck(module, *file->policy, spec)))
         return failure();
     } else {
-      spec.dp = file->mesh->dp;
-      spec.tp = file->mesh->tp;
-      spec.pp = file->mesh->pp;
+      spec.shape.dp = file->mesh->dp;
+      spec.shape.tp = file->mesh->tp;
+      spec.shape.pp = file->mesh->pp;
       // The reader checked that the product fits in 64 bits.
-      int64_t used = spec.dp * spec.tp * spec.pp;
+      int64_t used = spec.shape.dp * spec.shape.tp * spec.shape.pp;
       if (used != devices)
         return fail("the mesh has " + Twine(used) +
                     " devices, but --devices is " + Twine(devices.getValue()));
       if (failed(checkZero1(module, spec)))
         return failure();
     }
-    for (const PlanFile::Trans &t : file->trans)
-      spec.trans.push_back({t.pattern, t.split, t.index});
-    for (const PlanFile::Assign &a : file->assign)
-      spec.assign.push_back({a.pattern, a.stage, a.index});
+    spec.trans = file->trans;
+    spec.assign = file->assign;
     spec.order = file->order;
     return success();
   }
 
-  /// device-spec, memory-gib, schedule and report feed only the auto
-  /// policy; with another plan a value would be silently ignored. Only a
+  /// device-spec, profile-db, memory-gib, schedule and report feed only the
+  /// auto policy; with another plan a value would be silently ignored. Only a
   /// value other than the default can be told apart: a pass built from an
   /// options struct (tessera-compile) has every option set.
   LogicalResult checkAutoOnlyOptions(ModuleOp module) {
@@ -468,6 +455,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       return success();
     DistPlanOptions defaults;
     StringRef given = deviceSpec != defaults.deviceSpec ? "device-spec"
+                      : profileDb != defaults.profileDb ? "profile-db"
                       : memoryGiB != defaults.memoryGiB ? "memory-gib"
                       : schedule != defaults.schedule   ? "schedule"
                       : report != defaults.report       ? "report"
@@ -490,7 +478,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   }
 
   LogicalResult checkZero1(ModuleOp module, const PlanSpec &spec) {
-    if (spec.zero1 && spec.dp == 1)
+    if (spec.zero1 && spec.shape.dp == 1)
       return module.emitError("dist-plan: zero1 shards the optimizer over "
                               "dp, but the plan has dp = 1");
     return success();
@@ -523,11 +511,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     // because both come from the user (a product that wraps to 0 would
     // divide by zero below).
     std::optional<int64_t> factor =
-        support::checkedMul(spec.dp, spec.microBatches);
+        support::checkedMul(spec.shape.dp, spec.shape.microBatches);
     if (!factor)
       return f.emitError("dist-plan: dp (")
-             << spec.dp << ") x micro-batches (" << spec.microBatches
-             << ") overflows a 64-bit integer";
+             << spec.shape.dp << ") x micro-batches ("
+             << spec.shape.microBatches << ") overflows a 64-bit integer";
     int64_t batchFactor = *factor;
     for (auto [arg, d] : batchSeeds) {
       int64_t b = cast<RankedTensorType>(arg.getType()).getDimSize(0);
@@ -536,39 +524,39 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                << b << ") of input "
                << f.getArgAttr(cast<BlockArgument>(arg).getArgNumber(),
                                Tsr::InputAttrHelper::getNameStr())
-               << " is not divisible by dp (" << spec.dp
-               << ") x micro-batches (" << spec.microBatches << ")";
+               << " is not divisible by dp (" << spec.shape.dp
+               << ") x micro-batches (" << spec.shape.microBatches << ")";
     }
     LogicalDim batch = traceDim(body, batchSeeds, batchFactor,
                                 /*backward=*/false, all);
     for (auto &[op, name] : batch.names) {
       setAttr<Dist::BatchAttrHelper>(op, StringAttr::get(ctx, name));
-      if (spec.dp > 1)
+      if (spec.shape.dp > 1)
         addSplit(op, name, "dp");
     }
 
     // Megatron-style tensor parallelism comes with the tp policy; a plan
     // file that gives a mesh splits over tp only where its entries say.
-    if (spec.tp > 1 && llvm::is_contained(spec.policies, "tp") &&
+    if (spec.shape.tp > 1 && llvm::is_contained(spec.policies, "tp") &&
         failed(planTensorParallel(f, spec)))
       return failure();
-    if (spec.zero1 && spec.dp > 1)
+    if (spec.zero1 && spec.shape.dp > 1)
       for (Operation &op : body)
         if (isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op)) {
           auto t = cast<RankedTensorType>(op.getOperand(0).getType());
-          if (t.getRank() > 0 && t.getDimSize(0) % spec.dp == 0)
+          if (t.getRank() > 0 && t.getDimSize(0) % spec.shape.dp == 0)
             addSplit(&op, "_0", "dp");
         }
     if (failed(applyPlanFile(f, spec)))
       return failure();
-    if (spec.pp > 1 && failed(planPipeline(f, spec)))
+    if (spec.shape.pp > 1 && failed(planPipeline(f, spec)))
       return failure();
     return applyOrder(f, spec);
   }
 
   LogicalResult planTensorParallel(func::FuncOp f, const PlanSpec &spec) {
     Block &body = f.getBody().front();
-    int64_t tp = spec.tp;
+    int64_t tp = spec.shape.tp;
     // Heads: reshapes [..., C] -> [..., H, D] of the forward; the MLP
     // hidden dimension from its nonlinearity.
     SmallVector<std::pair<Value, int64_t>> heads, hidden;
@@ -599,7 +587,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     std::vector<bool> transUsed(spec.trans.size()),
         assignUsed(spec.assign.size());
     // Both factors are >= 1; an overflowing product admits every stage.
-    int64_t numStages = support::checkedMul(spec.pp, stagesPerDevice)
+    int64_t numStages = support::checkedMul(spec.shape.pp, stagesPerDevice)
                             .value_or(std::numeric_limits<int64_t>::max());
     for (Operation &op : body) {
       std::string name = tsr::opName(&op);
@@ -619,7 +607,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
           return op.emitError("dist-plan: ") << bound.message();
         std::map<std::string, int64_t> factors;
         for (auto &[dim, axis] : t.split)
-          factors[dim] = axis == "dp" ? spec.dp : spec.tp;
+          factors[dim] = axis == "dp" ? spec.shape.dp : spec.shape.tp;
         auto split = annotation::split(*bound, factors);
         if (!split)
           return op.emitError("dist-plan: plan entry trans[")
@@ -662,11 +650,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       used[units.unitOf[i]] += tsr::flops(op);
     // Both factors are >= 1; an overflowing product is as infeasible as
     // any count above the number of layer groups.
-    int64_t numStages = support::checkedMul(spec.pp, stagesPerDevice)
+    int64_t numStages = support::checkedMul(spec.shape.pp, stagesPerDevice)
                             .value_or(std::numeric_limits<int64_t>::max());
     if (int64_t(used.size()) < numStages)
       return f.emitError("dist-plan: pp=")
-             << spec.pp
+             << spec.shape.pp
              << (stagesPerDevice > 1
                      ? " with " + std::to_string(stagesPerDevice) +
                            " stages per device"
@@ -674,7 +662,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
              << " needs at least " << numStages
              << " layer groups, but the model has " << used.size()
              << " (embedding, layers, head): a stage would have no work";
-    std::vector<size_t> starts = spec.stageStarts;
+    std::vector<size_t> starts = spec.shape.stageStarts;
     if (starts.empty())
       starts = balance(used, numStages);
     if (int64_t(starts.size()) != numStages)
@@ -691,8 +679,9 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     if (stagesPerDevice > 1) {
       SmallVector<int64_t> devices;
       for (int64_t s = 0; s < numStages; ++s)
-        devices.push_back(vShape ? (s < spec.pp ? s : 2 * spec.pp - 1 - s)
-                                 : s % spec.pp);
+        devices.push_back(
+            vShape ? (s < spec.shape.pp ? s : 2 * spec.shape.pp - 1 - s)
+                   : s % spec.shape.pp);
       auto module = f->getParentOfType<ModuleOp>();
       PipelineAttr pipeline = getEnclosingPipeline(module);
       setAttr<Dist::PipelineAttrHelper>(

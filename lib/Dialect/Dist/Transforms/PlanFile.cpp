@@ -42,9 +42,9 @@ std::string readOpName(const JsonValue &v) {
   return name;
 }
 
-PlanFile::Mesh readMesh(const JsonValue &v) {
+planner::PlanShape readMesh(const JsonValue &v) {
   JsonObject m = v.getObject({"dp", "tp", "pp"}, "mesh axis sizes");
-  PlanFile::Mesh mesh;
+  planner::PlanShape mesh;
   for (auto [axis, slot] : {std::pair<const char *, int64_t *>{"dp", &mesh.dp},
                             {"tp", &mesh.tp},
                             {"pp", &mesh.pp}})

@@ -11,6 +11,8 @@
 #ifndef TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANUTILS_H
 #define TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANUTILS_H
 
+#include "tessera/Planner/PlanShape.h"
+
 #include "mlir/IR/Block.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -56,25 +58,20 @@ struct AutoPlanOptions {
   int64_t devices = 1;
   int64_t microBatches = 1; ///< > 1: fixed; 1: chosen by the policy
   std::string deviceSpec = "cpu";
+  std::string profileDatabase; ///< "" for none
   double memoryGiB = 16;
   std::string schedule = "1f1b";
   bool zero1 = false;
   bool report = false;
 };
 
-/// What the auto policy decides; the built-in policies then annotate it.
-struct AutoPlanChoice {
-  int64_t dp = 1, tp = 1, pp = 1;
-  int64_t microBatches = 1;
-  std::vector<size_t> stageStarts; ///< first unit of each stage (pp > 1)
-};
-
 /// The auto policy (AutoPlan.cpp): models the largest train step of
-/// `module` and picks the fastest uniform mesh that fits in memory. Errors
-/// are emitted on the module.
+/// `module` and picks the fastest uniform mesh that fits in memory, with a
+/// stage start per stage; the built-in policies then annotate that shape.
+/// Errors are emitted on the module.
 mlir::LogicalResult planAuto(mlir::ModuleOp module,
                              const AutoPlanOptions &options,
-                             AutoPlanChoice &choice);
+                             planner::PlanShape &shape);
 
 } // namespace tessera::dist::plan_detail
 

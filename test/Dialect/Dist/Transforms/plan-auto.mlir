@@ -1,7 +1,7 @@
 // dist-plan plan=auto: the mesh, micro-batches and stages chosen by the cost
-// model (AutoPlanSearch.cpp) on the tiny GPT (2 layers, 2 heads, width 32,
-// batch 4), then annotated by the built-in dp, tp and pp policies. The
-// memory limits are in GiB: the AdamW step of the tiny GPT holds about
+// model (lib/Planner/AutoPlanSearch.cpp) on the tiny GPT (2 layers, 2 heads,
+// width 32, batch 4), then annotated by the built-in dp, tp and pp policies.
+// The memory limits are in GiB: the AdamW step of the tiny GPT holds about
 // 0.65 MiB per replica, so they are tiny too.
 // RUN: tessera-translate --import-onnx %tessera_src/examples/gpt/tiny/model.onnx --mlir-print-debuginfo | tessera-opt -tsr-autodiff -tsr-decompose-means -tsr-optimizer=optimizer=adamw -inline -symbol-dce -canonicalize -cse -mlir-print-debuginfo -o %t.mlir
 
@@ -74,6 +74,36 @@
 // SCHED: error: dist-plan: plan 'auto': plans for the 1f1b or gpipe schedule, not 'zb-h1'
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 stages-per-device=2" 2>&1 | FileCheck %s --check-prefix=VIRTUAL
 // VIRTUAL: error: dist-plan: plan 'auto': plans one stage per device (use the 1f1b or gpipe schedule)
+
+// A profile database: a measured time replaces the roofline estimate of the
+// ops it matches by name, dtype and operand shapes on one device. The file
+// times the layers' c_attn matmul on a micro-batch of 1 ([1, 32, 32] x
+// [32, 96]) at 0.5 s. On one device with 4 micro-batches both layers' match:
+// 1 s per micro-batch instead of microseconds.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=1 micro-batches=4 report=true profile-db=%S/Inputs/profile-cpu.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=PROFILED
+// PROFILED: mesh [dp = 1, tp = 1, pp = 1], 4 micro-batch(es) of 1
+// PROFILED-NEXT: stage 0: {{.*}}, 1.000 s per micro-batch
+// PROFILED-NEXT: predicted step 4.000 s
+// PROFILED-NEXT: profile database: 2 of 267 op(s) timed by measurement
+// On 4 devices with ample memory the plan now avoids micro-batches of 1:
+// dp = 4 (DP above) gives way to dp = 2 x pp = 2, whose ops the file does
+// not time.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=cpu memory-gib=1 report=true profile-db=%S/Inputs/profile-cpu.json" 2>%t.profile.err | FileCheck %s --check-prefix=PROFILEDP
+// RUN: FileCheck %s --check-prefix=PROFILEDPREPORT < %t.profile.err
+// PROFILEDP: module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 1>
+// PROFILEDPREPORT: mesh [dp = 2, tp = 1, pp = 2], 1 micro-batch(es) of 2
+// PROFILEDPREPORT-NOT: also fits: [dp = 4
+// PROFILEDPREPORT: profile database: 0 of 267 op(s) timed by measurement
+// tessera-compile passes --profile-db through the training pipeline.
+// RUN: tessera-compile %tessera_src/examples/gpt/tiny/model.onnx -o %t.compile --no-build --devices 4 --plan auto --memory-gib 1 --profile-db %S/Inputs/profile-cpu.json 2>&1 | FileCheck %s --check-prefix=PROFILECOMPILE
+// PROFILECOMPILE: mesh [dp = 2, tp = 1, pp = 2], 1 micro-batch(es) of 2
+// PROFILECOMPILE: profile database: 0 of 267 op(s) timed by measurement
+// A database measured on another device, or one that does not load, is an
+// error.
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=h100 profile-db=%S/Inputs/profile-cpu.json" 2>&1 | FileCheck %s --check-prefix=PROFILEDEV
+// PROFILEDEV: error: dist-plan: plan 'auto': {{.*}}profile-cpu.json: measured on 'cpu', but the device spec is 'h100-sxm'
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 profile-db=%S/Inputs/missing.json" 2>&1 | FileCheck %s --check-prefix=PROFILEMISSING
+// PROFILEMISSING: error: dist-plan: plan 'auto': cannot read profile database '{{.*}}missing.json'
 
 // The bundled H100 spec by its short name, on the hand-written MLP step
 // (no heads: the MLP's hidden dimension alone bounds tp; at this size every

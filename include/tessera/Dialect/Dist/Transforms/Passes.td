@@ -32,13 +32,14 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     `dist.pipeline`'s `stage_devices`) and any product
     (`dp2xtp2xpp2`); `auto` (the mesh, micro-batches and stage boundaries
     chosen from a cost model of the step on `device-spec` under
-    `memory-gib` per device: every uniform dp x tp x pp mesh is tried, the
+    `memory-gib` per device, with the measured op times of `profile-db`
+    where it has them: every uniform dp x tp x pp mesh is tried, the
     planner library cuts the layer groups into stages, and the fastest plan
     that fits wins; the built-in dp, tp and pp policies then annotate it,
     with the planner's stages; `report` prints the plan and its predicted
-    memory, step time and bubble to stderr; `device-spec`, `memory-gib`,
-    `schedule` and `report` are for auto only, and another plan rejects a
-    value other than their default); or a JSON plan file (docs/plans.md),
+    memory, step time and bubble to stderr; `device-spec`, `profile-db`,
+    `memory-gib`, `schedule` and `report` are for auto only, and another
+    plan rejects a value other than their default); or a JSON plan file (docs/plans.md),
     read strictly: an unknown key, a value of the wrong
     type or out of range, or a file that is not a regular file is an error
     naming the file and the key path. With `zero1` the
@@ -70,6 +71,10 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     Option<"deviceSpec", "device-spec", "std::string", /*default=*/"\"cpu\"",
            "For auto: the device spec, h100, a100, cpu, a bundled name "
            "(h100-sxm, a100-sxm) or a JSON file (docs/planner.md)">,
+    Option<"profileDb", "profile-db", "std::string", /*default=*/"\"\"",
+           "For auto: a profile database (JSON, docs/planner.md) whose "
+           "measured op times replace the roofline estimates of the ops "
+           "they match (name, dtype and per-device operand shapes)">,
     Option<"memoryGiB", "memory-gib", "double", /*default=*/"16",
            "For auto: memory per device in GiB (a finite number > 0)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",

@@ -12,6 +12,8 @@
 #ifndef TESSERA_DIALECT_DIST_TRANSFORMS_PLANFILE_H
 #define TESSERA_DIALECT_DIST_TRANSFORMS_PLANFILE_H
 
+#include "tessera/Planner/PlanShape.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -27,11 +29,10 @@ struct PlanFile {
   /// `policy`: a built-in plan ("dp", "dp2xpp2", "auto"); checked by the
   /// pass, which knows the policies.
   std::optional<std::string> policy;
-  /// `mesh`: axis sizes, each >= 1, their product within int64_t.
-  struct Mesh {
-    int64_t dp = 1, tp = 1, pp = 1;
-  };
-  std::optional<Mesh> mesh;
+  /// `mesh`: the plan shape's axis sizes dp, tp and pp, each >= 1, their
+  /// product within int64_t (its micro-batches come from `micro_batches`,
+  /// its stages from `assign` or the pp policy).
+  std::optional<planner::PlanShape> mesh;
   std::optional<int64_t> microBatches;
   std::optional<bool> zero1;
   /// `trans[i]`: split the ops matching `pattern` along annotation

@@ -1,4 +1,4 @@
-//===- AutoPlanSearch.cpp - the auto policy's search, plain C++ -----------===//
+//===- AutoPlanSearch.cpp - The auto mesh search --------------------------===//
 //
 // The partitioner runs uniform meshes only: every stage has the same dp and
 // tp degree, and pp = devices / (dp * tp). So the search enumerates (tp, dp,
@@ -20,11 +20,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AutoPlanSearch.h"
+#include "tessera/Planner/AutoPlanSearch.h"
 
 #include "tessera/Cost/Collectives.h"
 #include "tessera/Cost/DeviceSpec.h"
 #include "tessera/Cost/MemoryModel.h"
+#include "tessera/Cost/ProfileDatabase.h"
 #include "tessera/Cost/Roofline.h"
 #include "tessera/Planner/PiperPlanner.h"
 #include "tessera/Schedule/PipelineOrder.h"
@@ -35,8 +36,9 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <optional>
 
-namespace tessera::dist::autoplan {
+namespace tessera::planner::autoplan {
 
 namespace {
 
@@ -74,14 +76,41 @@ struct UnitCosts {
   std::vector<double> memA;  ///< activations per in-flight micro-batch
   std::vector<double> memB;  ///< parameters, gradients, optimizer state
   std::vector<double> grads; ///< gradient bytes per device (dp sync)
+  size_t profiled = 0;       ///< ops timed by the profile database
 };
+
+/// The operand shapes of `op` on one device when the batch is split
+/// `batchParts` ways and tp `t` ways; nullopt when a split does not divide
+/// (no measurement can match then).
+std::optional<std::vector<cost::Shape>>
+localShapes(const OpCost &op, int64_t batchParts, int64_t t) {
+  std::vector<cost::Shape> shapes;
+  for (const OpCost::Operand &o : op.operands) {
+    cost::Shape shape = o.shape;
+    auto divide = [&](int dim, int64_t parts) {
+      if (dim < 0 || parts == 1)
+        return true;
+      if (size_t(dim) >= shape.size() || shape[dim] % parts != 0)
+        return false;
+      shape[dim] /= parts;
+      return true;
+    };
+    if (!divide(op.perMicroBatch ? o.batchDim : -1, batchParts) ||
+        !divide(op.tpSplit ? o.tpDim : -1, t))
+      return std::nullopt;
+    shapes.push_back(std::move(shape));
+  }
+  return shapes;
+}
 
 class Search {
 public:
-  Search(const Problem &p, const cost::DeviceSpec &spec) : p(p), spec(spec) {}
+  Search(const Problem &p, const cost::DeviceSpec &spec,
+         const cost::ProfileDatabase *profile)
+      : p(p), spec(spec), profile(profile) {}
 
   Result run();
-  PlanEvaluation evaluatePlan(const PlanChoice &choice) const;
+  StepEvaluation evaluatePlan(const PlanShape &shape) const;
 
 private:
   UnitCosts unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const;
@@ -115,6 +144,7 @@ private:
 
   const Problem &p;
   const cost::DeviceSpec &spec;
+  const cost::ProfileDatabase *profile; ///< null: the roofline only
   size_t plannerCalls = 0;
   double plannerSeconds = 0;
 };
@@ -133,9 +163,17 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   for (const OpCost &op : p.ops) {
     double split = op.tpSplit ? double(t) : 1.0;
     double scale = op.perMicroBatch ? s : 1.0;
-    double time = cost::rooflineTime(
-        spec, op.flops * scale / split,
-        (op.batchBytes * scale + op.fixedBytes) / split, op.dtype);
+    double flops = op.flops * scale / split;
+    double bytes = (op.batchBytes * scale + op.fixedBytes) / split;
+    double time = cost::rooflineTime(spec, flops, bytes, op.dtype);
+    if (profile)
+      if (std::optional<std::vector<cost::Shape>> shapes =
+              localShapes(op, d * m, t))
+        if (std::optional<double> measured =
+                profile->lookup(op.op, op.dtype, *shapes)) {
+          time = *measured;
+          ++c.profiled;
+        }
     time += collective(cost::Collective::AllReduce, op.allReduceBytes * scale,
                        t, tpLink);
     time += collective(cost::Collective::AllGather, op.allGatherBytes * scale,
@@ -501,16 +539,15 @@ std::string Search::scheduledStep(int64_t pp, int64_t m,
   return "";
 }
 
-PlanEvaluation Search::evaluatePlan(const PlanChoice &choice) const {
-  PlanEvaluation out;
+StepEvaluation Search::evaluatePlan(const PlanShape &shape) const {
+  StepEvaluation out;
   size_t n = p.units.size();
-  const std::vector<size_t> &starts = choice.stageStarts;
-  if (choice.dp < 1 || choice.tp < 1 || choice.pp < 1 ||
-      choice.microBatches < 1) {
+  const std::vector<size_t> &starts = shape.stageStarts;
+  if (shape.dp < 1 || shape.tp < 1 || shape.pp < 1 || shape.microBatches < 1) {
     out.error = "dp, tp, pp and the micro-batch count must be >= 1";
     return out;
   }
-  if (int64_t(starts.size()) != choice.pp || starts.front() != 0 ||
+  if (int64_t(starts.size()) != shape.pp || starts.front() != 0 ||
       starts.back() >= n) {
     out.error = "need pp stage starts, the first 0, all below the unit count";
     return out;
@@ -520,7 +557,7 @@ PlanEvaluation Search::evaluatePlan(const PlanChoice &choice) const {
       out.error = "stage starts must ascend";
       return out;
     }
-  int64_t t = choice.tp, d = choice.dp, pp = choice.pp, m = choice.microBatches;
+  int64_t t = shape.tp, d = shape.dp, pp = shape.pp, m = shape.microBatches;
   UnitCosts c = unitCosts(t, d, m, pp);
   double micro = 0, step = 0;
   evaluate(c, starts, t, d, m, pp, 1.0 / double(d * m), out.stages, micro,
@@ -594,12 +631,10 @@ Result Search::run() {
         ++best.feasible;
         // The closed form here; the schedule library for the winner below.
         double total = closedFormStep(pp, m, micro, step);
-        feasible.push_back({d, t, pp, m, total});
+        feasible.push_back({{d, t, pp, m, starts}, total});
         if (total < best.stepSeconds) {
-          best.dp = d;
-          best.tp = t;
-          best.pp = pp;
-          best.microBatches = m;
+          best.shape = {d, t, pp, m, starts};
+          best.profiledOps = c.profiled;
           best.stages = stages;
           best.stepSeconds = total;
         }
@@ -626,9 +661,9 @@ Result Search::run() {
     return best;
   }
   // The winner's fill and drain from the schedule library.
-  if (best.pp > 1) {
-    best.error = scheduledStep(best.pp, best.microBatches, best.stages,
-                               best.stepSeconds, best.bubble);
+  if (best.shape.pp > 1) {
+    best.error = scheduledStep(best.shape.pp, best.shape.microBatches,
+                               best.stages, best.stepSeconds, best.bubble);
     if (!best.error.empty())
       return best;
   }
@@ -648,21 +683,36 @@ Result Search::run() {
   return best;
 }
 
+/// The problem's profile database, if it names one. Throws when it does not
+/// load or was measured on another device than the spec's.
+std::optional<cost::ProfileDatabase> loadProfile(const Problem &p,
+                                                 const cost::DeviceSpec &spec) {
+  if (p.profileDatabase.empty())
+    return std::nullopt;
+  cost::ProfileDatabase db = cost::ProfileDatabase::load(p.profileDatabase);
+  if (!db.device().empty() && db.device() != spec.name)
+    throw cost::CostModelError(p.profileDatabase + ": measured on '" +
+                               db.device() + "', but the device spec is '" +
+                               spec.name + "'");
+  return db;
+}
+
 } // namespace
 
-PlanEvaluation evaluatePlan(const Problem &problem,
-                            const PlanChoice &choice) noexcept {
+StepEvaluation evaluatePlan(const Problem &problem,
+                            const PlanShape &shape) noexcept {
   try {
     cost::DeviceSpec spec =
         cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
-    Search search(problem, spec);
-    return search.evaluatePlan(choice);
+    std::optional<cost::ProfileDatabase> profile = loadProfile(problem, spec);
+    Search search(problem, spec, profile ? &*profile : nullptr);
+    return search.evaluatePlan(shape);
   } catch (const std::exception &e) {
-    PlanEvaluation r;
+    StepEvaluation r;
     r.error = e.what();
     return r;
   } catch (...) {
-    PlanEvaluation r;
+    StepEvaluation r;
     r.error = "unknown error in the auto planner";
     return r;
   }
@@ -681,7 +731,8 @@ Result searchAutoPlan(const Problem &problem) noexcept {
   try {
     cost::DeviceSpec spec =
         cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
-    Search search(problem, spec);
+    std::optional<cost::ProfileDatabase> profile = loadProfile(problem, spec);
+    Search search(problem, spec, profile ? &*profile : nullptr);
     return search.run();
   } catch (const std::exception &e) {
     Result r;
@@ -694,4 +745,4 @@ Result searchAutoPlan(const Problem &problem) noexcept {
   }
 }
 
-} // namespace tessera::dist::autoplan
+} // namespace tessera::planner::autoplan

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AutoPlanSearch.h"
+#include "tessera/Planner/AutoPlanSearch.h"
 
 #include "gtest/gtest.h"
 
@@ -17,7 +17,8 @@
 #include <limits>
 #include <random>
 
-using namespace tessera::dist::autoplan;
+using namespace tessera::planner::autoplan;
+using tessera::planner::PlanShape;
 
 namespace {
 
@@ -109,10 +110,10 @@ struct BruteForce {
   double best = kInf;       ///< least reported step time
   double bestClosed = kInf; ///< least closed-form step time
   size_t plans = 0, fits = 0;
-  PlanChoice bestChoice;
+  PlanShape bestChoice;
 };
 
-std::string describe(const PlanChoice &c) {
+std::string describe(const PlanShape &c) {
   std::string s = "dp " + std::to_string(c.dp) + " tp " + std::to_string(c.tp) +
                   " pp " + std::to_string(c.pp) + " m " +
                   std::to_string(c.microBatches) + " starts";
@@ -143,15 +144,16 @@ BruteForce bruteForce(const Problem &p) {
         for (uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {
           if (__builtin_popcount(mask) != pp - 1)
             continue;
-          PlanChoice c;
+          PlanShape c;
           c.dp = d;
           c.tp = t;
           c.pp = pp;
           c.microBatches = m;
+          c.stageStarts = {0};
           for (int64_t u = 1; u < n; ++u)
             if (mask & (1u << (u - 1)))
               c.stageStarts.push_back(size_t(u));
-          PlanEvaluation e = evaluatePlan(p, c);
+          StepEvaluation e = evaluatePlan(p, c);
           EXPECT_EQ(e.error, "");
           ++out.plans;
           if (!e.error.empty() || !e.fits)
@@ -190,17 +192,13 @@ void checkAgainstBruteForce(bool exactCuts, double kTolerance) {
       continue;
     ++feasibleInstances;
     // The search's plan, re-evaluated.
-    ASSERT_EQ(r.dp * r.tp * r.pp, p.devices);
-    ASSERT_EQ(int64_t(r.stages.size()), r.pp);
-    PlanChoice c;
-    c.dp = r.dp;
-    c.tp = r.tp;
-    c.pp = r.pp;
-    c.microBatches = r.microBatches;
-    c.stageStarts.clear();
-    for (const StagePrediction &s : r.stages)
-      c.stageStarts.push_back(s.firstUnit);
-    PlanEvaluation e = evaluatePlan(p, c);
+    ASSERT_EQ(r.shape.dp * r.shape.tp * r.shape.pp, p.devices);
+    ASSERT_EQ(int64_t(r.stages.size()), r.shape.pp);
+    const PlanShape &c = r.shape;
+    ASSERT_EQ(c.stageStarts.size(), r.stages.size());
+    for (size_t i = 0; i < r.stages.size(); ++i)
+      EXPECT_EQ(c.stageStarts[i], r.stages[i].firstUnit);
+    StepEvaluation e = evaluatePlan(p, c);
     ASSERT_EQ(e.error, "");
     EXPECT_TRUE(e.fits);
     EXPECT_NEAR(e.stepSeconds, r.stepSeconds, 1e-9 * r.stepSeconds);
@@ -283,9 +281,9 @@ TEST(AutoPlanSearch, OneDeviceIsOneStage) {
   p.devices = 1;
   Result r = searchAutoPlan(p);
   ASSERT_EQ(r.error, "");
-  EXPECT_EQ(r.dp, 1);
-  EXPECT_EQ(r.tp, 1);
-  EXPECT_EQ(r.pp, 1);
+  EXPECT_EQ(r.shape.dp, 1);
+  EXPECT_EQ(r.shape.tp, 1);
+  EXPECT_EQ(r.shape.pp, 1);
   ASSERT_EQ(r.stages.size(), 1u);
   EXPECT_EQ(r.stages[0].firstUnit, 0u);
   EXPECT_EQ(r.stages[0].lastUnit, 3u);
@@ -297,10 +295,10 @@ TEST(AutoPlanSearch, PureDataParallelWhenMemoryIsAmple) {
   p.devices = 8;
   Result r = searchAutoPlan(p);
   ASSERT_EQ(r.error, "");
-  EXPECT_EQ(r.dp, 8);
-  EXPECT_EQ(r.tp, 1);
-  EXPECT_EQ(r.pp, 1);
-  EXPECT_EQ(r.microBatches, 1);
+  EXPECT_EQ(r.shape.dp, 8);
+  EXPECT_EQ(r.shape.tp, 1);
+  EXPECT_EQ(r.shape.pp, 1);
+  EXPECT_EQ(r.shape.microBatches, 1);
   EXPECT_EQ(r.bubble, 0);
 }
 
@@ -322,7 +320,7 @@ TEST(AutoPlanSearch, NoMeshIsAnError) {
 
 TEST(AutoPlanSearch, EvaluatePlanRejectsMalformedCuts) {
   Problem p = handProblem();
-  PlanChoice c;
+  PlanShape c;
   c.pp = 2;
   c.stageStarts = {0};
   EXPECT_NE(evaluatePlan(p, c).error, "");
@@ -331,7 +329,7 @@ TEST(AutoPlanSearch, EvaluatePlanRejectsMalformedCuts) {
   c.stageStarts = {1, 2};
   EXPECT_NE(evaluatePlan(p, c).error, "");
   c.stageStarts = {0, 2};
-  PlanEvaluation e = evaluatePlan(p, c);
+  StepEvaluation e = evaluatePlan(p, c);
   EXPECT_EQ(e.error, "");
   ASSERT_EQ(e.stages.size(), 2u);
   EXPECT_EQ(e.stages[1].firstUnit, 2u);

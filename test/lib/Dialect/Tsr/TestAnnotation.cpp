@@ -1,24 +1,26 @@
-//===- TestAnnotation.cpp - print annotations and splits ------------------===//
+//===- TestAnnotation.cpp - Print annotations and splits ------------------===//
 //
-// Prints every annotated op's concrete annotation and dimension sizes and,
-// where the op carries `tsr.test_split`, the local shapes under that split.
-// The output feeds lit tests of the annotation machinery.
+// The test pass -tsr-test-annotation. For every op implementing
+// DimAnnotationOpInterface it prints one line to stdout:
+//
+//     <op name>: <annotation> | sizes: b=2 m=3 ...
+//
+// and, when the op carries `tsr.test_split = {name = factor, ...}`, a second
+// line with the local shape of every operand and result under that split
+// (several names at once) and which results hold partial sums. An annotation
+// that does not fit the op, or an infeasible split, is an error at the op's
+// location. The output feeds lit tests of the annotation machinery; like
+// upstream MLIR's test passes it lives under test/lib and only tessera-opt
+// links it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
-#include "tessera/Dialect/Tsr/Transforms/Passes.h"
 #include "tessera/Interfaces/DimAnnotationInterface.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Pass/Pass.h"
 #include "llvm/Support/raw_ostream.h"
-
-namespace tessera {
-namespace tsr {
-#define GEN_PASS_DEF_TSRTESTANNOTATION
-#include "tessera/Dialect/Tsr/Transforms/Passes.h.inc"
-} // namespace tsr
-} // namespace tessera
 
 using namespace mlir;
 using namespace tessera;
@@ -36,7 +38,14 @@ std::string shapeText(const annotation::Shape &shape) {
 }
 
 struct TestAnnotationPass
-    : public tsr::impl::TsrTestAnnotationBase<TestAnnotationPass> {
+    : public PassWrapper<TestAnnotationPass, OperationPass<>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestAnnotationPass)
+
+  StringRef getArgument() const final { return "tsr-test-annotation"; }
+  StringRef getDescription() const final {
+    return "Print each op's dimension annotation and a requested split";
+  }
+
   void runOnOperation() override {
     bool failedAny = false;
     getOperation()->walk([&](DimAnnotationOpInterface op) {
@@ -90,3 +99,7 @@ struct TestAnnotationPass
 };
 
 } // namespace
+
+namespace tessera::test {
+void registerTestAnnotationPass() { PassRegistration<TestAnnotationPass>(); }
+} // namespace tessera::test

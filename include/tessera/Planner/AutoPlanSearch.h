@@ -1,26 +1,28 @@
-//===- AutoPlanSearch.h - the auto policy's search, plain C++ --*- C++ -*-===//
+//===- AutoPlanSearch.h - The auto mesh search ------------------*- C++ -*-===//
 //
-// The cost model and search of `dist-plan plan=auto`, without MLIR types:
-// AutoPlan.cpp describes the training step as a layer graph (units with
-// their ops, parameters, optimizer state, activations and boundary bytes),
-// this file tries every uniform mesh dp x tp x pp and micro-batch count the
-// partitioner can run, cuts the units into stages with the planner library
-// and returns the fastest plan that fits. It is compiled with exceptions
-// (the cost, planner and schedule libraries report errors by throwing) and
-// its entry point never throws, so the pass (built without exceptions) can
-// call it.
+// The cost model and search behind `dist-plan plan=auto`, without MLIR
+// types: the pass (lib/Dialect/Dist/Transforms/AutoPlan.cpp) describes the
+// training step as a layer graph (units with their ops, parameters,
+// optimizer state, activations and boundary bytes); the search tries every
+// uniform mesh dp x tp x pp and micro-batch count the partitioner can run,
+// cuts the units into stages (exactly, or with the Piper planner) and
+// returns the fastest plan that fits. The cost, planner and schedule
+// libraries report errors by throwing; every entry point here catches them
+// and never throws, so passes built without exceptions can call it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TESSERA_LIB_DIALECT_DIST_TRANSFORMS_AUTOPLANSEARCH_H
-#define TESSERA_LIB_DIALECT_DIST_TRANSFORMS_AUTOPLANSEARCH_H
+#ifndef TESSERA_PLANNER_AUTOPLANSEARCH_H
+#define TESSERA_PLANNER_AUTOPLANSEARCH_H
+
+#include "tessera/Planner/PlanShape.h"
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace tessera::dist::autoplan {
+namespace tessera::planner::autoplan {
 
 /// One op of the step, measured at the full batch.
 struct OpCost {
@@ -36,6 +38,17 @@ struct OpCost {
   double allReduceBytes = 0;
   double allGatherBytes = 0;
   bool isMatmul = false; ///< counted in the model FLOPs (MFU)
+  /// For the profile database: the op's name without its dialect
+  /// ("matmul") and its operands at the full batch, each with the dimension
+  /// the batch splits and the one tp splits (-1: none). A plan's local
+  /// shapes divide the first by dp x micro-batches when the op runs per
+  /// micro-batch and the second by tp when the op is tp-split.
+  struct Operand {
+    std::vector<int64_t> shape;
+    int batchDim = -1, tpDim = -1;
+  };
+  std::string op;
+  std::vector<Operand> operands;
 };
 
 /// One layer group ("unit") of the step; bytes at the full batch.
@@ -67,6 +80,10 @@ struct Problem {
   std::string schedule = "1f1b"; ///< 1f1b or gpipe
   bool zero1 = false;
   std::string mainDtype = "fp32";
+  /// A profile database file (docs/planner.md), "" for none: a measured
+  /// time for an op's name, dtype and local operand shapes replaces its
+  /// roofline estimate (collectives are still added).
+  std::string profileDatabase;
   /// Cut the units into stages exactly (a dynamic program on the step time)
   /// where that is cheap, else with the planner library (Piper's objective,
   /// the slowest stage, which can miss the best step time: within 8.3 % on
@@ -82,15 +99,19 @@ struct StagePrediction {
   double stepSeconds = 0;  ///< once per step: updates, dp gradient sync
 };
 
+/// A feasible plan the search scored, by the closed-form step time it ranks
+/// candidates by.
 struct Candidate {
-  int64_t dp = 1, tp = 1, pp = 1, microBatches = 1;
+  PlanShape shape;
   double stepSeconds = 0;
 };
 
 struct Result {
   std::string error; ///< non-empty: no plan
   std::string specName;
-  int64_t dp = 1, tp = 1, pp = 1, microBatches = 1;
+  /// The chosen plan; its stageStarts are those of `stages` (one per stage,
+  /// {0} when pp = 1).
+  PlanShape shape;
   std::vector<StagePrediction> stages;
   double stepSeconds = 0;
   double bubble = 0; ///< idle fraction of the schedule (schedule library)
@@ -98,21 +119,20 @@ struct Result {
   double mfu = 0;
   double cpuSeconds = 0;
   size_t candidates = 0, feasible = 0, plannerCalls = 0;
-  std::vector<Candidate> runnersUp; ///< the next best feasible meshes
+  /// Ops of the step whose time under the chosen plan came from the profile
+  /// database.
+  size_t profiledOps = 0;
+  std::vector<Candidate> runnersUp; ///< the next best feasible plans
 };
 
 /// Never throws; errors come back in Result::error.
 Result searchAutoPlan(const Problem &problem) noexcept;
 
-/// One fully specified plan: a mesh, a micro-batch count and the first unit
-/// of each of the pp stages (ascending, starting at 0).
-struct PlanChoice {
-  int64_t dp = 1, tp = 1, pp = 1, microBatches = 1;
-  std::vector<size_t> stageStarts = {0};
-};
-
-struct PlanEvaluation {
-  std::string error; ///< non-empty: the choice is malformed
+/// The search's cost and memory model applied to one plan. (Not Piper's
+/// planner::PlanEvaluation: that one scores per-sample time of stages with
+/// their own degrees; this one the step time of a uniform mesh.)
+struct StepEvaluation {
+  std::string error; ///< non-empty: the shape is malformed
   bool fits = false; ///< every stage fits in Problem::memoryBytes
   std::vector<StagePrediction> stages;
   /// The step time searchAutoPlan reports for this plan (the schedule
@@ -122,15 +142,16 @@ struct PlanEvaluation {
   double bubble = 0;
 };
 
-/// Evaluates one plan with the search's cost and memory model. Does not
-/// check that the mesh is one the search would try. Never throws.
-PlanEvaluation evaluatePlan(const Problem &problem,
-                            const PlanChoice &choice) noexcept;
+/// Evaluates one fully specified plan: `shape.stageStarts` must hold the
+/// first unit of each of the pp stages, ascending from 0. Does not check
+/// that the mesh is one the search would try. Never throws.
+StepEvaluation evaluatePlan(const Problem &problem,
+                            const PlanShape &shape) noexcept;
 
 /// Resolves "h100" / "a100" / "cpu" / a bundled name / a file; "" when it
 /// loads, else the error.
 std::string checkDeviceSpec(const std::string &nameOrPath) noexcept;
 
-} // namespace tessera::dist::autoplan
+} // namespace tessera::planner::autoplan
 
-#endif // TESSERA_LIB_DIALECT_DIST_TRANSFORMS_AUTOPLANSEARCH_H
+#endif // TESSERA_PLANNER_AUTOPLANSEARCH_H
