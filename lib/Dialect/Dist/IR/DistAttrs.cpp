@@ -32,20 +32,23 @@ void DistDialect::registerAttributes() {
       >();
 }
 
-MeshAttr tessera::dist::getEnclosingMesh(Operation *op) {
+namespace {
+/// The attribute `name` of type A on `op` or its closest ancestor with one.
+template <class A> A getEnclosing(Operation *op, StringRef name) {
   for (; op; op = op->getParentOp())
-    if (auto mesh = op->getAttrOfType<MeshAttr>(
-            DistDialect::MeshAttrHelper::getNameStr()))
-      return mesh;
+    if (auto attr = op->getAttrOfType<A>(name))
+      return attr;
   return {};
+}
+} // namespace
+
+MeshAttr tessera::dist::getEnclosingMesh(Operation *op) {
+  return getEnclosing<MeshAttr>(op, DistDialect::MeshAttrHelper::getNameStr());
 }
 
 PipelineAttr tessera::dist::getEnclosingPipeline(Operation *op) {
-  for (; op; op = op->getParentOp())
-    if (auto pipeline = op->getAttrOfType<PipelineAttr>(
-            DistDialect::PipelineAttrHelper::getNameStr()))
-      return pipeline;
-  return {};
+  return getEnclosing<PipelineAttr>(
+      op, DistDialect::PipelineAttrHelper::getNameStr());
 }
 
 //===----------------------------------------------------------------------===//
