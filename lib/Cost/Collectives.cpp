@@ -19,7 +19,7 @@ Collective parseCollective(const std::string &name) {
     return Collective::AllToAll;
   if (name == "send_recv")
     return Collective::SendRecv;
-  throw CostModelError("unknown collective '" + name + "'");
+  throw Exception("unknown collective '" + name + "'");
 }
 
 const char *collectiveName(Collective kind) {
@@ -43,11 +43,11 @@ const char *collectiveName(Collective kind) {
 double collectiveTime(Collective kind, CollectiveAlgorithm algorithm,
                       double bytes, int ranks, const LinkSpec &link) {
   if (ranks < 1)
-    throw CostModelError("collective over fewer than one rank");
+    throw Exception("collective over fewer than one rank");
   if (bytes < 0)
-    throw CostModelError("collective of a negative number of bytes");
+    throw Exception("collective of a negative number of bytes");
   if (!(link.bandwidth > 0))
-    throw CostModelError("collective over a link without bandwidth");
+    throw Exception("collective over a link without bandwidth");
   // A point-to-point transfer is not a group operation: it costs one message
   // even when "ranks" is 1 (the two ends are different devices).
   if (kind == Collective::SendRecv)

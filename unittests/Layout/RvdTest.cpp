@@ -10,6 +10,8 @@
 #include <random>
 
 using namespace tessera::layout;
+using tessera::Error;
+using tessera::Result;
 
 namespace {
 

@@ -28,7 +28,7 @@ enum class Collective {
 enum class CollectiveAlgorithm { Ring, Tree };
 
 /// Parses "all_reduce", "all_gather", "reduce_scatter", "broadcast",
-/// "all_to_all", "send_recv"; throws CostModelError otherwise.
+/// "all_to_all", "send_recv"; throws Exception otherwise.
 Collective parseCollective(const std::string &name);
 const char *collectiveName(Collective kind);
 

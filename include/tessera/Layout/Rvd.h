@@ -16,12 +16,15 @@
 // sub-groups along each axis. See docs/layouts.md.
 //
 // Plain C++17 with no MLIR types, and no exceptions: every failure is a
-// Result carrying a message, so passes built without exceptions can call it.
+// Result (tessera/Support/Result.h), so passes built without exceptions can
+// call it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSERA_LAYOUT_RVD_H
 #define TESSERA_LAYOUT_RVD_H
+
+#include "tessera/Support/Result.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -33,33 +36,6 @@
 
 namespace tessera {
 namespace layout {
-
-//===----------------------------------------------------------------------===//
-// Errors
-//===----------------------------------------------------------------------===//
-
-/// A failure with a message meant for a user.
-struct Error {
-  std::string message;
-};
-
-/// Either a value or an Error (the library does not throw).
-template <typename T> class Result {
-public:
-  Result(T value) : value(std::move(value)) {}
-  Result(Error error) : error(std::move(error)) {}
-  explicit operator bool() const { return value.has_value(); }
-  T &operator*() { return *value; }
-  const T &operator*() const { return *value; }
-  T *operator->() { return &*value; }
-  const T *operator->() const { return &*value; }
-  /// The error message; only valid when the result holds no value.
-  const std::string &message() const { return error->message; }
-
-private:
-  std::optional<T> value;
-  std::optional<Error> error;
-};
 
 //===----------------------------------------------------------------------===//
 // Mesh

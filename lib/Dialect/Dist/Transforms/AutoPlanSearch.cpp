@@ -278,7 +278,7 @@ std::vector<size_t> Search::cut(const UnitCosts &c, int64_t t, int64_t pp,
   planner::Plan plan;
   try {
     plan = planner::planPiper(ins, options);
-  } catch (const planner::PlanError &) {
+  } catch (const Exception &) {
     return {}; // nothing fits
   }
   plannerSeconds += plan.stats.cpuSeconds;
