@@ -3,6 +3,7 @@
 #include "tessera/Layout/Rvd.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -338,6 +339,7 @@ std::optional<size_t> Mesh::axisIndex(const std::string &name) const {
 }
 
 std::vector<int64_t> Mesh::coordinates(int64_t rank) const {
+  assert(rank >= 0 && rank < numRanks() && "rank outside the mesh");
   std::vector<int64_t> coords(axisList.size(), 0);
   for (size_t i = axisList.size(); i-- > 0;) {
     coords[i] = rank % axisList[i].size;
@@ -347,10 +349,50 @@ std::vector<int64_t> Mesh::coordinates(int64_t rank) const {
 }
 
 int64_t Mesh::rankOf(const std::vector<int64_t> &coords) const {
+  assert(coords.size() == axisList.size() && "one coordinate per axis");
   int64_t rank = 0;
-  for (size_t i = 0; i < axisList.size(); ++i)
+  for (size_t i = 0; i < axisList.size(); ++i) {
+    assert(coords[i] >= 0 && coords[i] < axisList[i].size &&
+           "coordinate outside its axis");
     rank = rank * axisList[i].size + coords[i];
+  }
   return rank;
+}
+
+int64_t Mesh::stride(size_t axis) const {
+  int64_t stride = 1;
+  for (size_t i = axis + 1; i < axisList.size(); ++i)
+    stride *= axisList[i].size;
+  return stride;
+}
+
+std::vector<int64_t> Mesh::groupOf(int64_t rank,
+                                   const std::vector<size_t> &axes) const {
+  std::vector<size_t> free;
+  for (size_t axis : axes) {
+    assert(axis < axisList.size() && "groupOf: not an axis of the mesh");
+    if (std::find(free.begin(), free.end(), axis) == free.end())
+      free.push_back(axis);
+  }
+  // Walk the free axes' coordinates like an odometer; the other axes keep
+  // `rank`'s coordinates.
+  std::vector<int64_t> coords = coordinates(rank);
+  for (size_t axis : free)
+    coords[axis] = 0;
+  std::vector<int64_t> group;
+  while (true) {
+    group.push_back(rankOf(coords));
+    size_t k = 0;
+    for (; k < free.size(); ++k) {
+      if (++coords[free[k]] < axisList[free[k]].size)
+        break;
+      coords[free[k]] = 0;
+    }
+    if (k == free.size())
+      break;
+  }
+  std::sort(group.begin(), group.end());
+  return group;
 }
 
 std::vector<std::vector<int64_t>> Mesh::groups(size_t axis) const {

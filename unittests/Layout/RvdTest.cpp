@@ -88,6 +88,23 @@ TEST(RvdMesh, Groups) {
   EXPECT_TRUE(mesh.groups(5).empty());
 }
 
+TEST(RvdMesh, StrideAndGroupOf) {
+  Mesh mesh = makeMesh("dp=2,tp=3,pp=2");
+  EXPECT_EQ(mesh.stride(0), 6);
+  EXPECT_EQ(mesh.stride(1), 2);
+  EXPECT_EQ(mesh.stride(2), 1);
+  using G = std::vector<int64_t>;
+  // Rank 7 is (dp 1, tp 0, pp 1).
+  EXPECT_EQ(mesh.groupOf(7, {1}), (G{7, 9, 11}));
+  EXPECT_EQ(mesh.groupOf(7, {0}), (G{1, 7}));
+  EXPECT_EQ(mesh.groupOf(7, {2, 0, 2}), (G{0, 1, 6, 7}));
+  EXPECT_EQ(mesh.groupOf(7, {}), (G{7}));
+  // One group along an axis is that axis' sub-group, in coordinate order.
+  for (size_t axis = 0; axis < mesh.numAxes(); ++axis)
+    for (const G &group : mesh.groups(axis))
+      EXPECT_EQ(mesh.groupOf(group.back(), {axis}), group);
+}
+
 TEST(RvdMesh, Errors) {
   EXPECT_EQ(parseMesh("dp=2,tp").message(),
             "mesh 'dp=2,tp': entry 2 'tp' is not name=size");

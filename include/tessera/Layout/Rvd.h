@@ -48,6 +48,10 @@ struct MeshAxis {
 
 /// Ordered named axes. Ranks are numbered row-major: the last axis varies
 /// fastest, so `dp=2,tp=2` puts tp pairs on consecutive ranks (inside a node).
+///
+/// This is the one implementation of the rank <-> coordinate mapping: the
+/// dialect's #dist.mesh converts to it (MeshAttr::getMesh) for its rank
+/// arithmetic, and so does every pass and library that needs ranks.
 class Mesh {
 public:
   /// Checks that names are identifiers, unique, and sizes at least 1.
@@ -59,9 +63,17 @@ public:
   int64_t numRanks() const;
   std::optional<size_t> axisIndex(const std::string &name) const;
 
-  /// The coordinate of \p rank along every axis.
+  /// The coordinate of \p rank along every axis (0 <= rank < numRanks()).
   std::vector<int64_t> coordinates(int64_t rank) const;
+  /// The rank at \p coordinates (one in-range coordinate per axis).
   int64_t rankOf(const std::vector<int64_t> &coordinates) const;
+  /// How far apart in rank order two ranks are whose coordinates differ by
+  /// one on \p axis only: the product of the sizes of the later axes.
+  int64_t stride(size_t axis) const;
+  /// The ranks that share \p rank's coordinates on every axis not in
+  /// \p axes, sorted; \p rank is one of them.
+  std::vector<int64_t> groupOf(int64_t rank,
+                               const std::vector<size_t> &axes) const;
   /// The sub-groups along \p axis: the ranks that differ only in that axis'
   /// coordinate, each ordered by the coordinate, groups by their first rank.
   /// A collective on the axis runs independently inside each group.
