@@ -2,6 +2,7 @@
 
 #include "tessera/Cost/Collectives.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera::cost {
@@ -40,6 +41,62 @@ const char *collectiveName(Collective kind) {
   return "?";
 }
 
+AlphaBeta alphaBeta(const LinkSpec &link) {
+  return {link.latency, 1.0 / link.bandwidth};
+}
+
+CollectiveTraffic collectiveTraffic(Collective kind,
+                                    CollectiveAlgorithm algorithm, double bytes,
+                                    int64_t ranks) noexcept {
+  // A point-to-point transfer is not a group operation: it costs one message
+  // even when "ranks" is 1 (the two ends are different devices).
+  if (kind == Collective::SendRecv)
+    return {1, bytes};
+  if (ranks <= 1)
+    return {0, 0};
+  const double n = static_cast<double>(ranks);
+  // Fraction of the buffer each rank must send in a bandwidth-optimal
+  // algorithm: everything except its own 1/n share.
+  const double share = (n - 1) / n;
+  const double logN = std::ceil(std::log2(n));
+  if (algorithm == CollectiveAlgorithm::Ring) {
+    switch (kind) {
+    case Collective::AllReduce: // reduce-scatter then all-gather
+      return {2 * (n - 1), 2 * share * bytes};
+    case Collective::AllGather:
+    case Collective::ReduceScatter:
+    case Collective::AllToAll:
+      return {n - 1, share * bytes};
+    case Collective::Broadcast: // pipelined chain: latency per hop only
+      return {n - 1, bytes};
+    case Collective::SendRecv:
+      break;
+    }
+  } else {
+    switch (kind) {
+    case Collective::AllReduce: // pipelined reduce up + broadcast down
+      return {2 * logN, 2 * bytes};
+    case Collective::Broadcast:
+      return {logN, bytes};
+    case Collective::AllGather: // recursive doubling / halving
+    case Collective::ReduceScatter:
+      return {logN, share * bytes};
+    case Collective::AllToAll: // Bruck: log rounds, half the data each
+      return {logN, 0.5 * logN * bytes};
+    case Collective::SendRecv:
+      break;
+    }
+  }
+  return {0, 0};
+}
+
+double collectiveTime(Collective kind, CollectiveAlgorithm algorithm,
+                      double bytes, int64_t ranks,
+                      const AlphaBeta &link) noexcept {
+  CollectiveTraffic traffic = collectiveTraffic(kind, algorithm, bytes, ranks);
+  return traffic.messages * link.alpha + traffic.bytes * link.beta;
+}
+
 double collectiveTime(Collective kind, CollectiveAlgorithm algorithm,
                       double bytes, int ranks, const LinkSpec &link) {
   if (ranks < 1)
@@ -48,62 +105,28 @@ double collectiveTime(Collective kind, CollectiveAlgorithm algorithm,
     throw Exception("collective of a negative number of bytes");
   if (!(link.bandwidth > 0))
     throw Exception("collective over a link without bandwidth");
-  // A point-to-point transfer is not a group operation: it costs one message
-  // even when "ranks" is 1 (the two ends are different devices).
-  if (kind == Collective::SendRecv)
-    return link.latency + bytes / link.bandwidth;
-  if (ranks == 1)
-    return 0;
-  const double n = ranks;
-  const double a = link.latency;
-  const double perByte = 1.0 / link.bandwidth;
-  // Fraction of the buffer each rank must send in a bandwidth-optimal
-  // algorithm: everything except its own 1/n share.
-  const double share = (n - 1) / n;
-  const double logN = std::ceil(std::log2(n));
-  if (algorithm == CollectiveAlgorithm::Ring) {
-    switch (kind) {
-    case Collective::AllReduce: // reduce-scatter then all-gather
-      return 2 * (n - 1) * a + 2 * share * bytes * perByte;
-    case Collective::AllGather:
-    case Collective::ReduceScatter:
-    case Collective::AllToAll:
-      return (n - 1) * a + share * bytes * perByte;
-    case Collective::Broadcast: // pipelined chain: latency per hop only
-      return (n - 1) * a + bytes * perByte;
-    case Collective::SendRecv:
-      break;
-    }
-  } else {
-    switch (kind) {
-    case Collective::AllReduce: // pipelined reduce up + broadcast down
-      return 2 * logN * a + 2 * bytes * perByte;
-    case Collective::Broadcast:
-      return logN * a + bytes * perByte;
-    case Collective::AllGather: // recursive doubling / halving
-    case Collective::ReduceScatter:
-      return logN * a + share * bytes * perByte;
-    case Collective::AllToAll: // Bruck: log rounds, half the data each
-      return logN * a + 0.5 * logN * bytes * perByte;
-    case Collective::SendRecv:
-      break;
-    }
-  }
-  return 0;
+  return collectiveTime(kind, algorithm, bytes, int64_t(ranks),
+                        alphaBeta(link));
 }
 
-const LinkSpec &linkForGroup(const DeviceSpec &spec, int ranks) {
-  return ranks <= spec.devicesPerNode ? spec.intraNode : spec.interNode;
+const LinkSpec &linkForGroup(const DeviceSpec &spec, int64_t ranks,
+                             int64_t stride) {
+  return ranks * stride <= spec.devicesPerNode ? spec.intraNode
+                                               : spec.interNode;
 }
 
-double bestCollectiveTime(const DeviceSpec &spec, Collective kind, double bytes,
-                          int ranks) {
-  const LinkSpec &link = linkForGroup(spec, ranks);
+double bestCollectiveTime(Collective kind, double bytes, int ranks,
+                          const LinkSpec &link) {
   double ring =
       collectiveTime(kind, CollectiveAlgorithm::Ring, bytes, ranks, link);
   double tree =
       collectiveTime(kind, CollectiveAlgorithm::Tree, bytes, ranks, link);
   return std::min(ring, tree);
+}
+
+double bestCollectiveTime(const DeviceSpec &spec, Collective kind, double bytes,
+                          int ranks) {
+  return bestCollectiveTime(kind, bytes, ranks, linkForGroup(spec, ranks));
 }
 
 } // namespace tessera::cost

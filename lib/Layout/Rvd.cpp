@@ -262,27 +262,28 @@ Result<Step> applyChecked(const Mesh &mesh, const TensorShape &tensor,
   }
   }
 
-  // The alpha-beta costs of ring algorithms inside each group of n ranks,
-  // B being the local tensor before the step. All groups run in parallel,
-  // so one group's time is the step's time.
-  const CostModel::Link &link = model.link(mesh, t.axis);
+  // Collectives cost what cost::collectiveTime says of ring algorithms
+  // inside each group of n ranks, B being the local tensor before the step.
+  // All groups run in parallel, so one group's time is the step's time.
   step.localBytes = checkedLocalBytes(mesh, tensor, layout);
   const double bytes = static_cast<double>(step.localBytes);
   const double nd = static_cast<double>(n);
-  double messages = 0;
+  // The collective's logical tensor: B, except for all_gather, whose B is
+  // one of the n shards of its output.
+  double logicalBytes = bytes;
+  cost::Collective collective = cost::Collective::AllReduce;
   switch (t.primitive) {
-  case Primitive::AllReduce: // reduce-scatter + all-gather of B
-    step.bytesSent = 2 * (nd - 1) / nd * bytes;
-    messages = 2 * (nd - 1);
+  case Primitive::AllReduce:
     break;
-  case Primitive::ReduceScatter: // sends all but its own 1/n of B
+  case Primitive::ReduceScatter:
+    collective = cost::Collective::ReduceScatter;
+    break;
   case Primitive::AllToAll:
-    step.bytesSent = (nd - 1) / nd * bytes;
-    messages = nd - 1;
+    collective = cost::Collective::AllToAll;
     break;
-  case Primitive::AllGather: // B is one shard: receives n-1 of them
-    step.bytesSent = (nd - 1) * bytes;
-    messages = nd - 1;
+  case Primitive::AllGather:
+    collective = cost::Collective::AllGather;
+    logicalBytes = nd * bytes;
     break;
   case Primitive::LocalSlice: // copies out its 1/n
     step.cost = bytes / nd * model.gamma;
@@ -291,7 +292,11 @@ Result<Step> applyChecked(const Mesh &mesh, const TensorShape &tensor,
     step.cost = bytes * model.gamma;
     return step;
   }
-  step.cost = step.bytesSent * link.beta + messages * link.alpha;
+  const auto ring = cost::CollectiveAlgorithm::Ring;
+  step.bytesSent =
+      cost::collectiveTraffic(collective, ring, logicalBytes, n).bytes;
+  step.cost = cost::collectiveTime(collective, ring, logicalBytes, n,
+                                   model.link(mesh, t.axis));
   return step;
 }
 
@@ -874,8 +879,9 @@ Result<Path> findPath(const Mesh &mesh, const TensorShape &tensor,
 
 double sendRecvCost(const CostModel &model, const Mesh &mesh, size_t axis,
                     double bytes) {
-  const CostModel::Link &link = model.link(mesh, axis);
-  return link.alpha + bytes * link.beta;
+  return cost::collectiveTime(cost::Collective::SendRecv,
+                              cost::CollectiveAlgorithm::Ring, bytes, 2,
+                              model.link(mesh, axis));
 }
 
 //===----------------------------------------------------------------------===//

@@ -70,4 +70,40 @@ TEST(Collectives, BestPicksTreeForSmallAndRingForLarge) {
                                          spec.interNode));
 }
 
+TEST(Collectives, AlphaBetaFormIsTheSameModel) {
+  // The spec's link and its alpha-beta form price every collective alike.
+  const AlphaBeta ab = alphaBeta(kLink);
+  EXPECT_EQ(ab.alpha, 1e-5);
+  EXPECT_EQ(ab.beta, 1.0 / 1e9);
+  for (int k = 0; k <= static_cast<int>(Collective::SendRecv); ++k)
+    for (auto algorithm :
+         {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree})
+      for (int ranks : {1, 2, 3, 8}) {
+        Collective kind = static_cast<Collective>(k);
+        CollectiveTraffic t = collectiveTraffic(kind, algorithm, 1e6, ranks);
+        EXPECT_EQ(collectiveTime(kind, algorithm, 1e6, int64_t(ranks), ab),
+                  t.messages * ab.alpha + t.bytes * ab.beta);
+        EXPECT_DOUBLE_EQ(
+            collectiveTime(kind, algorithm, 1e6, ranks, kLink),
+            collectiveTime(kind, algorithm, 1e6, int64_t(ranks), ab));
+      }
+  // A ring all-gather of n shards of B sends (n-1) B per rank.
+  EXPECT_EQ(collectiveTraffic(Collective::AllGather, CollectiveAlgorithm::Ring,
+                              4 * 128.0, 4)
+                .bytes,
+            3 * 128.0);
+  EXPECT_EQ(
+      collectiveTraffic(Collective::SendRecv, CollectiveAlgorithm::Ring, 10, 1)
+          .messages,
+      1);
+}
+
+TEST(Collectives, LinkForGroupWithStride) {
+  DeviceSpec spec;
+  spec.devicesPerNode = 8;
+  // 4 ranks 2 apart span 8 devices: one node; 4 ranks 4 apart do not.
+  EXPECT_EQ(&linkForGroup(spec, 4, 2), &spec.intraNode);
+  EXPECT_EQ(&linkForGroup(spec, 4, 4), &spec.interNode);
+}
+
 } // namespace

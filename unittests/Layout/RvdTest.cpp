@@ -273,6 +273,18 @@ TEST(RvdCost, StepFormulas) {
   EXPECT_DOUBLE_EQ(slice.cost, 512.0 / 4 * gamma);
   Step zero = step("R", {Primitive::LocalZero, 0, -1, -1});
   EXPECT_EQ(zero.after.str(), "V");
+  // The collectives are priced by the cost library's model, ring algorithms
+  // on the axis' link (all_gather's logical tensor is its output).
+  using tessera::cost::Collective;
+  auto ring = [&](Collective kind, double bytes) {
+    return tessera::cost::collectiveTime(
+        kind, tessera::cost::CollectiveAlgorithm::Ring, bytes, 4,
+        model.link(mesh, 0));
+  };
+  EXPECT_EQ(ar.cost, ring(Collective::AllReduce, 512));
+  EXPECT_EQ(rs.cost, ring(Collective::ReduceScatter, 512));
+  EXPECT_EQ(ag.cost, ring(Collective::AllGather, 4 * 128));
+  EXPECT_EQ(a2a.cost, ring(Collective::AllToAll, 128));
   EXPECT_DOUBLE_EQ(zero.cost, 512 * gamma);
 }
 

@@ -11,7 +11,8 @@
 // searches the cheapest sequence of primitives that converts one into the
 // other: all_reduce (V->R), reduce_scatter (V->D), all_gather (D->R),
 // all_to_all (D(i)->D(j)), local_slice (R->D) and local_zero (R->V), each
-// acting on one mesh axis, costed with an alpha-beta model per axis. The
+// acting on one mesh axis, costed with the alpha-beta model of lib/Cost
+// (cost::collectiveTime, ring algorithms) on a link per axis. The
 // result names the collectives that dist-lower-comm emits inside the
 // sub-groups along each axis. See docs/layouts.md.
 //
@@ -24,6 +25,7 @@
 #ifndef TESSERA_LAYOUT_RVD_H
 #define TESSERA_LAYOUT_RVD_H
 
+#include "tessera/Cost/Collectives.h"
 #include "tessera/Support/Result.h"
 
 #include <cstddef>
@@ -197,16 +199,14 @@ struct Transition {
 };
 
 /// Alpha-beta costs: a message costs alpha seconds, a byte beta seconds, per
-/// mesh axis (tp inside a node, dp across nodes). gamma (seconds per byte) is
-/// the local copy of slicing and zeroing: kept far below beta so that those
-/// steps are never free (the search stays deterministic) yet always cheaper
-/// than communicating.
+/// mesh axis (tp inside a node, dp across nodes); collectives are priced by
+/// cost::collectiveTime. gamma (seconds per byte) is the local copy of
+/// slicing and zeroing: kept far below beta so that those steps are never
+/// free (the search stays deterministic) yet always cheaper than
+/// communicating.
 struct CostModel {
-  struct Link {
-    double alpha = 1e-5; ///< seconds per message
-    double beta = 1e-11; ///< seconds per byte (1 / bandwidth)
-  };
-  Link defaultLink;
+  using Link = cost::AlphaBeta;
+  Link defaultLink{1e-5, 1e-11};
   /// Overrides by axis name.
   std::map<std::string, Link> axisLinks;
   double gamma = 1e-14;
@@ -266,7 +266,8 @@ Result<Path> findPath(const Mesh &mesh, const TensorShape &tensor,
                       const SearchOptions &options = {});
 
 /// Seconds to send a local tensor of \p bytes from one group to another that
-/// differs along \p axis (pipeline stages): alpha + bytes * beta of its link.
+/// differs along \p axis (pipeline stages): cost::collectiveTime of a
+/// send/recv, alpha + bytes * beta of its link.
 double sendRecvCost(const CostModel &model, const Mesh &mesh, size_t axis,
                     double bytes);
 

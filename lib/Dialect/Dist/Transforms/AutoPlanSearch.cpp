@@ -66,19 +66,16 @@ layout::Mesh planMesh(int64_t d, int64_t t, int64_t pp) {
 /// mesh.stride(axis) apart in rank order.
 const cost::LinkSpec &groupLink(const cost::DeviceSpec &spec,
                                 const layout::Mesh &mesh, size_t axis) {
-  return mesh.axis(axis).size * mesh.stride(axis) <= spec.devicesPerNode
-             ? spec.intraNode
-             : spec.interNode;
+  return cost::linkForGroup(spec, mesh.axis(axis).size, mesh.stride(axis));
 }
 
+/// The cost model's time of a collective the partitioner emits: none when
+/// there is nothing to send or no one to send it to.
 double collective(cost::Collective kind, double bytes, int64_t ranks,
                   const cost::LinkSpec &link) {
   if (ranks <= 1 || bytes <= 0)
     return 0;
-  return std::min(cost::collectiveTime(kind, cost::CollectiveAlgorithm::Ring,
-                                       bytes, static_cast<int>(ranks), link),
-                  cost::collectiveTime(kind, cost::CollectiveAlgorithm::Tree,
-                                       bytes, static_cast<int>(ranks), link));
+  return cost::bestCollectiveTime(kind, bytes, static_cast<int>(ranks), link);
 }
 
 /// Per-unit costs of one candidate (tp, dp, micro-batches).
