@@ -22,8 +22,8 @@ extern const unsigned kNumBundledSpecs;
 double DeviceSpec::peakFlopsFor(const std::string &dtype) const {
   auto it = peakFlops.find(dtype);
   if (it == peakFlops.end())
-    throw CostModelError("device spec '" + name + "' has no peak FLOP/s for '" +
-                         dtype + "'");
+    throw Exception("device spec '" + name + "' has no peak FLOP/s for '" +
+                    dtype + "'");
   return it->second;
 }
 
@@ -44,33 +44,30 @@ LinkSpec parseLink(const JsonObject &spec, const char *field) {
 
 DeviceSpec parseDeviceSpec(const std::string &jsonText,
                            const std::string &origin) {
-  return support::rethrowAs<CostModelError>([&] {
-    using Range = JsonValue::Range;
-    nlohmann::json j = support::parseJson(jsonText, origin);
-    JsonObject o = JsonValue(j, origin).getObject(
-        {"name", "description", "peak_flops", "memory_bandwidth",
-         "memory_bytes", "devices_per_node", "intra_node", "inter_node"},
-        "a device spec");
-    DeviceSpec spec;
-    spec.name = o.get("name").getString("the spec's name");
-    if (auto d = o.find("description"))
-      spec.description = d->getString("a description");
-    JsonObject peaks = o.get("peak_flops").getMap("a map from dtype to FLOP/s");
-    if (peaks.empty())
-      peaks.fail("expected at least one dtype (e.g. \"fp32\": 6.7e13)");
-    for (const auto &[dtype, value] : peaks.entries())
-      spec.peakFlops[dtype] = value.getNumber(Range::Positive, "FLOP/s");
-    spec.memoryBandwidth = o.get("memory_bandwidth")
-                               .getNumber(Range::Positive, "bytes per second");
-    spec.memoryBytes =
-        o.get("memory_bytes").getNumber(Range::Positive, "bytes");
-    spec.devicesPerNode =
-        static_cast<int>(o.get("devices_per_node")
-                             .getInt(1, kMaxDevicesPerNode, "a device count"));
-    spec.intraNode = parseLink(o, "intra_node");
-    spec.interNode = parseLink(o, "inter_node");
-    return spec;
-  });
+  using Range = JsonValue::Range;
+  nlohmann::json j = support::parseJson(jsonText, origin);
+  JsonObject o = JsonValue(j, origin).getObject(
+      {"name", "description", "peak_flops", "memory_bandwidth", "memory_bytes",
+       "devices_per_node", "intra_node", "inter_node"},
+      "a device spec");
+  DeviceSpec spec;
+  spec.name = o.get("name").getString("the spec's name");
+  if (auto d = o.find("description"))
+    spec.description = d->getString("a description");
+  JsonObject peaks = o.get("peak_flops").getMap("a map from dtype to FLOP/s");
+  if (peaks.empty())
+    peaks.fail("expected at least one dtype (e.g. \"fp32\": 6.7e13)");
+  for (const auto &[dtype, value] : peaks.entries())
+    spec.peakFlops[dtype] = value.getNumber(Range::Positive, "FLOP/s");
+  spec.memoryBandwidth =
+      o.get("memory_bandwidth").getNumber(Range::Positive, "bytes per second");
+  spec.memoryBytes = o.get("memory_bytes").getNumber(Range::Positive, "bytes");
+  spec.devicesPerNode =
+      static_cast<int>(o.get("devices_per_node")
+                           .getInt(1, kMaxDevicesPerNode, "a device count"));
+  spec.intraNode = parseLink(o, "intra_node");
+  spec.interNode = parseLink(o, "inter_node");
+  return spec;
 }
 
 std::vector<std::string> bundledDeviceSpecNames() {
@@ -96,15 +93,15 @@ DeviceSpec loadDeviceSpec(const std::string &nameOrPath) {
     std::string known;
     for (const std::string &n : bundledDeviceSpecNames())
       known += (known.empty() ? "" : ", ") + n;
-    throw CostModelError("unknown device spec '" + nameOrPath +
-                         "' (not a bundled spec: " + known +
-                         "; not an existing file)");
+    throw Exception("unknown device spec '" + nameOrPath +
+                    "' (not a bundled spec: " + known +
+                    "; not an existing file)");
   }
   std::string error;
   std::optional<std::string> text = support::readInputFile(
       nameOrPath, "device spec", support::kMaxJsonFileBytes, error);
   if (!text)
-    throw CostModelError(error);
+    throw Exception(error);
   return parseDeviceSpec(*text, nameOrPath);
 }
 

@@ -9,12 +9,12 @@ namespace tessera::cost {
 
 MemoryBreakdown deviceMemory(const MemoryModelInputs &in) {
   if (in.dataParallel < 1 || in.inFlightMicroBatches < 0)
-    throw CostModelError("memory model: data-parallel degree must be >= 1 "
-                         "and in-flight micro-batches >= 0");
+    throw Exception("memory model: data-parallel degree must be >= 1 "
+                    "and in-flight micro-batches >= 0");
   if (in.parameterBytes < 0 || in.gradientBytes < 0 ||
       in.optimizerStateBytes < 0 || in.activationBytesPerMicroBatch < 0 ||
       in.workspaceBytes < 0)
-    throw CostModelError("memory model: sizes must be non-negative");
+    throw Exception("memory model: sizes must be non-negative");
   MemoryBreakdown m;
   m.parameters = in.parameterBytes;
   m.gradients = in.gradientBytes;
@@ -31,8 +31,8 @@ int inFlightMicroBatches(PipelineSchedule schedule, int stage, int stages,
                          int microBatches, int chunks) {
   if (stages < 1 || stage < 0 || stage >= stages || microBatches < 1 ||
       chunks < 1)
-    throw CostModelError("in-flight micro-batches: bad stage, stage count, "
-                         "micro-batch count or chunk count");
+    throw Exception("in-flight micro-batches: bad stage, stage count, "
+                    "micro-batch count or chunk count");
   switch (schedule) {
   case PipelineSchedule::GPipe:
     // All forwards run before any backward.
@@ -53,8 +53,8 @@ int inFlightMicroBatches(PipelineSchedule schedule, int stage, int stages,
 
 int piperInFlightMicroBatches(int suffixSumOfDataParallel, int dataParallel) {
   if (dataParallel < 1 || suffixSumOfDataParallel < dataParallel)
-    throw CostModelError("in-flight micro-batches: the suffix sum of "
-                         "data-parallel degrees must include this stage's");
+    throw Exception("in-flight micro-batches: the suffix sum of "
+                    "data-parallel degrees must include this stage's");
   return (suffixSumOfDataParallel + dataParallel - 1) / dataParallel;
 }
 

@@ -30,8 +30,8 @@ std::string ProfileDatabase::key(const std::string &op,
 void ProfileDatabase::add(const std::string &op, const std::string &dtype,
                           const std::vector<Shape> &shapes, double seconds) {
   if (!(seconds >= 0) || !std::isfinite(seconds))
-    throw CostModelError("profile entry for '" + op +
-                         "' has a negative, infinite or NaN time");
+    throw Exception("profile entry for '" + op +
+                    "' has a negative, infinite or NaN time");
   entries[key(op, dtype, shapes)] = seconds;
 }
 
@@ -46,35 +46,33 @@ ProfileDatabase::lookup(const std::string &op, const std::string &dtype,
 
 ProfileDatabase ProfileDatabase::parse(const std::string &jsonText,
                                        const std::string &origin) {
-  return support::rethrowAs<CostModelError>([&] {
-    using support::JsonObject;
-    using support::JsonValue;
-    nlohmann::json j = support::parseJson(jsonText, origin);
-    JsonObject top = JsonValue(j, origin).getObject({"device", "entries"},
-                                                    "a profile database");
-    ProfileDatabase db;
-    if (auto device = top.find("device"))
-      db.deviceName = device->getString("a device spec name");
-    for (const JsonValue &e :
-         top.get("entries").getArray("a list of measurements")) {
-      JsonObject o =
-          e.getObject({"op", "dtype", "shapes", "seconds"}, "a measurement");
-      std::string op = o.get("op").getString("an op name");
-      std::string dtype = o.get("dtype").getString("a dtype");
-      std::vector<Shape> shapes;
-      for (const JsonValue &s : o.get("shapes").getArray("operand shapes")) {
-        Shape shape;
-        for (const JsonValue &d : s.getArray("a shape"))
-          shape.push_back(d.getInt(0, std::numeric_limits<int64_t>::max(),
-                                   "a dimension size"));
-        shapes.push_back(std::move(shape));
-      }
-      double seconds =
-          o.get("seconds").getNumber(JsonValue::Range::NonNegative, "seconds");
-      db.add(op, dtype, shapes, seconds);
+  using support::JsonObject;
+  using support::JsonValue;
+  nlohmann::json j = support::parseJson(jsonText, origin);
+  JsonObject top = JsonValue(j, origin).getObject({"device", "entries"},
+                                                  "a profile database");
+  ProfileDatabase db;
+  if (auto device = top.find("device"))
+    db.deviceName = device->getString("a device spec name");
+  for (const JsonValue &e :
+       top.get("entries").getArray("a list of measurements")) {
+    JsonObject o =
+        e.getObject({"op", "dtype", "shapes", "seconds"}, "a measurement");
+    std::string op = o.get("op").getString("an op name");
+    std::string dtype = o.get("dtype").getString("a dtype");
+    std::vector<Shape> shapes;
+    for (const JsonValue &s : o.get("shapes").getArray("operand shapes")) {
+      Shape shape;
+      for (const JsonValue &d : s.getArray("a shape"))
+        shape.push_back(d.getInt(0, std::numeric_limits<int64_t>::max(),
+                                 "a dimension size"));
+      shapes.push_back(std::move(shape));
     }
-    return db;
-  });
+    double seconds =
+        o.get("seconds").getNumber(JsonValue::Range::NonNegative, "seconds");
+    db.add(op, dtype, shapes, seconds);
+  }
+  return db;
 }
 
 ProfileDatabase ProfileDatabase::load(const std::string &path) {
@@ -82,7 +80,7 @@ ProfileDatabase ProfileDatabase::load(const std::string &path) {
   std::optional<std::string> text = support::readInputFile(
       path, "profile database", support::kMaxJsonFileBytes, error);
   if (!text)
-    throw CostModelError(error);
+    throw Exception(error);
   return parse(*text, path);
 }
 

@@ -9,7 +9,7 @@ namespace tessera::cost {
 double rooflineTime(const DeviceSpec &spec, double flops, double bytes,
                     const std::string &dtype) {
   if (flops < 0 || bytes < 0)
-    throw CostModelError("roofline: flops and bytes must be non-negative");
+    throw Exception("roofline: flops and bytes must be non-negative");
   double compute = flops / spec.peakFlopsFor(dtype);
   double memory = bytes / spec.memoryBandwidth;
   return std::max(compute, memory);

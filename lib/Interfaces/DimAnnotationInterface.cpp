@@ -26,31 +26,29 @@ std::vector<annotation::Shape> getShapes(TypeRange types) {
   return shapes;
 }
 
-annotation::Result<annotation::Annotation>
-instantiateAnnotationTemplate(Operation *op, StringRef tmpl) {
+Result<annotation::Annotation> instantiateAnnotationTemplate(Operation *op,
+                                                             StringRef tmpl) {
   auto parsed = annotation::parse(tmpl.str());
   if (!parsed)
-    return annotation::Error{parsed.message()};
+    return Error{parsed.message()};
   return annotation::instantiate(*parsed, getShapes(op->getOperandTypes()),
                                  getShapes(op->getResultTypes()));
 }
 
-annotation::Result<annotation::Annotation>
-parseBuiltAnnotation(const std::string &text) {
+Result<annotation::Annotation> parseBuiltAnnotation(const std::string &text) {
   auto parsed = annotation::parse(text);
   if (!parsed)
-    return annotation::Error{"internal: op built " + parsed.message()};
+    return Error{"internal: op built " + parsed.message()};
   if (parsed->isTemplate())
-    return annotation::Error{"internal: op built a template annotation '" +
-                             text + "'"};
+    return Error{"internal: op built a template annotation '" + text + "'"};
   return parsed;
 }
 
-annotation::Result<annotation::BoundAnnotation>
+Result<annotation::BoundAnnotation>
 bindOpAnnotation(DimAnnotationOpInterface op) {
   auto built = op.buildAnnotation();
   if (!built)
-    return annotation::Error{built.message()};
+    return Error{built.message()};
   return annotation::bind(*built, getShapes(op->getOperandTypes()),
                           getShapes(op->getResultTypes()));
 }

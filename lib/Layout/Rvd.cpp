@@ -3,6 +3,7 @@
 #include "tessera/Layout/Rvd.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -261,27 +262,28 @@ Result<Step> applyChecked(const Mesh &mesh, const TensorShape &tensor,
   }
   }
 
-  // The alpha-beta costs of ring algorithms inside each group of n ranks,
-  // B being the local tensor before the step. All groups run in parallel,
-  // so one group's time is the step's time.
-  const CostModel::Link &link = model.link(mesh, t.axis);
+  // Collectives cost what cost::collectiveTime says of ring algorithms
+  // inside each group of n ranks, B being the local tensor before the step.
+  // All groups run in parallel, so one group's time is the step's time.
   step.localBytes = checkedLocalBytes(mesh, tensor, layout);
   const double bytes = static_cast<double>(step.localBytes);
   const double nd = static_cast<double>(n);
-  double messages = 0;
+  // The collective's logical tensor: B, except for all_gather, whose B is
+  // one of the n shards of its output.
+  double logicalBytes = bytes;
+  cost::Collective collective = cost::Collective::AllReduce;
   switch (t.primitive) {
-  case Primitive::AllReduce: // reduce-scatter + all-gather of B
-    step.bytesSent = 2 * (nd - 1) / nd * bytes;
-    messages = 2 * (nd - 1);
+  case Primitive::AllReduce:
     break;
-  case Primitive::ReduceScatter: // sends all but its own 1/n of B
+  case Primitive::ReduceScatter:
+    collective = cost::Collective::ReduceScatter;
+    break;
   case Primitive::AllToAll:
-    step.bytesSent = (nd - 1) / nd * bytes;
-    messages = nd - 1;
+    collective = cost::Collective::AllToAll;
     break;
-  case Primitive::AllGather: // B is one shard: receives n-1 of them
-    step.bytesSent = (nd - 1) * bytes;
-    messages = nd - 1;
+  case Primitive::AllGather:
+    collective = cost::Collective::AllGather;
+    logicalBytes = nd * bytes;
     break;
   case Primitive::LocalSlice: // copies out its 1/n
     step.cost = bytes / nd * model.gamma;
@@ -290,7 +292,11 @@ Result<Step> applyChecked(const Mesh &mesh, const TensorShape &tensor,
     step.cost = bytes * model.gamma;
     return step;
   }
-  step.cost = step.bytesSent * link.beta + messages * link.alpha;
+  const auto ring = cost::CollectiveAlgorithm::Ring;
+  step.bytesSent =
+      cost::collectiveTraffic(collective, ring, logicalBytes, n).bytes;
+  step.cost = cost::collectiveTime(collective, ring, logicalBytes, n,
+                                   model.link(mesh, t.axis));
   return step;
 }
 
@@ -338,6 +344,7 @@ std::optional<size_t> Mesh::axisIndex(const std::string &name) const {
 }
 
 std::vector<int64_t> Mesh::coordinates(int64_t rank) const {
+  assert(rank >= 0 && rank < numRanks() && "rank outside the mesh");
   std::vector<int64_t> coords(axisList.size(), 0);
   for (size_t i = axisList.size(); i-- > 0;) {
     coords[i] = rank % axisList[i].size;
@@ -347,10 +354,50 @@ std::vector<int64_t> Mesh::coordinates(int64_t rank) const {
 }
 
 int64_t Mesh::rankOf(const std::vector<int64_t> &coords) const {
+  assert(coords.size() == axisList.size() && "one coordinate per axis");
   int64_t rank = 0;
-  for (size_t i = 0; i < axisList.size(); ++i)
+  for (size_t i = 0; i < axisList.size(); ++i) {
+    assert(coords[i] >= 0 && coords[i] < axisList[i].size &&
+           "coordinate outside its axis");
     rank = rank * axisList[i].size + coords[i];
+  }
   return rank;
+}
+
+int64_t Mesh::stride(size_t axis) const {
+  int64_t stride = 1;
+  for (size_t i = axis + 1; i < axisList.size(); ++i)
+    stride *= axisList[i].size;
+  return stride;
+}
+
+std::vector<int64_t> Mesh::groupOf(int64_t rank,
+                                   const std::vector<size_t> &axes) const {
+  std::vector<size_t> free;
+  for (size_t axis : axes) {
+    assert(axis < axisList.size() && "groupOf: not an axis of the mesh");
+    if (std::find(free.begin(), free.end(), axis) == free.end())
+      free.push_back(axis);
+  }
+  // Walk the free axes' coordinates like an odometer; the other axes keep
+  // `rank`'s coordinates.
+  std::vector<int64_t> coords = coordinates(rank);
+  for (size_t axis : free)
+    coords[axis] = 0;
+  std::vector<int64_t> group;
+  while (true) {
+    group.push_back(rankOf(coords));
+    size_t k = 0;
+    for (; k < free.size(); ++k) {
+      if (++coords[free[k]] < axisList[free[k]].size)
+        break;
+      coords[free[k]] = 0;
+    }
+    if (k == free.size())
+      break;
+  }
+  std::sort(group.begin(), group.end());
+  return group;
 }
 
 std::vector<std::vector<int64_t>> Mesh::groups(size_t axis) const {
@@ -832,8 +879,9 @@ Result<Path> findPath(const Mesh &mesh, const TensorShape &tensor,
 
 double sendRecvCost(const CostModel &model, const Mesh &mesh, size_t axis,
                     double bytes) {
-  const CostModel::Link &link = model.link(mesh, axis);
-  return link.alpha + bytes * link.beta;
+  return cost::collectiveTime(cost::Collective::SendRecv,
+                              cost::CollectiveAlgorithm::Ring, bytes, 2,
+                              model.link(mesh, axis));
 }
 
 //===----------------------------------------------------------------------===//

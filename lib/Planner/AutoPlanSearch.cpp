@@ -14,9 +14,9 @@
 // fill and drain (from the schedule library) and the once-per-step work
 // (optimizer updates and the data-parallel gradient all-reduce).
 //
-// Links follow the partitioner's rank order (row-major dp, tp, pp: pp
-// fastest): a group of n ranks at stride s stays inside a node only when
-// n * s <= devices_per_node.
+// Links follow the partitioner's rank order, the mesh dist-plan builds,
+// #dist.mesh<[dp, tp, pp]> (layout::Mesh: row-major, pp fastest): a group of
+// n ranks at stride s stays inside a node only when n * s <= devices_per_node.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +27,12 @@
 #include "tessera/Cost/MemoryModel.h"
 #include "tessera/Cost/ProfileDatabase.h"
 #include "tessera/Cost/Roofline.h"
+#include "tessera/Layout/Rvd.h"
 #include "tessera/Planner/PiperPlanner.h"
 #include "tessera/Schedule/PipelineOrder.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <ctime>
 #include <exception>
@@ -52,21 +54,30 @@ std::string resolveSpecName(const std::string &name) {
   return name;
 }
 
-/// The link of a group of `ranks` ranks at stride `stride` in rank order.
-const cost::LinkSpec &groupLink(const cost::DeviceSpec &spec, int64_t ranks,
-                                int64_t stride) {
-  return ranks * stride <= spec.devicesPerNode ? spec.intraNode
-                                               : spec.interNode;
+/// The axes of the mesh a (dp, tp, pp) plan runs on, in mesh order.
+enum PlanAxis : size_t { kDp = 0, kTp = 1, kPp = 2 };
+
+/// The mesh dist-plan builds for a (dp, tp, pp) plan.
+layout::Mesh planMesh(int64_t d, int64_t t, int64_t pp) {
+  auto mesh = layout::Mesh::create({{"dp", d}, {"tp", t}, {"pp", pp}});
+  assert(mesh && "degrees are at least 1 and at most kMaxDevices");
+  return *mesh;
 }
 
+/// The link of the groups along `axis` of `mesh`: their ranks lie
+/// mesh.stride(axis) apart in rank order.
+const cost::LinkSpec &groupLink(const cost::DeviceSpec &spec,
+                                const layout::Mesh &mesh, size_t axis) {
+  return cost::linkForGroup(spec, mesh.axis(axis).size, mesh.stride(axis));
+}
+
+/// The cost model's time of a collective the partitioner emits: none when
+/// there is nothing to send or no one to send it to.
 double collective(cost::Collective kind, double bytes, int64_t ranks,
                   const cost::LinkSpec &link) {
   if (ranks <= 1 || bytes <= 0)
     return 0;
-  return std::min(cost::collectiveTime(kind, cost::CollectiveAlgorithm::Ring,
-                                       bytes, static_cast<int>(ranks), link),
-                  cost::collectiveTime(kind, cost::CollectiveAlgorithm::Tree,
-                                       bytes, static_cast<int>(ranks), link));
+  return cost::bestCollectiveTime(kind, bytes, static_cast<int>(ranks), link);
 }
 
 /// Per-unit costs of one candidate (tp, dp, micro-batches).
@@ -159,7 +170,7 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   c.grads.assign(n, 0);
   // The fraction of the global batch one micro-batch of one replica holds.
   double s = 1.0 / double(d * m);
-  const cost::LinkSpec &tpLink = groupLink(spec, t, pp);
+  const cost::LinkSpec &tpLink = groupLink(spec, planMesh(d, t, pp), kTp);
   for (const OpCost &op : p.ops) {
     double split = op.tpSplit ? double(t) : 1.0;
     double scale = op.perMicroBatch ? s : 1.0;
@@ -316,7 +327,7 @@ std::vector<size_t> Search::cut(const UnitCosts &c, int64_t t, int64_t pp,
   planner::Plan plan;
   try {
     plan = planner::planPiper(ins, options);
-  } catch (const planner::PlanError &) {
+  } catch (const Exception &) {
     return {}; // nothing fits
   }
   plannerSeconds += plan.stats.cpuSeconds;
@@ -378,8 +389,9 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
   }
   // Per range [a, b]: its time per micro-batch and once-per-step time, as
   // evaluate() computes them.
-  const cost::LinkSpec &ppLink = groupLink(spec, pp, 1);
-  const cost::LinkSpec &dpLink = groupLink(spec, d, t * pp);
+  const layout::Mesh mesh = planMesh(d, t, pp);
+  const cost::LinkSpec &ppLink = groupLink(spec, mesh, kPp);
+  const cost::LinkSpec &dpLink = groupLink(spec, mesh, kDp);
   std::vector<double> micro(n * n, 0), step(n * n, 0), memA(n * n, 0),
       memB(n * n, 0);
   std::vector<double> thresholds;
@@ -472,8 +484,9 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
   size_t n = p.units.size();
   stages.clear();
   micro = step = 0;
-  const cost::LinkSpec &ppLink = groupLink(spec, pp, 1);
-  const cost::LinkSpec &dpLink = groupLink(spec, d, t * pp);
+  const layout::Mesh mesh = planMesh(d, t, pp);
+  const cost::LinkSpec &ppLink = groupLink(spec, mesh, kPp);
+  const cost::LinkSpec &dpLink = groupLink(spec, mesh, kDp);
   for (size_t i = 0; i < starts.size(); ++i) {
     StagePrediction s;
     s.firstUnit = starts[i];
@@ -610,7 +623,7 @@ Result Search::run() {
         }
         if (bound >= best.stepSeconds && feasible.size() >= 4)
           continue;
-        const cost::LinkSpec &ppLink = groupLink(spec, pp, 1);
+        const cost::LinkSpec &ppLink = groupLink(spec, planMesh(d, t, pp), kPp);
         bool tooLarge = false;
         std::vector<size_t> starts =
             p.exactCuts ? exactCut(c, t, d, pp, m, edgeScale, tooLarge)
@@ -691,9 +704,8 @@ std::optional<cost::ProfileDatabase> loadProfile(const Problem &p,
     return std::nullopt;
   cost::ProfileDatabase db = cost::ProfileDatabase::load(p.profileDatabase);
   if (!db.device().empty() && db.device() != spec.name)
-    throw cost::CostModelError(p.profileDatabase + ": measured on '" +
-                               db.device() + "', but the device spec is '" +
-                               spec.name + "'");
+    throw Exception(p.profileDatabase + ": measured on '" + db.device() +
+                    "', but the device spec is '" + spec.name + "'");
   return db;
 }
 

@@ -58,10 +58,10 @@ DownsetLattice::DownsetLattice(int n,
       if (seen.emplace(grown, static_cast<uint32_t>(found.size())).second) {
         found.push_back(std::move(grown));
         if (found.size() > limit)
-          throw PlanError("the graph has more than " + std::to_string(limit) +
+          throw Exception("the graph has more than " + std::to_string(limit) +
                           " downsets; the planner's lattice would be too big");
         if (found.size() > maxByBytes)
-          throw PlanError("the graph has more than " +
+          throw Exception("the graph has more than " +
                           std::to_string(maxByBytes) + " downsets of " +
                           std::to_string(n) + " nodes; " + reason);
       }
@@ -108,7 +108,7 @@ DownsetLattice::DownsetLattice(int n,
         // Checked while counting: the lists themselves are what the limit
         // protects (GNMT has 15.5 million pairs for 17,914 downsets).
         if (++pairs > pairLimit)
-          throw PlanError(
+          throw Exception(
               "the graph has more than " + std::to_string(pairLimit) +
               " pairs of nested downsets (" + std::to_string(found.size()) +
               " downsets); " + reason);

@@ -49,7 +49,7 @@ PiperCostModel::PiperCostModel(PiperInstance instance)
 int PiperCostModel::indexOf(int id) const {
   auto it = index.find(id);
   if (it == index.end())
-    throw PlanError("unknown node id " + std::to_string(id));
+    throw Exception("unknown node id " + std::to_string(id));
   return it->second;
 }
 
@@ -95,7 +95,7 @@ PiperCostModel::evaluate(const std::vector<StageAssignment> &stages,
                          Schedule schedule) const {
   const int n = numNodes();
   if (stages.empty())
-    throw PlanError("a plan needs at least one stage");
+    throw Exception("a plan needs at least one stage");
   std::vector<int> stageOf(n, -1);
   PlanEvaluation result;
   int minD = ins.mbsInBatch;
@@ -103,29 +103,29 @@ PiperCostModel::evaluate(const std::vector<StageAssignment> &stages,
     const StageAssignment &s = stages[i];
     std::string where = "stage " + std::to_string(i);
     if (s.nodes.empty())
-      throw PlanError(where + " is empty");
+      throw Exception(where + " is empty");
     if (s.config.size() != s.nodes.size())
-      throw PlanError(where + ": one configuration per node is needed");
+      throw Exception(where + ": one configuration per node is needed");
     if (s.d < 1 || ins.mbsInBatch % s.d != 0)
-      throw PlanError(where + ": d=" + std::to_string(s.d) +
+      throw Exception(where + ": d=" + std::to_string(s.d) +
                       " does not divide the " + std::to_string(ins.mbsInBatch) +
                       " micro-batches");
     if (s.t < 1)
-      throw PlanError(where + ": t must be at least 1");
+      throw Exception(where + ": t must be at least 1");
     for (size_t k = 0; k < s.nodes.size(); ++k) {
       int v = s.nodes[k];
       if (v < 0 || v >= n)
-        throw PlanError(where + ": node index out of range");
+        throw Exception(where + ": node index out of range");
       if (stageOf[v] != -1)
-        throw PlanError("node " + std::to_string(ins.nodes[v].id) +
+        throw Exception("node " + std::to_string(ins.nodes[v].id) +
                         " is in two stages");
       stageOf[v] = static_cast<int>(i);
       const std::vector<PiperConfig> *cs = configs(v, s.t);
       if (!cs)
-        throw PlanError("node " + std::to_string(ins.nodes[v].id) +
+        throw Exception("node " + std::to_string(ins.nodes[v].id) +
                         " has no configuration for t=" + std::to_string(s.t));
       if (s.config[k] < 0 || s.config[k] >= static_cast<int>(cs->size()))
-        throw PlanError(where + ": configuration index out of range");
+        throw Exception(where + ": configuration index out of range");
     }
     result.devicesUsed += s.t * s.d;
     result.sumD += s.d;
@@ -133,17 +133,17 @@ PiperCostModel::evaluate(const std::vector<StageAssignment> &stages,
   }
   for (int v = 0; v < n; ++v)
     if (stageOf[v] == -1)
-      throw PlanError("node " + std::to_string(ins.nodes[v].id) +
+      throw Exception("node " + std::to_string(ins.nodes[v].id) +
                       " is in no stage");
   for (const PiperEdge &e : ins.edges)
     if (stageOf[index.at(e.source)] > stageOf[index.at(e.dest)])
-      throw PlanError("edge " + std::to_string(e.source) + "->" +
+      throw Exception("edge " + std::to_string(e.source) + "->" +
                       std::to_string(e.dest) + " goes backwards");
   if (result.devicesUsed > ins.maxDevices)
-    throw PlanError("the plan uses " + std::to_string(result.devicesUsed) +
+    throw Exception("the plan uses " + std::to_string(result.devicesUsed) +
                     " devices, more than " + std::to_string(ins.maxDevices));
   if (result.sumD > std::min(ins.mbsInBatch, ins.maxDevices))
-    throw PlanError("the data-parallel degrees sum to more than min(N, K)");
+    throw Exception("the data-parallel degrees sum to more than min(N, K)");
 
   int suffix = result.sumD;
   for (size_t i = 0; i < stages.size(); ++i) {

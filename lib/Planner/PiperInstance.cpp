@@ -75,35 +75,35 @@ PiperConfig parseConfig(const JsonValue &j) {
 
 void PiperInstance::validate() const {
   if (!(maxMemoryPerDevice > 0) || !std::isfinite(maxMemoryPerDevice))
-    throw PlanError("maxMemoryPerDevice must be a finite number > 0");
+    throw Exception("maxMemoryPerDevice must be a finite number > 0");
   if (maxDevices < 1 || maxDevices > kMaxPiperDevices)
-    throw PlanError("maxDevices must be in [1, " +
+    throw Exception("maxDevices must be in [1, " +
                     std::to_string(kMaxPiperDevices) + "]");
   if (!(bandwidth > 0) || !std::isfinite(bandwidth))
-    throw PlanError("bandwidth must be a finite number > 0");
+    throw Exception("bandwidth must be a finite number > 0");
   if (mbsInBatch < 1 || mbsInBatch > kMaxPiperMicroBatches)
-    throw PlanError("mbsInBatch must be in [1, " +
+    throw Exception("mbsInBatch must be in [1, " +
                     std::to_string(kMaxPiperMicroBatches) + "]");
   if (nodes.empty())
-    throw PlanError("the graph has no nodes");
+    throw Exception("the graph has no nodes");
 
   std::unordered_map<int, size_t> index;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (!index.emplace(nodes[i].id, i).second)
-      throw PlanError("duplicate node id " + std::to_string(nodes[i].id));
+      throw Exception("duplicate node id " + std::to_string(nodes[i].id));
 
   std::vector<std::set<int>> in(nodes.size()), out(nodes.size());
   for (const PiperEdge &e : edges) {
     std::string where =
         "edge " + std::to_string(e.source) + "->" + std::to_string(e.dest);
     if (!index.count(e.source) || !index.count(e.dest))
-      throw PlanError(where + ": endpoint is not a node");
+      throw Exception(where + ": endpoint is not a node");
     if (e.source == e.dest)
-      throw PlanError(where + ": self loop");
+      throw Exception(where + ": self loop");
     if (!(e.bytes >= 0))
-      throw PlanError(where + ": negative communicationCost");
+      throw Exception(where + ": negative communicationCost");
     if (!out[index[e.source]].insert(e.dest).second)
-      throw PlanError(where + ": duplicate edge");
+      throw Exception(where + ": duplicate edge");
     in[index[e.dest]].insert(e.source);
   }
 
@@ -123,62 +123,62 @@ void PiperInstance::validate() const {
         ready.push_back(index[w]);
   }
   if (seen != nodes.size())
-    throw PlanError("the graph has a cycle");
+    throw Exception("the graph has a cycle");
 
   for (size_t i = 0; i < nodes.size(); ++i) {
     const PiperNode &n = nodes[i];
     std::string nodeWhere = "node " + std::to_string(n.id);
     if (n.configs.empty())
-      throw PlanError(nodeWhere + ": no TMPCs");
+      throw Exception(nodeWhere + ": no TMPCs");
     for (const auto &[t, configs] : n.configs) {
       std::string tWhere = nodeWhere + ", t=" + std::to_string(t);
       if (t < 1)
-        throw PlanError(tWhere + ": tensor-parallel degree must be >= 1");
+        throw Exception(tWhere + ": tensor-parallel degree must be >= 1");
       // The planner counts devices in int: t times a data-parallel degree
       // (at most min(N, K)) plus the devices already used (at most K).
       int64_t devices =
           int64_t(t) * std::min(mbsInBatch, maxDevices) + int64_t(maxDevices);
       if (devices > std::numeric_limits<int>::max())
-        throw PlanError(tWhere + ": tensor-parallel degree too large: t x "
+        throw Exception(tWhere + ": tensor-parallel degree too large: t x "
                                  "min(mbsInBatch, maxDevices) + maxDevices "
                                  "exceeds 2^31 - 1");
       if (configs.empty())
-        throw PlanError(tWhere + ": empty list of configurations");
+        throw Exception(tWhere + ": empty list of configurations");
       // The exact stage solver is a two-choice knapsack, as in Piper.
       if (configs.size() > 2)
-        throw PlanError(tWhere + ": more than two configurations per degree "
+        throw Exception(tWhere + ": more than two configurations per degree "
                                  "are not supported");
       std::set<std::string> ids;
       for (const PiperConfig &c : configs) {
         std::string where = tWhere + ", config '" + c.id + "'";
         if (c.id.empty())
-          throw PlanError(tWhere + ": empty configuration id");
+          throw Exception(tWhere + ": empty configuration id");
         if (!ids.insert(c.id).second)
-          throw PlanError(where + ": duplicate configuration id");
+          throw Exception(where + ": duplicate configuration id");
         if (!(c.timePerSample >= 0) || !(c.parameterSize >= 0) ||
             !(c.memoryA >= 0) || !(c.memoryB >= 0))
-          throw PlanError(where + ": times and sizes must be non-negative");
+          throw Exception(where + ": times and sizes must be non-negative");
         for (const auto &[u, bytes] : c.syncFw) {
           if (!in[i].count(u))
-            throw PlanError(where + ": syncTimeFw names " + std::to_string(u) +
+            throw Exception(where + ": syncTimeFw names " + std::to_string(u) +
                             ", which has no edge into this node");
           if (!(bytes >= 0))
-            throw PlanError(where + ": negative syncTimeFw");
+            throw Exception(where + ": negative syncTimeFw");
         }
         for (const auto &[w, bytes] : c.syncBw) {
           if (!out[i].count(w))
-            throw PlanError(where + ": syncTimeBw names " + std::to_string(w) +
+            throw Exception(where + ": syncTimeBw names " + std::to_string(w) +
                             ", which has no edge from this node");
           if (!(bytes >= 0))
-            throw PlanError(where + ": negative syncTimeBw");
+            throw Exception(where + ": negative syncTimeBw");
         }
         for (int u : in[i])
           if (!c.syncFw.count(u))
-            throw PlanError(where + ": syncTimeFw lacks incoming edge from " +
+            throw Exception(where + ": syncTimeFw lacks incoming edge from " +
                             std::to_string(u));
         for (int w : out[i])
           if (!c.syncBw.count(w))
-            throw PlanError(where + ": syncTimeBw lacks outgoing edge to " +
+            throw Exception(where + ": syncTimeBw lacks outgoing edge to " +
                             std::to_string(w));
       }
     }
@@ -187,71 +187,67 @@ void PiperInstance::validate() const {
 
 PiperInstance parsePiperInstance(const std::string &jsonText,
                                  const std::string &origin) {
-  return support::rethrowAs<PlanError>([&] {
-    using Range = JsonValue::Range;
-    json j = support::parseJson(jsonText, origin);
-    JsonObject top = JsonValue(j, origin).getObject(
-        {"maxMemoryPerDevice", "maxDevices", "bandwidth", "mbsInBatch",
-         "maxBatchSize", "nodes", "edges"},
-        "a Piper input");
-    // Piper's README calls it maxBatchSize; its code and files use
-    // mbsInBatch, and so do we.
-    if (top.has("maxBatchSize"))
-      top.fail("unknown key 'maxBatchSize' (Piper's README name; its files "
-               "and code, and this reader, use 'mbsInBatch')");
-    PiperInstance ins;
-    // Piper's files write integers; 8.0 is accepted, 8.5 is not.
-    ins.maxMemoryPerDevice =
-        top.get("maxMemoryPerDevice").getNumber(Range::Positive, "bytes");
-    ins.maxDevices = static_cast<int>(
-        top.get("maxDevices")
-            .getIntegral(1, kMaxPiperDevices, "a device count"));
-    ins.bandwidth =
-        top.get("bandwidth").getNumber(Range::Positive, "bytes per second");
-    ins.mbsInBatch = static_cast<int>(
-        top.get("mbsInBatch")
-            .getIntegral(1, kMaxPiperMicroBatches, "a micro-batch count"));
+  using Range = JsonValue::Range;
+  json j = support::parseJson(jsonText, origin);
+  JsonObject top = JsonValue(j, origin).getObject(
+      {"maxMemoryPerDevice", "maxDevices", "bandwidth", "mbsInBatch",
+       "maxBatchSize", "nodes", "edges"},
+      "a Piper input");
+  // Piper's README calls it maxBatchSize; its code and files use
+  // mbsInBatch, and so do we.
+  if (top.has("maxBatchSize"))
+    top.fail("unknown key 'maxBatchSize' (Piper's README name; its files "
+             "and code, and this reader, use 'mbsInBatch')");
+  PiperInstance ins;
+  // Piper's files write integers; 8.0 is accepted, 8.5 is not.
+  ins.maxMemoryPerDevice =
+      top.get("maxMemoryPerDevice").getNumber(Range::Positive, "bytes");
+  ins.maxDevices = static_cast<int>(
+      top.get("maxDevices").getIntegral(1, kMaxPiperDevices, "a device count"));
+  ins.bandwidth =
+      top.get("bandwidth").getNumber(Range::Positive, "bytes per second");
+  ins.mbsInBatch = static_cast<int>(
+      top.get("mbsInBatch")
+          .getIntegral(1, kMaxPiperMicroBatches, "a micro-batch count"));
 
-    for (const JsonValue &jn : top.get("nodes").getArray("a list of nodes")) {
-      JsonObject o = jn.getObject({"id", "name", "TMPCs"}, "a node");
-      PiperNode n;
-      n.id = static_cast<int>(
-          o.get("id").getIntegral(kIntMin, kIntMax, "a node id"));
-      if (auto name = o.find("name"))
-        n.name = name->getString("a node name");
-      JsonObject tmpcs =
-          o.get("TMPCs").getMap("a map from tensor-parallel degree to "
-                                "configurations");
-      for (const auto &[key, value] : tmpcs.entries()) {
-        int t = integerKey(tmpcs, key);
-        std::vector<PiperConfig> configs;
-        for (const JsonValue &c : value.getArray("a list of configurations"))
-          configs.push_back(parseConfig(c));
-        n.configs[t] = std::move(configs);
-      }
-      ins.nodes.push_back(std::move(n));
+  for (const JsonValue &jn : top.get("nodes").getArray("a list of nodes")) {
+    JsonObject o = jn.getObject({"id", "name", "TMPCs"}, "a node");
+    PiperNode n;
+    n.id = static_cast<int>(
+        o.get("id").getIntegral(kIntMin, kIntMax, "a node id"));
+    if (auto name = o.find("name"))
+      n.name = name->getString("a node name");
+    JsonObject tmpcs =
+        o.get("TMPCs").getMap("a map from tensor-parallel degree to "
+                              "configurations");
+    for (const auto &[key, value] : tmpcs.entries()) {
+      int t = integerKey(tmpcs, key);
+      std::vector<PiperConfig> configs;
+      for (const JsonValue &c : value.getArray("a list of configurations"))
+        configs.push_back(parseConfig(c));
+      n.configs[t] = std::move(configs);
     }
+    ins.nodes.push_back(std::move(n));
+  }
 
-    for (const JsonValue &je : top.get("edges").getArray("a list of edges")) {
-      JsonObject o =
-          je.getObject({"sourceId", "destId", "communicationCost"}, "an edge");
-      PiperEdge e;
-      e.source = static_cast<int>(
-          o.get("sourceId").getIntegral(kIntMin, kIntMax, "a node id"));
-      e.dest = static_cast<int>(
-          o.get("destId").getIntegral(kIntMin, kIntMax, "a node id"));
-      e.bytes =
-          o.get("communicationCost").getNumber(Range::NonNegative, "bytes");
-      ins.edges.push_back(e);
-    }
+  for (const JsonValue &je : top.get("edges").getArray("a list of edges")) {
+    JsonObject o =
+        je.getObject({"sourceId", "destId", "communicationCost"}, "an edge");
+    PiperEdge e;
+    e.source = static_cast<int>(
+        o.get("sourceId").getIntegral(kIntMin, kIntMax, "a node id"));
+    e.dest = static_cast<int>(
+        o.get("destId").getIntegral(kIntMin, kIntMax, "a node id"));
+    e.bytes = o.get("communicationCost").getNumber(Range::NonNegative, "bytes");
+    ins.edges.push_back(e);
+  }
 
-    try {
-      ins.validate();
-    } catch (const PlanError &e) {
-      throw PlanError(origin + ": " + e.what());
-    }
-    return ins;
-  });
+  try {
+    ins.validate();
+  } catch (const Exception &e) {
+    throw Exception(origin + ": " + e.what());
+  }
+  return ins;
 }
 
 PiperInstance loadPiperInstance(const std::string &path) {
@@ -259,7 +255,7 @@ PiperInstance loadPiperInstance(const std::string &path) {
   std::optional<std::string> text = support::readInputFile(
       path, "Piper input", support::kMaxJsonFileBytes, error);
   if (!text)
-    throw PlanError(error);
+    throw Exception(error);
   return parsePiperInstance(*text, path);
 }
 

@@ -244,7 +244,7 @@ public:
         members * sizeof(int) + (Dmax + 1) * (sizeof(Point) + sizeof(int));
     stats.tableBytes = fixed;
     if (fixed > opt.maxTableBytes)
-      throw PlanError(
+      throw Exception(
           "the planner's tables for this graph need about " + mib(fixed) +
           " (" + std::to_string(lattice.numPairs()) +
           " pairs of nested downsets x " + std::to_string(nd) +
@@ -403,7 +403,7 @@ public:
     StageChoice ch = chooseStageConfigs(optionsOf(s.ref, s.d), s.y, M,
                                         opt.knapsack, opt.knapsackNodeLimit);
     if (!ch.feasible)
-      throw PlanError("internal error: a traced stage does not fit");
+      throw Exception("internal error: a traced stage does not fit");
     return std::vector<int>(ch.choice.begin(), ch.choice.end());
   }
 
@@ -747,7 +747,7 @@ public:
       return kInf;
     double hi = planBottleneck(kInf);
     if (!std::isfinite(hi))
-      throw PlanError("internal error: a feasible plan has no finite time");
+      throw Exception("internal error: a feasible plan has no finite time");
     // Walk up from the work lower bound by doubling: the first feasible
     // probe is then within a factor two of the optimum.
     double lo = computeLowerBound(model) * (1 - 1e-9);
@@ -906,12 +906,12 @@ Plan planPiper(const PiperInstance &instance, const PlannerOptions &options) {
     search.iterationSearch(tau, delta);
   }
   if (tau == kInf)
-    throw PlanError("no feasible plan: no split of the graph over " +
+    throw Exception("no feasible plan: no split of the graph over " +
                     std::to_string(instance.maxDevices) + " devices fits in " +
                     std::to_string(instance.maxMemoryPerDevice) +
                     " bytes per device");
   if (!engine.run(tau, delta))
-    throw PlanError("internal error: the optimum is not reproducible");
+    throw Exception("internal error: the optimum is not reproducible");
   // Piper objective: the fewest devices; iteration: the least sum of d.
   const auto &F = engine.fullFrontier();
   size_t pick = options.objective == Objective::Piper ? F.size() - 1 : 0;
@@ -928,7 +928,7 @@ Plan planPiper(const PiperInstance &instance, const PlannerOptions &options) {
   }
   PlanEvaluation ev = model.evaluate(plan.assignment, options.schedule);
   if (!ev.fitsMemory)
-    throw PlanError("internal error: the planned stages exceed memory");
+    throw Exception("internal error: the planned stages exceed memory");
   plan.timePerSample = ev.timePerSample;
   plan.iterationTime = ev.iterationTime;
   plan.devicesUsed = ev.devicesUsed;

@@ -32,11 +32,11 @@ int weightIndex(const PipelineSpec &s, int stage) {
 
 Placement makePipelinePlacement(const PipelineSpec &s) {
   if (s.stages < 1 || s.chunks < 1)
-    throw ScheduleError("pipeline: stages and chunks must be >= 1");
+    throw Exception("pipeline: stages and chunks must be >= 1");
   if (s.vShape && s.chunks != 2)
-    throw ScheduleError("pipeline: a V placement has exactly 2 chunks");
+    throw Exception("pipeline: a V placement has exactly 2 chunks");
   if (s.forwardSpan < 1 || s.backwardSpan < 1 || s.weightSpan < 0)
-    throw ScheduleError("pipeline: spans must be >= 1");
+    throw Exception("pipeline: spans must be >= 1");
   const int S = numStages(s);
   Placement p;
   p.name = "pipeline";
@@ -131,14 +131,14 @@ Schedule greedyListSchedule(const PlacementGraph &g, int numMicro,
   const int ndevs = g.numDevices();
   if (!policy.memoryCap.empty() &&
       static_cast<int>(policy.memoryCap.size()) != ndevs)
-    throw ScheduleError("greedy: one memory cap per device expected");
+    throw Exception("greedy: one memory cap per device expected");
   constexpr int64_t kNotStarted = INT64_MAX;
   std::vector<int64_t> finish(static_cast<size_t>(numMicro) * n, kNotStarted);
   std::vector<int> nextMicro(n, 0);
   std::vector<int64_t> busyUntil(ndevs, 0), memory(ndevs, 0), open(ndevs, 0);
   if (!policy.forwardCap.empty() &&
       static_cast<int>(policy.forwardCap.size()) != ndevs)
-    throw ScheduleError("greedy: one forward cap per device expected");
+    throw Exception("greedy: one forward cap per device expected");
   Schedule s;
   s.numMicroBatches = numMicro;
   size_t remaining = static_cast<size_t>(numMicro) * n;
@@ -204,7 +204,7 @@ Schedule greedyListSchedule(const PlacementGraph &g, int numMicro,
     if (next == INT64_MAX) {
       if (remaining == 0)
         break;
-      throw ScheduleError(
+      throw Exception(
           "greedy schedule deadlocks: every device waits (memory cap too "
           "small for this rule?)");
     }
@@ -259,9 +259,9 @@ std::vector<Order> oneFOneBOrders(const PipelineSpec &s, int m) {
 std::vector<Order> interleavedOrders(const PipelineSpec &s, int m) {
   const int p = s.stages, v = s.chunks;
   if (m % p != 0)
-    throw ScheduleError("interleaved 1F1B needs the number of micro-batches "
-                        "to be a multiple of the stages (" +
-                        std::to_string(p) + ")");
+    throw Exception("interleaved 1F1B needs the number of micro-batches "
+                    "to be a multiple of the stages (" +
+                    std::to_string(p) + ")");
   const int total = m * v;
   auto chunkOf = [&](int k, bool forward) {
     int c = (k % (p * v)) / p;
@@ -321,7 +321,7 @@ std::vector<Order> zbH1Orders(const PipelineSpec &s, int m) {
 BuiltinSchedule buildBuiltin(BuiltinMethod method, PipelineSpec spec,
                              int numMicro) {
   if (numMicro < 1)
-    throw ScheduleError("the number of micro-batches must be >= 1");
+    throw Exception("the number of micro-batches must be >= 1");
   spec = normalizeSpec(method, spec);
   BuiltinSchedule out;
   out.placement = makePipelinePlacement(spec);

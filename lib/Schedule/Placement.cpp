@@ -27,63 +27,58 @@ const char *kindName(BlockKind kind) {
 }
 
 Placement parsePlacement(const json &root, const std::string &origin) {
-  return support::rethrowAs<ScheduleError>([&] {
-    using support::JsonValue;
-    constexpr int64_t intMin = std::numeric_limits<int>::min();
-    constexpr int64_t intMax = std::numeric_limits<int>::max();
-    support::JsonObject top =
-        JsonValue(root, origin)
-            .getObject({"name", "ndevs", "blocks"}, "a placement");
-    Placement p;
-    if (auto name = top.find("name"))
-      p.name = name->getString("the placement's name");
-    p.numDevices = static_cast<int>(
-        top.get("ndevs").getInt(1, kMaxPlacementDevices, "a device count"));
-    std::vector<JsonValue> blocks = top.get("blocks").getArray(
-        "the blocks of one micro-batch", 1, kMaxPlacementBlocks);
-    for (const JsonValue &jb : blocks) {
-      support::JsonObject o = jb.getObject(
-          {"id", "kind", "span", "memory", "devices", "deps"}, "a block");
-      Block b;
-      b.id = static_cast<int>(o.get("id").getInt(intMin, intMax, "a block id"));
-      JsonValue kind = o.get("kind");
-      std::string k = kind.getString("a block kind");
-      if (k == "F")
-        b.kind = BlockKind::Forward;
-      else if (k == "B")
-        b.kind = BlockKind::Backward;
-      else if (k == "W")
-        b.kind = BlockKind::WeightGrad;
-      else
-        kind.fail("unknown kind '" + k + "' (expected F, B or W)");
-      b.span = o.get("span").getInt(1, kMaxBlockSpan, "a span in time steps");
-      if (auto memory = o.find("memory"))
-        b.memory =
-            memory->getInt(-kMaxBlockMemory, kMaxBlockMemory, "a memory delta");
-      for (const JsonValue &d : o.get("devices").getArray("a list of devices"))
-        b.devices.push_back(
-            static_cast<int>(d.getInt(0, intMax, "a device index")));
-      if (auto deps = o.find("deps"))
-        for (const JsonValue &d : deps->getArray("a list of block ids"))
-          b.deps.push_back(
-              static_cast<int>(d.getInt(intMin, intMax, "a block id")));
-      p.blocks.push_back(std::move(b));
-    }
-    // Check now so that a file error is reported with the file, not later.
-    try {
-      (void)PlacementGraph(p);
-    } catch (const ScheduleError &e) {
-      throw ScheduleError(origin + ": " + e.what());
-    }
-    return p;
-  });
+  using support::JsonValue;
+  constexpr int64_t intMin = std::numeric_limits<int>::min();
+  constexpr int64_t intMax = std::numeric_limits<int>::max();
+  support::JsonObject top =
+      JsonValue(root, origin)
+          .getObject({"name", "ndevs", "blocks"}, "a placement");
+  Placement p;
+  if (auto name = top.find("name"))
+    p.name = name->getString("the placement's name");
+  p.numDevices = static_cast<int>(
+      top.get("ndevs").getInt(1, kMaxPlacementDevices, "a device count"));
+  std::vector<JsonValue> blocks = top.get("blocks").getArray(
+      "the blocks of one micro-batch", 1, kMaxPlacementBlocks);
+  for (const JsonValue &jb : blocks) {
+    support::JsonObject o = jb.getObject(
+        {"id", "kind", "span", "memory", "devices", "deps"}, "a block");
+    Block b;
+    b.id = static_cast<int>(o.get("id").getInt(intMin, intMax, "a block id"));
+    JsonValue kind = o.get("kind");
+    std::string k = kind.getString("a block kind");
+    if (k == "F")
+      b.kind = BlockKind::Forward;
+    else if (k == "B")
+      b.kind = BlockKind::Backward;
+    else if (k == "W")
+      b.kind = BlockKind::WeightGrad;
+    else
+      kind.fail("unknown kind '" + k + "' (expected F, B or W)");
+    b.span = o.get("span").getInt(1, kMaxBlockSpan, "a span in time steps");
+    if (auto memory = o.find("memory"))
+      b.memory =
+          memory->getInt(-kMaxBlockMemory, kMaxBlockMemory, "a memory delta");
+    for (const JsonValue &d : o.get("devices").getArray("a list of devices"))
+      b.devices.push_back(
+          static_cast<int>(d.getInt(0, intMax, "a device index")));
+    if (auto deps = o.find("deps"))
+      for (const JsonValue &d : deps->getArray("a list of block ids"))
+        b.deps.push_back(
+            static_cast<int>(d.getInt(intMin, intMax, "a block id")));
+    p.blocks.push_back(std::move(b));
+  }
+  // Check now so that a file error is reported with the file, not later.
+  try {
+    (void)PlacementGraph(p);
+  } catch (const Exception &e) {
+    throw Exception(origin + ": " + e.what());
+  }
+  return p;
 }
 
 Placement loadPlacement(const std::string &path) {
-  return parsePlacement(support::rethrowAs<ScheduleError>([&] {
-                          return support::loadJsonFile(path, "placement file");
-                        }),
-                        path);
+  return parsePlacement(support::loadJsonFile(path, "placement file"), path);
 }
 
 json placementToJson(const Placement &p) {
@@ -103,16 +98,16 @@ PlacementGraph::PlacementGraph(Placement placement)
   const int n = numBlocks();
   const int ndevs = placement_.numDevices;
   if (ndevs < 1)
-    throw ScheduleError("placement: 'ndevs' must be >= 1");
+    throw Exception("placement: 'ndevs' must be >= 1");
   if (n == 0)
-    throw ScheduleError("placement: no blocks");
+    throw Exception("placement: no blocks");
   for (int i = 0; i < n; ++i)
     idToIndex_.push_back({placement_.blocks[i].id, i});
   std::sort(idToIndex_.begin(), idToIndex_.end());
   for (size_t i = 1; i < idToIndex_.size(); ++i)
     if (idToIndex_[i].first == idToIndex_[i - 1].first)
-      throw ScheduleError("placement: duplicate block id " +
-                          std::to_string(idToIndex_[i].first));
+      throw Exception("placement: duplicate block id " +
+                      std::to_string(idToIndex_[i].first));
 
   preds_.assign(n, {});
   succs_.assign(n, {});
@@ -123,18 +118,18 @@ PlacementGraph::PlacementGraph(Placement placement)
     const Block &b = placement_.blocks[i];
     std::string where = "block " + std::to_string(b.id);
     if (b.span < 1)
-      throw ScheduleError(where + ": span must be >= 1, got " +
-                          std::to_string(b.span));
+      throw Exception(where + ": span must be >= 1, got " +
+                      std::to_string(b.span));
     if (b.devices.empty())
-      throw ScheduleError(where + ": occupies no device");
+      throw Exception(where + ": occupies no device");
     std::vector<int> devs = b.devices;
     std::sort(devs.begin(), devs.end());
     if (std::adjacent_find(devs.begin(), devs.end()) != devs.end())
-      throw ScheduleError(where + ": a device is listed twice");
+      throw Exception(where + ": a device is listed twice");
     for (int d : devs) {
       if (d < 0 || d >= ndevs)
-        throw ScheduleError(where + ": device " + std::to_string(d) +
-                            " out of range [0, " + std::to_string(ndevs) + ")");
+        throw Exception(where + ": device " + std::to_string(d) +
+                        " out of range [0, " + std::to_string(ndevs) + ")");
       onDevice_[d].push_back(i);
       busy_[d] += b.span;
       net_[d] += b.memory;
@@ -142,10 +137,9 @@ PlacementGraph::PlacementGraph(Placement placement)
     for (int dep : b.deps) {
       int j = indexOf(dep);
       if (j < 0)
-        throw ScheduleError(where + ": unknown dependency " +
-                            std::to_string(dep));
+        throw Exception(where + ": unknown dependency " + std::to_string(dep));
       if (j == i)
-        throw ScheduleError(where + ": depends on itself");
+        throw Exception(where + ": depends on itself");
       if (std::find(preds_[i].begin(), preds_[i].end(), j) != preds_[i].end())
         continue;
       preds_[i].push_back(j);
@@ -173,7 +167,7 @@ PlacementGraph::PlacementGraph(Placement placement)
     for (int i = 0; i < n; ++i)
       if (indeg[i] > 0)
         os << " " << placement_.blocks[i].id;
-    throw ScheduleError(os.str());
+    throw Exception(os.str());
   }
 
   lowerBound_ = *std::max_element(busy_.begin(), busy_.end());

@@ -50,7 +50,7 @@ std::vector<int64_t> asapTimes(const PlacementGraph &g, int numMicro,
     for (int p : g.preds(tasks[t].block)) {
       int u = slot[static_cast<size_t>(tasks[t].micro) * n + p];
       if (u < 0)
-        throw ScheduleError("schedule lacks " + taskName(g, tasks[t].micro, p));
+        throw Exception("schedule lacks " + taskName(g, tasks[t].micro, p));
       out[u].push_back(static_cast<int>(t));
       ++indeg[t];
     }
@@ -79,7 +79,7 @@ std::vector<int64_t> asapTimes(const PlacementGraph &g, int numMicro,
     }
   }
   if (done != numTasks)
-    throw ScheduleError("device orders contradict the dependencies (deadlock)");
+    throw Exception("device orders contradict the dependencies (deadlock)");
   return start;
 }
 
@@ -241,7 +241,7 @@ Schedule scheduleFromOrders(
     const std::vector<std::vector<std::pair<int, int>>> &orders) {
   const int n = g.numBlocks();
   if (static_cast<int>(orders.size()) != g.numDevices())
-    throw ScheduleError("one order per device expected");
+    throw Exception("one order per device expected");
   std::vector<int> slot(static_cast<size_t>(numMicro) * n, -1);
   std::vector<int> seen(static_cast<size_t>(numMicro) * n, 0);
   Schedule s;
@@ -250,13 +250,12 @@ Schedule scheduleFromOrders(
   for (int d = 0; d < g.numDevices(); ++d) {
     for (auto [micro, b] : orders[d]) {
       if (micro < 0 || micro >= numMicro || b < 0 || b >= n)
-        throw ScheduleError("order of device " + std::to_string(d) +
-                            " names an unknown task");
+        throw Exception("order of device " + std::to_string(d) +
+                        " names an unknown task");
       const auto &devs = g.block(b).devices;
       if (std::find(devs.begin(), devs.end(), d) == devs.end())
-        throw ScheduleError("order of device " + std::to_string(d) + " holds " +
-                            taskName(g, micro, b) +
-                            " which does not run there");
+        throw Exception("order of device " + std::to_string(d) + " holds " +
+                        taskName(g, micro, b) + " which does not run there");
       size_t key = static_cast<size_t>(micro) * n + b;
       if (slot[key] < 0) {
         slot[key] = static_cast<int>(s.tasks.size());
@@ -270,9 +269,9 @@ Schedule scheduleFromOrders(
     for (int b = 0; b < n; ++b)
       if (seen[static_cast<size_t>(i) * n + b] !=
           static_cast<int>(g.block(b).devices.size()))
-        throw ScheduleError(taskName(g, i, b) +
-                            " must appear once in the order of each of its "
-                            "devices");
+        throw Exception(taskName(g, i, b) +
+                        " must appear once in the order of each of its "
+                        "devices");
   std::vector<int64_t> start = asapTimes(g, numMicro, s.tasks, taskOrders);
   for (size_t t = 0; t < s.tasks.size(); ++t)
     s.tasks[t].start = start[t];

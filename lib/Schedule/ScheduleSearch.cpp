@@ -673,7 +673,7 @@ void checkRange(const PlacementGraph &g, int numMicro) {
   for (const Block &b : g.placement().blocks)
     spans += b.span;
   if (spans * reach > kNoMemoryLimit)
-    throw ScheduleError(
+    throw Exception(
         "the spans are too large to schedule " + std::to_string(numMicro) +
         " micro-batches: times could exceed 2^61 steps; use a coarser time "
         "unit");
@@ -684,11 +684,10 @@ void checkRange(const PlacementGraph &g, int numMicro) {
       held += m < 0 ? -static_cast<__int128>(m) : m;
     }
     if (held * reach > kNoMemoryLimit)
-      throw ScheduleError("the memory deltas of device " + std::to_string(d) +
-                          " are too large to schedule " +
-                          std::to_string(numMicro) +
-                          " micro-batches: memory could exceed 2^61; use a "
-                          "coarser memory unit");
+      throw Exception("the memory deltas of device " + std::to_string(d) +
+                      " are too large to schedule " + std::to_string(numMicro) +
+                      " micro-batches: memory could exceed 2^61; use a "
+                      "coarser memory unit");
   }
 }
 
@@ -1003,7 +1002,7 @@ PeriodSearchResult searchPeriod(const PlacementGraph &g, int64_t period,
   checkRange(g, std::max(1, o.numMicroBatches));
   Analysis a = analyze(g);
   if (period > std::max(o.maxPeriodSteps, soloLatency(g)))
-    throw ScheduleError(
+    throw Exception(
         "period " + std::to_string(period) + " is above maxPeriodSteps (" +
         std::to_string(o.maxPeriodSteps) +
         ") and the latency of one micro-batch; searchSchedule quantises such "
@@ -1016,7 +1015,7 @@ PeriodSearchResult searchPeriod(const PlacementGraph &g, int64_t period,
 SearchResult searchSchedule(const PlacementGraph &g0, const SearchOptions &o) {
   auto t0 = std::chrono::steady_clock::now();
   if (o.numMicroBatches < 1)
-    throw ScheduleError("the number of micro-batches must be >= 1");
+    throw Exception("the number of micro-batches must be >= 1");
   checkRange(g0, o.numMicroBatches);
   SearchResult res;
   res.lowerBound = g0.lowerBound();
@@ -1112,8 +1111,8 @@ SearchResult searchSchedule(const PlacementGraph &g0, const SearchOptions &o) {
       rep = validateSchedule(g0, compact, o.memoryLimit);
     }
     if (!rep.ok())
-      throw ScheduleError("internal error: searched schedule is invalid: " +
-                          rep.errors.front());
+      throw Exception("internal error: searched schedule is invalid: " +
+                      rep.errors.front());
     res.schedule = std::move(compact);
     res.stats = rep.stats;
   }
@@ -1201,8 +1200,8 @@ SearchResult searchSchedule(const PlacementGraph &g0, const SearchOptions &o) {
     if (hopeless) {
       msg << "no schedule fits memory " << o.memoryLimit << ": the memory of "
           << "device " << growing << " grows by " << g.netMemory(growing)
-          << " per micro-batch (its blocks hold more than they free), so "
-          << N << " micro-batches end at " << unavoidable
+          << " per micro-batch (its blocks hold more than they free), so " << N
+          << " micro-batches end at " << unavoidable
           << " whatever the schedule";
     } else if (allBelowInfeasible) {
       msg << "no schedule fits memory " << o.memoryLimit << " (periods "
@@ -1212,8 +1211,7 @@ SearchResult searchSchedule(const PlacementGraph &g0, const SearchOptions &o) {
           << " within the node budget of " << budget << " (periods " << W * q
           << ".." << lastTried * q << " searched, some only up to the budget";
       if (lastTried < maxP)
-        msg << "; " << (lastTried + 1) * q << ".." << maxP * q
-            << " not tried";
+        msg << "; " << (lastTried + 1) * q << ".." << maxP * q << " not tried";
       msg << "); raise the node budget (--node-budget)";
     }
     if (res.memoryNeeded)

@@ -133,7 +133,7 @@ json parseJson(std::string_view text, const std::string &origin) {
   // recursively (by readers, by dump); the depth check bounds them all.
   std::string depthError = checkJsonDepth(text);
   if (!depthError.empty())
-    throw InputError(origin + ": " + depthError);
+    throw Exception(origin + ": " + depthError);
   DuplicateKeyCheck check;
   json value;
   try {
@@ -143,11 +143,11 @@ json parseJson(std::string_view text, const std::string &origin) {
     // Drop nlohmann's "[json.exception.parse_error.101] " tag.
     if (!what.empty() && what[0] == '[' && what.find("] ") != std::string::npos)
       what = what.substr(what.find("] ") + 2);
-    throw InputError(origin + ": malformed JSON: " + what);
+    throw Exception(origin + ": malformed JSON: " + what);
   }
   if (check.duplicate)
-    throw InputError(located(origin, check.duplicatePath,
-                             "duplicate key '" + *check.duplicate + "'"));
+    throw Exception(located(origin, check.duplicatePath,
+                            "duplicate key '" + *check.duplicate + "'"));
   return value;
 }
 
@@ -156,7 +156,7 @@ json loadJsonFile(const std::string &path, std::string_view what) {
   std::optional<std::string> text =
       readInputFile(path, what, kMaxJsonFileBytes, error);
   if (!text)
-    throw InputError(error);
+    throw Exception(error);
   return parseJson(*text, path);
 }
 
@@ -186,7 +186,7 @@ JsonValue::JsonValue(const json &value, std::string origin, std::string path)
     : value_(&value), origin_(std::move(origin)), path_(std::move(path)) {}
 
 void JsonValue::fail(const std::string &message) const {
-  throw InputError(located(origin_, path_, message));
+  throw Exception(located(origin_, path_, message));
 }
 
 void JsonValue::failExpected(std::string_view what,

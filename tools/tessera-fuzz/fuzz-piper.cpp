@@ -17,13 +17,14 @@
 #include <string>
 
 using namespace tessera::planner;
+using tessera::Exception;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   PiperInstance instance;
   try {
     instance = parsePiperInstance(
         std::string(reinterpret_cast<const char *>(data), size), "fuzz.json");
-  } catch (const PlanError &) {
+  } catch (const Exception &) {
     return 0;
   }
   if (instance.nodes.size() > 12)
@@ -34,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.maxTableBytes = uint64_t(64) << 20;
   try {
     (void)planPiper(instance, options);
-  } catch (const PlanError &) {
+  } catch (const Exception &) {
   }
   return 0;
 }

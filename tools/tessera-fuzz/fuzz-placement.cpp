@@ -35,8 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     // A list schedule of the same placement, checked by the validator.
     Schedule list = greedyListSchedule(graph, 6, GreedyPolicy{});
     (void)validateSchedule(graph, list, options.memoryLimit);
-  } catch (const tessera::support::InputError &) {
-  } catch (const ScheduleError &) {
+  } catch (const tessera::Exception &) {
   }
   return 0;
 }

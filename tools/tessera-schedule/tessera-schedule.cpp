@@ -26,6 +26,7 @@
 #include <string>
 
 using namespace tessera::schedule;
+using tessera::Exception;
 
 namespace {
 
@@ -93,13 +94,13 @@ int64_t parseInt(const std::string &flag, const std::string &text, int64_t min,
   } catch (const std::out_of_range &) {
     outOfRange = true; // beyond int64_t: reported with the range below
   } catch (const std::exception &) {
-    throw ScheduleError("option " + flag + " expects an integer, got '" + text +
-                        "'");
+    throw Exception("option " + flag + " expects an integer, got '" + text +
+                    "'");
   }
   if (outOfRange || v < min || v > max)
-    throw ScheduleError("option " + flag + " expects an integer in [" +
-                        std::to_string(min) + ", " + std::to_string(max) +
-                        "], got " + text);
+    throw Exception("option " + flag + " expects an integer in [" +
+                    std::to_string(min) + ", " + std::to_string(max) +
+                    "], got " + text);
   return v;
 }
 
@@ -121,13 +122,13 @@ Options parseArgs(int argc, char **argv) {
     std::string a = argv[i];
     auto value = [&]() -> std::string {
       if (i + 1 >= argc)
-        throw ScheduleError("option " + a + " expects a value");
+        throw Exception("option " + a + " expects a value");
       return argv[++i];
     };
     if (!a.empty() && a[0] == '-' && a != "-h" && a != "--help") {
       std::string key = a == "--output" ? "-o" : a;
       if (!given.insert(key).second)
-        throw ScheduleError("option " + a + " is given twice");
+        throw Exception("option " + a + " is given twice");
     }
     if (a == "--memory")
       o.memory = parseInt(a, value(), 0, kMaxMemory);
@@ -158,36 +159,36 @@ Options parseArgs(int argc, char **argv) {
       while (std::getline(ss, item, ','))
         o.spans.push_back(parseInt("--spans", item, 1, kMaxBlockSpan));
       if (o.spans.size() < 2 || o.spans.size() > 3)
-        throw ScheduleError("--spans expects F,B or F,B,W");
+        throw Exception("--spans expects F,B or F,B,W");
     } else if (a == "--emit-placement")
       o.emitPlacement = value();
     else if (a == "-h" || a == "--help") {
       std::cout << kUsage;
       std::exit(0);
     } else if (!a.empty() && a[0] == '-')
-      throw ScheduleError("unknown option '" + a + "'");
+      throw Exception("unknown option '" + a + "'");
     else if (o.placementPath.empty())
       o.placementPath = a;
     else
-      throw ScheduleError("more than one placement file given");
+      throw Exception("more than one placement file given");
   }
   if (o.pipeline && !o.placementPath.empty())
-    throw ScheduleError("give either a placement file or --pipeline, not both");
+    throw Exception("give either a placement file or --pipeline, not both");
   if (!o.pipeline && o.placementPath.empty())
-    throw ScheduleError("no placement file given");
+    throw Exception("no placement file given");
   if (!o.pipeline && !o.memory)
-    throw ScheduleError("--memory is required with a placement file");
+    throw Exception("--memory is required with a placement file");
   // Options that only one mode reads: given elsewhere they would be
   // silently ignored.
   if (!o.pipeline)
     for (const char *flag : {"--chunks", "--spans"})
       if (given.count(flag))
-        throw ScheduleError(std::string(flag) +
-                            " applies only with --pipeline (a placement file "
-                            "gives its own blocks)");
+        throw Exception(std::string(flag) +
+                        " applies only with --pipeline (a placement file "
+                        "gives its own blocks)");
   if (given.count("--chunks") && o.method != "interleaved" &&
       o.method != "search")
-    throw ScheduleError(
+    throw Exception(
         "--chunks applies only to --method interleaved or "
         "search (" +
         o.method +
@@ -196,7 +197,7 @@ Options parseArgs(int argc, char **argv) {
     // F, B and W blocks per (virtual) stage; zb-v always has 2 chunks.
     int64_t stages = int64_t(*o.pipeline) * (o.method == "zb-v" ? 2 : o.chunks);
     if (stages * 3 > kMaxPlacementBlocks)
-      throw ScheduleError(
+      throw Exception(
           "--pipeline " + std::to_string(*o.pipeline) + " with " +
           std::to_string(stages / *o.pipeline) + " chunk(s) has " +
           std::to_string(stages) + " stages; a placement holds at most " +
@@ -205,15 +206,14 @@ Options parseArgs(int argc, char **argv) {
   if (o.method != "search")
     for (const char *flag : {"--node-budget", "--no-explain"})
       if (given.count(flag))
-        throw ScheduleError(std::string(flag) +
-                            " applies only to --method search");
+        throw Exception(std::string(flag) + " applies only to --method search");
   return o;
 }
 
 void writeText(const std::string &path, const std::string &text) {
   std::ofstream out(path);
   if (!out)
-    throw ScheduleError("cannot write '" + path + "'");
+    throw Exception("cannot write '" + path + "'");
   out << text;
 }
 
@@ -249,9 +249,9 @@ int run(const Options &o) {
   if (o.method != "search") {
     builtin = parseBuiltinMethod(o.method);
     if (!builtin)
-      throw ScheduleError("unknown method '" + o.method +
-                          "' (search, gpipe, 1f1b, interleaved, zb-h1, "
-                          "zb-h2, zb-v)");
+      throw Exception("unknown method '" + o.method +
+                      "' (search, gpipe, 1f1b, interleaved, zb-h1, "
+                      "zb-h2, zb-v)");
   }
   PipelineSpec spec;
   if (o.pipeline) {
@@ -270,17 +270,17 @@ int run(const Options &o) {
     placement = loadPlacement(o.placementPath);
     if (builtin && *builtin != BuiltinMethod::GPipe &&
         *builtin != BuiltinMethod::OneFOneB)
-      throw ScheduleError("method '" + o.method +
-                          "' needs a standard pipeline: use --pipeline P");
+      throw Exception("method '" + o.method +
+                      "' needs a standard pipeline: use --pipeline P");
   }
   if (!o.emitPlacement.empty())
     writeText(o.emitPlacement, placementToJson(placement).dump(2) + "\n");
   PlacementGraph g(placement);
   if (int64_t(o.microBatches) * g.numBlocks() > kMaxTasks)
-    throw ScheduleError(
-        "--micro-batches " + std::to_string(o.microBatches) + " x " +
-        std::to_string(g.numBlocks()) + " blocks is more than the " +
-        std::to_string(kMaxTasks) + " block instances a schedule may hold");
+    throw Exception("--micro-batches " + std::to_string(o.microBatches) +
+                    " x " + std::to_string(g.numBlocks()) +
+                    " blocks is more than the " + std::to_string(kMaxTasks) +
+                    " block instances a schedule may hold");
 
   std::cout << "placement: " << (placement.name.empty() ? "-" : placement.name)
             << " (" << g.numDevices() << " devices, " << g.numBlocks()
@@ -297,7 +297,7 @@ int run(const Options &o) {
   auto t0 = std::chrono::steady_clock::now();
   if (!builtin) {
     if (!o.memory)
-      throw ScheduleError("--method search needs --memory");
+      throw Exception("--method search needs --memory");
     SearchOptions so;
     so.memoryLimit = *o.memory;
     so.numMicroBatches = o.microBatches;
@@ -381,9 +381,6 @@ int run(const Options &o) {
 int main(int argc, char **argv) {
   try {
     return run(parseArgs(argc, argv));
-  } catch (const ScheduleError &e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
   } catch (const std::exception &e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

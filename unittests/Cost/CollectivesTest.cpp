@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 using namespace tessera::cost;
+using tessera::Exception;
 
 namespace {
 
@@ -45,8 +46,8 @@ TEST(Collectives, DegenerateGroups) {
                    1e-5 + 1.0);
   EXPECT_THROW(collectiveTime(Collective::AllReduce, CollectiveAlgorithm::Ring,
                               1, 0, kLink),
-               CostModelError);
-  EXPECT_THROW(parseCollective("all_reduce_please"), CostModelError);
+               Exception);
+  EXPECT_THROW(parseCollective("all_reduce_please"), Exception);
   EXPECT_EQ(parseCollective("reduce_scatter"), Collective::ReduceScatter);
   EXPECT_STREQ(collectiveName(Collective::AllToAll), "all_to_all");
 }
@@ -67,6 +68,42 @@ TEST(Collectives, BestPicksTreeForSmallAndRingForLarge) {
   EXPECT_DOUBLE_EQ(large, collectiveTime(Collective::AllReduce,
                                          CollectiveAlgorithm::Ring, 1e10, 64,
                                          spec.interNode));
+}
+
+TEST(Collectives, AlphaBetaFormIsTheSameModel) {
+  // The spec's link and its alpha-beta form price every collective alike.
+  const AlphaBeta ab = alphaBeta(kLink);
+  EXPECT_EQ(ab.alpha, 1e-5);
+  EXPECT_EQ(ab.beta, 1.0 / 1e9);
+  for (int k = 0; k <= static_cast<int>(Collective::SendRecv); ++k)
+    for (auto algorithm :
+         {CollectiveAlgorithm::Ring, CollectiveAlgorithm::Tree})
+      for (int ranks : {1, 2, 3, 8}) {
+        Collective kind = static_cast<Collective>(k);
+        CollectiveTraffic t = collectiveTraffic(kind, algorithm, 1e6, ranks);
+        EXPECT_EQ(collectiveTime(kind, algorithm, 1e6, int64_t(ranks), ab),
+                  t.messages * ab.alpha + t.bytes * ab.beta);
+        EXPECT_DOUBLE_EQ(
+            collectiveTime(kind, algorithm, 1e6, ranks, kLink),
+            collectiveTime(kind, algorithm, 1e6, int64_t(ranks), ab));
+      }
+  // A ring all-gather of n shards of B sends (n-1) B per rank.
+  EXPECT_EQ(collectiveTraffic(Collective::AllGather, CollectiveAlgorithm::Ring,
+                              4 * 128.0, 4)
+                .bytes,
+            3 * 128.0);
+  EXPECT_EQ(
+      collectiveTraffic(Collective::SendRecv, CollectiveAlgorithm::Ring, 10, 1)
+          .messages,
+      1);
+}
+
+TEST(Collectives, LinkForGroupWithStride) {
+  DeviceSpec spec;
+  spec.devicesPerNode = 8;
+  // 4 ranks 2 apart span 8 devices: one node; 4 ranks 4 apart do not.
+  EXPECT_EQ(&linkForGroup(spec, 4, 2), &spec.intraNode);
+  EXPECT_EQ(&linkForGroup(spec, 4, 4), &spec.interNode);
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 using namespace tessera::cost;
+using tessera::Exception;
 
 namespace {
 
@@ -27,7 +28,7 @@ TEST(MemoryModel, SumsTheParts) {
   EXPECT_DOUBLE_EQ(m.optimizerState, 3e9);
   EXPECT_DOUBLE_EQ(m.total(), 2e9 + 2e9 + 3e9 + 3e9 + 5e8);
   in.dataParallel = 0;
-  EXPECT_THROW(deviceMemory(in), CostModelError);
+  EXPECT_THROW(deviceMemory(in), Exception);
 }
 
 TEST(MemoryModel, InFlightPerSchedule) {
@@ -41,11 +42,11 @@ TEST(MemoryModel, InFlightPerSchedule) {
   EXPECT_EQ(
       inFlightMicroBatches(PipelineSchedule::Interleaved1F1B, 0, 4, 16, 2), 6);
   EXPECT_THROW(inFlightMicroBatches(PipelineSchedule::OneFOneB, 4, 4, 8),
-               CostModelError);
+               Exception);
   // Piper: stage with d=4 followed by stages summing to 6: ceil(10/4) = 3.
   EXPECT_EQ(piperInFlightMicroBatches(10, 4), 3);
   EXPECT_EQ(piperInFlightMicroBatches(4, 4), 1);
-  EXPECT_THROW(piperInFlightMicroBatches(3, 4), CostModelError);
+  EXPECT_THROW(piperInFlightMicroBatches(3, 4), Exception);
 }
 
 } // namespace

@@ -60,6 +60,15 @@ TEST_F(DistTest, CoordsAndRankRoundTrip) {
   EXPECT_EQ(m.rank({1, 0, 2}), 14);
 }
 
+TEST_F(DistTest, GetMeshIsTheSameMesh) {
+  MeshAttr m = mesh({"dp", "tp", "pp"}, {2, 3, 4});
+  tessera::layout::Mesh plain = m.getMesh();
+  EXPECT_EQ(plain.str(), "dp=2,tp=3,pp=4");
+  for (int64_t r = 0; r < m.numRanks(); ++r)
+    EXPECT_EQ(llvm::ArrayRef(plain.coordinates(r)), llvm::ArrayRef(m.coords(r)))
+        << "rank " << r;
+}
+
 TEST_F(DistTest, AxisIndex) {
   MeshAttr m = mesh({"dp", "tp", "pp"}, {2, 2, 2});
   EXPECT_EQ(m.axisIndex("dp"), 0u);

@@ -10,6 +10,8 @@
 #include <random>
 
 using namespace tessera::layout;
+using tessera::Error;
+using tessera::Result;
 
 namespace {
 
@@ -84,6 +86,23 @@ TEST(RvdMesh, Groups) {
   EXPECT_EQ(mesh.groups(0),
             (std::vector<std::vector<int64_t>>{{0, 2}, {1, 3}}));
   EXPECT_TRUE(mesh.groups(5).empty());
+}
+
+TEST(RvdMesh, StrideAndGroupOf) {
+  Mesh mesh = makeMesh("dp=2,tp=3,pp=2");
+  EXPECT_EQ(mesh.stride(0), 6);
+  EXPECT_EQ(mesh.stride(1), 2);
+  EXPECT_EQ(mesh.stride(2), 1);
+  using G = std::vector<int64_t>;
+  // Rank 7 is (dp 1, tp 0, pp 1).
+  EXPECT_EQ(mesh.groupOf(7, {1}), (G{7, 9, 11}));
+  EXPECT_EQ(mesh.groupOf(7, {0}), (G{1, 7}));
+  EXPECT_EQ(mesh.groupOf(7, {2, 0, 2}), (G{0, 1, 6, 7}));
+  EXPECT_EQ(mesh.groupOf(7, {}), (G{7}));
+  // One group along an axis is that axis' sub-group, in coordinate order.
+  for (size_t axis = 0; axis < mesh.numAxes(); ++axis)
+    for (const G &group : mesh.groups(axis))
+      EXPECT_EQ(mesh.groupOf(group.back(), {axis}), group);
 }
 
 TEST(RvdMesh, Errors) {
@@ -254,6 +273,18 @@ TEST(RvdCost, StepFormulas) {
   EXPECT_DOUBLE_EQ(slice.cost, 512.0 / 4 * gamma);
   Step zero = step("R", {Primitive::LocalZero, 0, -1, -1});
   EXPECT_EQ(zero.after.str(), "V");
+  // The collectives are priced by the cost library's model, ring algorithms
+  // on the axis' link (all_gather's logical tensor is its output).
+  using tessera::cost::Collective;
+  auto ring = [&](Collective kind, double bytes) {
+    return tessera::cost::collectiveTime(
+        kind, tessera::cost::CollectiveAlgorithm::Ring, bytes, 4,
+        model.link(mesh, 0));
+  };
+  EXPECT_EQ(ar.cost, ring(Collective::AllReduce, 512));
+  EXPECT_EQ(rs.cost, ring(Collective::ReduceScatter, 512));
+  EXPECT_EQ(ag.cost, ring(Collective::AllGather, 4 * 128));
+  EXPECT_EQ(a2a.cost, ring(Collective::AllToAll, 128));
   EXPECT_DOUBLE_EQ(zero.cost, 512 * gamma);
 }
 

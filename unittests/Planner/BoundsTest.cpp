@@ -18,6 +18,7 @@
 #include <set>
 
 using namespace tessera::planner;
+using tessera::Exception;
 
 namespace {
 
@@ -25,7 +26,7 @@ PiperInstance workload(const std::string &name, int devices, double memoryGiB,
                        int microBatches) {
   std::string path = std::string(TESSERA_WORKLOADS_DIR) + "/piper/" + name;
   if (!std::ifstream(path))
-    throw PlanError("missing " + path +
+    throw Exception("missing " + path +
                     " (bench/workloads is part of the repository)");
   PiperInstance ins = loadPiperInstance(path);
   ins.maxDevices = devices;
@@ -49,7 +50,7 @@ size_t degreesUpTo(const PiperInstance &ins) {
 std::string refusal(const PiperInstance &ins, const PlannerOptions &opts) {
   try {
     planPiper(ins, opts);
-  } catch (const PlanError &e) {
+  } catch (const Exception &e) {
     return e.what();
   }
   return "";
@@ -136,7 +137,7 @@ TEST(PlannerBounds, LatticeStorageIsBoundedBeforeItIsAllocated) {
   try {
     DownsetLattice lattice(n, chain, 50000, SIZE_MAX, limit, "(test)");
     ADD_FAILURE() << "no error";
-  } catch (const PlanError &e) {
+  } catch (const Exception &e) {
     std::string m = e.what();
     EXPECT_NE(m.find("downsets of 1000000 nodes; (test)"), std::string::npos)
         << m;
@@ -148,7 +149,7 @@ TEST(PlannerBounds, LatticeStorageIsBoundedBeforeItIsAllocated) {
   for (int v = 0; v + 1 < 20; ++v)
     small[v].push_back(v + 1);
   EXPECT_EQ(DownsetLattice(20, small).numPairs(), 210u);
-  EXPECT_THROW(DownsetLattice(20, small, 50000, 209), PlanError);
+  EXPECT_THROW(DownsetLattice(20, small, 50000, 209), Exception);
   EXPECT_NO_THROW(DownsetLattice(20, small, 50000, 210));
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 using namespace tessera::planner;
+using tessera::Exception;
 
 namespace {
 
@@ -28,7 +29,7 @@ void expectError(const std::string &text, const std::string &what) {
   try {
     parsePiperInstance(text, "in.json");
     FAIL() << "accepted input expected to fail with: " << what;
-  } catch (const PlanError &e) {
+  } catch (const Exception &e) {
     EXPECT_NE(std::string(e.what()).find(what), std::string::npos)
         << "message: " << e.what();
     EXPECT_NE(std::string(e.what()).find("in.json"), std::string::npos);
@@ -144,7 +145,7 @@ TEST(PiperInstance, ReadsOnlyRegularFiles) {
   auto loadError = [](const std::string &path) {
     try {
       loadPiperInstance(path);
-    } catch (const PlanError &e) {
+    } catch (const Exception &e) {
       return std::string(e.what());
     }
     return std::string("(accepted)");
@@ -162,7 +163,7 @@ TEST(PiperInstance, NoFeasiblePlanIsAClearError) {
   try {
     planPiper(ins);
     FAIL() << "planned an instance that does not fit";
-  } catch (const PlanError &e) {
+  } catch (const Exception &e) {
     EXPECT_NE(std::string(e.what()).find("no feasible plan"),
               std::string::npos);
   }

@@ -16,13 +16,14 @@
 #include <string>
 
 using namespace tessera::schedule;
+using tessera::Exception;
 
 namespace {
 
 Placement load(const std::string &file) {
   std::string path = std::string(TESSERA_SCHEDULE_WORKLOADS) + "/" + file;
   if (!std::ifstream(path))
-    throw ScheduleError("workload not found: " + path);
+    throw Exception("workload not found: " + path);
   return loadPlacement(path);
 }
 
@@ -267,7 +268,7 @@ TEST(SearchBounds, OneHugePeriodIsRefused) {
   PlacementGraph g(load("vshape-d4.json"));
   SearchOptions o;
   o.memoryLimit = 4;
-  EXPECT_THROW(searchPeriod(g, 1'000'000'000, o), ScheduleError);
+  EXPECT_THROW(searchPeriod(g, 1'000'000'000, o), Exception);
   EXPECT_EQ(searchPeriod(g, 4, o).outcome, PeriodOutcome::Found);
 }
 
@@ -276,13 +277,13 @@ TEST(SearchBounds, MemoryOrTimesBeyondRangeAreAnError) {
   try {
     search(memory, INT64_MAX);
     ADD_FAILURE() << "no error";
-  } catch (const ScheduleError &e) {
+  } catch (const Exception &e) {
     EXPECT_NE(std::string(e.what()).find("memory deltas of device"),
               std::string::npos)
         << e.what();
   }
   Placement spans = scaleSpans(load("vshape-d4.json"), int64_t(1) << 56);
-  EXPECT_THROW(search(spans, 4), ScheduleError);
+  EXPECT_THROW(search(spans, 4), Exception);
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 
 using namespace tessera::schedule;
 using nlohmann::json;
+using tessera::Exception;
 
 namespace {
 
@@ -20,7 +21,7 @@ json twoBlocks() {
 std::string errorOf(const json &j) {
   try {
     parsePlacement(j);
-  } catch (const ScheduleError &e) {
+  } catch (const Exception &e) {
     return e.what();
   }
   return "";
@@ -162,7 +163,7 @@ TEST(PlacementTest, ReadsOnlyRegularFiles) {
   auto loadError = [](const std::string &path) {
     try {
       loadPlacement(path);
-    } catch (const ScheduleError &e) {
+    } catch (const Exception &e) {
       return std::string(e.what());
     }
     return std::string("(accepted)");
@@ -175,7 +176,7 @@ TEST(PlacementTest, ReadsOnlyRegularFiles) {
 }
 
 TEST(PlacementTest, MissingFileIsAnError) {
-  EXPECT_THROW(loadPlacement("/nonexistent/placement.json"), ScheduleError);
+  EXPECT_THROW(loadPlacement("/nonexistent/placement.json"), Exception);
 }
 
 } // namespace

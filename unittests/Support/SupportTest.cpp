@@ -14,6 +14,7 @@
 
 using namespace tessera::support;
 using nlohmann::json;
+using tessera::Exception;
 
 namespace {
 
@@ -36,7 +37,7 @@ std::string readError(const std::string &path, uint64_t maxBytes = 1 << 20) {
 std::string errorOf(const std::function<void()> &read) {
   try {
     read();
-  } catch (const InputError &e) {
+  } catch (const Exception &e) {
     return e.what();
   }
   return "(accepted)";

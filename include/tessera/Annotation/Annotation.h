@@ -31,6 +31,8 @@
 #ifndef TESSERA_ANNOTATION_ANNOTATION_H
 #define TESSERA_ANNOTATION_ANNOTATION_H
 
+#include "tessera/Support/Result.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -77,28 +79,6 @@ struct Annotation {
   bool isTemplate() const;
   /// The annotation in canonical text, e.g. "b m k+, k+ n -> b m n".
   std::string str() const;
-};
-
-/// A failure with a message meant for a user.
-struct Error {
-  std::string message;
-};
-
-/// Either a value or an Error (the library does not throw).
-template <typename T> class Result {
-public:
-  Result(T value) : value(std::move(value)) {}
-  Result(Error error) : error(std::move(error)) {}
-  explicit operator bool() const { return value.has_value(); }
-  T &operator*() { return *value; }
-  const T &operator*() const { return *value; }
-  T *operator->() { return &*value; }
-  const T *operator->() const { return &*value; }
-  const std::string &message() const { return error->message; }
-
-private:
-  std::optional<T> value;
-  std::optional<Error> error;
 };
 
 /// Parses annotation text. Errors name the column, e.g.

@@ -11,19 +11,13 @@
 #ifndef TESSERA_COST_DEVICESPEC_H
 #define TESSERA_COST_DEVICESPEC_H
 
+#include "tessera/Support/Result.h"
+
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace tessera::cost {
-
-/// Every malformed spec, profile or query is reported with this exception so
-/// that callers (tools, passes) can turn it into a diagnostic.
-class CostModelError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 /// One class of link: alpha (latency, seconds) and beta's inverse (bytes/s).
 struct LinkSpec {
@@ -42,7 +36,7 @@ struct DeviceSpec {
   LinkSpec intraNode;
   LinkSpec interNode;
 
-  /// Peak rate for \p dtype; throws CostModelError when the spec lacks it
+  /// Peak rate for \p dtype; throws Exception when the spec lacks it
   /// (silently falling back to another type would hide a wrong spec).
   double peakFlopsFor(const std::string &dtype) const;
 };

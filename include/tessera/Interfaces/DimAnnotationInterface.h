@@ -18,13 +18,12 @@ namespace tessera {
 std::vector<annotation::Shape> getShapes(mlir::TypeRange types);
 
 /// Parses `tmpl` and expands it for `op`'s operand and result shapes.
-annotation::Result<annotation::Annotation>
+Result<annotation::Annotation>
 instantiateAnnotationTemplate(mlir::Operation *op, llvm::StringRef tmpl);
 
 /// Parses concrete annotation text that an op built from its attributes;
 /// it must not be a template.
-annotation::Result<annotation::Annotation>
-parseBuiltAnnotation(const std::string &text);
+Result<annotation::Annotation> parseBuiltAnnotation(const std::string &text);
 
 } // namespace tessera
 
@@ -34,7 +33,7 @@ namespace tessera {
 
 /// The op's annotation bound to its shapes. On failure, the message says
 /// what is wrong (the caller decides whether it is a diagnostic).
-annotation::Result<annotation::BoundAnnotation>
+Result<annotation::BoundAnnotation>
 bindOpAnnotation(DimAnnotationOpInterface op);
 
 /// Names used for generated annotations: prefix + index (d0, d1, ...).

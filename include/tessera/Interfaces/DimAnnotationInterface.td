@@ -42,7 +42,7 @@ def DimAnnotationOpInterface : OpInterface<"DimAnnotationOpInterface"> {
         message. The default expands the template for the operand and
         result shapes.
       }],
-      /*retTy=*/"::tessera::annotation::Result<::tessera::annotation::Annotation>",
+      /*retTy=*/"::tessera::Result<::tessera::annotation::Annotation>",
       /*methodName=*/"buildAnnotation",
       /*args=*/(ins),
       /*methodBody=*/[{}],

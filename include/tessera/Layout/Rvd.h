@@ -11,17 +11,22 @@
 // searches the cheapest sequence of primitives that converts one into the
 // other: all_reduce (V->R), reduce_scatter (V->D), all_gather (D->R),
 // all_to_all (D(i)->D(j)), local_slice (R->D) and local_zero (R->V), each
-// acting on one mesh axis, costed with an alpha-beta model per axis. The
+// acting on one mesh axis, costed with the alpha-beta model of lib/Cost
+// (cost::collectiveTime, ring algorithms) on a link per axis. The
 // result names the collectives that dist-lower-comm emits inside the
 // sub-groups along each axis. See docs/layouts.md.
 //
 // Plain C++17 with no MLIR types, and no exceptions: every failure is a
-// Result carrying a message, so passes built without exceptions can call it.
+// Result (tessera/Support/Result.h), so passes built without exceptions can
+// call it.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSERA_LAYOUT_RVD_H
 #define TESSERA_LAYOUT_RVD_H
+
+#include "tessera/Cost/Collectives.h"
+#include "tessera/Support/Result.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -35,33 +40,6 @@ namespace tessera {
 namespace layout {
 
 //===----------------------------------------------------------------------===//
-// Errors
-//===----------------------------------------------------------------------===//
-
-/// A failure with a message meant for a user.
-struct Error {
-  std::string message;
-};
-
-/// Either a value or an Error (the library does not throw).
-template <typename T> class Result {
-public:
-  Result(T value) : value(std::move(value)) {}
-  Result(Error error) : error(std::move(error)) {}
-  explicit operator bool() const { return value.has_value(); }
-  T &operator*() { return *value; }
-  const T &operator*() const { return *value; }
-  T *operator->() { return &*value; }
-  const T *operator->() const { return &*value; }
-  /// The error message; only valid when the result holds no value.
-  const std::string &message() const { return error->message; }
-
-private:
-  std::optional<T> value;
-  std::optional<Error> error;
-};
-
-//===----------------------------------------------------------------------===//
 // Mesh
 //===----------------------------------------------------------------------===//
 
@@ -72,6 +50,10 @@ struct MeshAxis {
 
 /// Ordered named axes. Ranks are numbered row-major: the last axis varies
 /// fastest, so `dp=2,tp=2` puts tp pairs on consecutive ranks (inside a node).
+///
+/// This is the one implementation of the rank <-> coordinate mapping: the
+/// dialect's #dist.mesh converts to it (MeshAttr::getMesh) for its rank
+/// arithmetic, and so does every pass and library that needs ranks.
 class Mesh {
 public:
   /// Checks that names are identifiers, unique, and sizes at least 1.
@@ -83,9 +65,17 @@ public:
   int64_t numRanks() const;
   std::optional<size_t> axisIndex(const std::string &name) const;
 
-  /// The coordinate of \p rank along every axis.
+  /// The coordinate of \p rank along every axis (0 <= rank < numRanks()).
   std::vector<int64_t> coordinates(int64_t rank) const;
+  /// The rank at \p coordinates (one in-range coordinate per axis).
   int64_t rankOf(const std::vector<int64_t> &coordinates) const;
+  /// How far apart in rank order two ranks are whose coordinates differ by
+  /// one on \p axis only: the product of the sizes of the later axes.
+  int64_t stride(size_t axis) const;
+  /// The ranks that share \p rank's coordinates on every axis not in
+  /// \p axes, sorted; \p rank is one of them.
+  std::vector<int64_t> groupOf(int64_t rank,
+                               const std::vector<size_t> &axes) const;
   /// The sub-groups along \p axis: the ranks that differ only in that axis'
   /// coordinate, each ordered by the coordinate, groups by their first rank.
   /// A collective on the axis runs independently inside each group.
@@ -209,16 +199,14 @@ struct Transition {
 };
 
 /// Alpha-beta costs: a message costs alpha seconds, a byte beta seconds, per
-/// mesh axis (tp inside a node, dp across nodes). gamma (seconds per byte) is
-/// the local copy of slicing and zeroing: kept far below beta so that those
-/// steps are never free (the search stays deterministic) yet always cheaper
-/// than communicating.
+/// mesh axis (tp inside a node, dp across nodes); collectives are priced by
+/// cost::collectiveTime. gamma (seconds per byte) is the local copy of
+/// slicing and zeroing: kept far below beta so that those steps are never
+/// free (the search stays deterministic) yet always cheaper than
+/// communicating.
 struct CostModel {
-  struct Link {
-    double alpha = 1e-5; ///< seconds per message
-    double beta = 1e-11; ///< seconds per byte (1 / bandwidth)
-  };
-  Link defaultLink;
+  using Link = cost::AlphaBeta;
+  Link defaultLink{1e-5, 1e-11};
   /// Overrides by axis name.
   std::map<std::string, Link> axisLinks;
   double gamma = 1e-14;
@@ -278,7 +266,8 @@ Result<Path> findPath(const Mesh &mesh, const TensorShape &tensor,
                       const SearchOptions &options = {});
 
 /// Seconds to send a local tensor of \p bytes from one group to another that
-/// differs along \p axis (pipeline stages): alpha + bytes * beta of its link.
+/// differs along \p axis (pipeline stages): cost::collectiveTime of a
+/// send/recv, alpha + bytes * beta of its link.
 double sendRecvCost(const CostModel &model, const Mesh &mesh, size_t axis,
                     double bytes);
 

@@ -21,7 +21,7 @@ namespace tessera::planner {
 class DownsetLattice {
 public:
   /// Enumerates the downsets of the DAG on nodes 0..n-1 given by
-  /// \p successors. Throws PlanError when there are more than \p limit, or
+  /// \p successors. Throws Exception when there are more than \p limit, or
   /// more than \p pairLimit pairs of nested downsets, or when its own
   /// storage (bitsets, member lists, nesting lists; see bytesPerDownset)
   /// would exceed \p byteLimit; the message then ends with \p reason. Each

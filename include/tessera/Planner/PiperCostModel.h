@@ -62,7 +62,7 @@ double iterationTime(double timePerSample, int microBatches, int sumD,
 
 class PiperCostModel {
 public:
-  /// Validates \p instance (throws PlanError) and compiles it.
+  /// Validates \p instance (throws Exception) and compiles it.
   explicit PiperCostModel(PiperInstance instance);
 
   const PiperInstance &instance() const { return ins; }
@@ -93,7 +93,7 @@ public:
   /// The part multiplied by (d-1)/d: the gradient resync, 4 w / (N B).
   double beta(int v, int t, int c) const;
 
-  /// Scores \p stages (first stage first). Throws PlanError when the plan
+  /// Scores \p stages (first stage first). Throws Exception when the plan
   /// breaks a rule (node missing or repeated, edge going backwards, d not
   /// dividing N, too many devices, unknown configuration). Memory overflow
   /// is reported in fitsMemory, not thrown, so callers can inspect it.

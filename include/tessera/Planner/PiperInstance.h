@@ -10,19 +10,13 @@
 #ifndef TESSERA_PLANNER_PIPERINSTANCE_H
 #define TESSERA_PLANNER_PIPERINSTANCE_H
 
+#include "tessera/Support/Result.h"
+
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace tessera::planner {
-
-/// Bad input, no feasible plan, limits exceeded: everything the planner
-/// refuses is reported through this exception with a readable message.
-class PlanError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 /// One tensor-parallel configuration of a node ("TMPC").
 struct PiperConfig {
@@ -69,13 +63,13 @@ struct PiperInstance {
 
   /// Checks everything the planner relies on (ids, edges, acyclicity,
   /// non-negative sizes, sync entries for exactly the node's edges, at most
-  /// two configurations per degree); throws PlanError naming the culprit.
+  /// two configurations per degree); throws Exception naming the culprit.
   void validate() const;
 };
 
 /// Parses Piper's JSON: every key known, every value of its type and range
 /// (docs/planner.md). \p origin names the input in error messages, with the
-/// key path of the offending value. Throws PlanError.
+/// key path of the offending value. Throws Exception.
 PiperInstance parsePiperInstance(const std::string &jsonText,
                                  const std::string &origin = "<input>");
 /// Reads (a regular file of at most 64 MiB) and parses a Piper input.

@@ -44,7 +44,7 @@ struct PlannerOptions {
   /// Bound on the planner's tables, in bytes: the lattice's pairs of nested
   /// downsets, one 32-byte record per pair and tensor-parallel degree, and
   /// the frontiers at their largest are counted up front and an input that
-  /// needs more is refused (PlanError) before they are allocated; the caches
+  /// needs more is refused (Exception) before they are allocated; the caches
   /// filled during the search (knapsack costs, per-d curves) stop growing at
   /// the bound and are recomputed instead. See docs/planner.md.
   size_t maxTableBytes = size_t(2) << 30;
@@ -92,7 +92,7 @@ struct Plan {
 };
 
 /// Plans \p instance with the limits it carries (maxDevices, memory,
-/// bandwidth, mbsInBatch). Throws PlanError when the input is invalid or no
+/// bandwidth, mbsInBatch). Throws Exception when the input is invalid or no
 /// plan fits in memory.
 Plan planPiper(const PiperInstance &instance,
                const PlannerOptions &options = {});

@@ -59,7 +59,7 @@ struct BuiltinSchedule {
 
 /// Builds a built-in schedule. The spec is adjusted to what the method needs
 /// (chunks = 1 for GPipe/1F1B/ZB-H*, vShape and 2 chunks for ZB-V, a split
-/// weight gradient for ZB-*); throws ScheduleError on impossible requests
+/// weight gradient for ZB-*); throws Exception on impossible requests
 /// (interleaved needs m to be a multiple of p).
 BuiltinSchedule buildBuiltin(BuiltinMethod method, PipelineSpec spec,
                              int numMicroBatches);
@@ -91,7 +91,7 @@ struct GreedyPolicy {
   bool preferDeepForward = false;
 };
 
-/// Throws ScheduleError when the rule deadlocks (for example when the memory
+/// Throws Exception when the rule deadlocks (for example when the memory
 /// cap blocks every device).
 Schedule greedyListSchedule(const PlacementGraph &graph, int numMicroBatches,
                             const GreedyPolicy &policy);

@@ -15,21 +15,15 @@
 #ifndef TESSERA_SCHEDULE_PLACEMENT_H
 #define TESSERA_SCHEDULE_PLACEMENT_H
 
+#include "tessera/Support/Result.h"
+
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 namespace tessera::schedule {
-
-/// Every error of this library on bad input (a malformed placement, an
-/// impossible request) is reported with this exception, never with an assert.
-class ScheduleError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
 
 enum class BlockKind { Forward, Backward, WeightGrad };
 
@@ -69,12 +63,12 @@ constexpr int64_t kMaxBlockMemory = (int64_t(1) << 31) - 1;
 
 /// Parses the placement format of bench/workloads/tessel (see
 /// docs/schedule.md): every key known, every value of its type and range.
-/// Throws ScheduleError naming `origin` and the key path of the offending
+/// Throws Exception naming `origin` and the key path of the offending
 /// value ("p.json: blocks[3].span: expected ...").
 Placement parsePlacement(const nlohmann::json &json,
                          const std::string &origin = "placement");
 /// Reads (a regular file of at most 64 MiB) and parses a placement file;
-/// throws ScheduleError.
+/// throws Exception.
 Placement loadPlacement(const std::string &path);
 nlohmann::json placementToJson(const Placement &placement);
 
@@ -83,7 +77,7 @@ nlohmann::json placementToJson(const Placement &placement);
 /// acyclic dependency graph, devices in range, spans >= 1.
 class PlacementGraph {
 public:
-  /// Throws ScheduleError on an invalid placement.
+  /// Throws Exception on an invalid placement.
   explicit PlacementGraph(Placement placement);
 
   const Placement &placement() const { return placement_; }

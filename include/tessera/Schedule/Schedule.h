@@ -71,13 +71,13 @@ std::vector<std::vector<int>> deviceOrders(const PlacementGraph &graph,
 /// Re-times a schedule as early as possible while keeping the order of blocks
 /// on every device. Memory on a device depends only on that order, so the
 /// peak memory per device is unchanged; the makespan never grows. Throws
-/// ScheduleError if the orders are inconsistent with dependencies.
+/// Exception if the orders are inconsistent with dependencies.
 Schedule retimeAsap(const PlacementGraph &graph, const Schedule &schedule);
 
 /// Builds a schedule from per-device orders of (micro, block index) pairs by
 /// starting each block as early as its dependencies and its devices allow.
 /// A block occupying several devices must appear in the order of each.
-/// Throws ScheduleError if the orders deadlock.
+/// Throws Exception if the orders deadlock.
 Schedule
 scheduleFromOrders(const PlacementGraph &graph, int numMicroBatches,
                    const std::vector<std::vector<std::pair<int, int>>> &orders);

@@ -92,7 +92,7 @@ struct PeriodSearchResult {
 
 /// Searches for a repetend of exactly this period, in the placement's own
 /// time units (no quantisation), with options.nodeBudget nodes. Throws
-/// ScheduleError when the period is above both options.maxPeriodSteps and
+/// Exception when the period is above both options.maxPeriodSteps and
 /// the latency of one micro-batch.
 PeriodSearchResult searchPeriod(const PlacementGraph &graph, int64_t period,
                                 const SearchOptions &options);
@@ -155,7 +155,7 @@ struct SearchResult {
 };
 
 /// Tries P = W, W+1, ... (on the time quantum's grid) and returns the first
-/// period with a schedule. Throws ScheduleError on a request it cannot
+/// period with a schedule. Throws Exception on a request it cannot
 /// represent (no micro-batch, times or memory beyond 64-bit range).
 SearchResult searchSchedule(const PlacementGraph &graph,
                             const SearchOptions &options);

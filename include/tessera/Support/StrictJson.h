@@ -15,9 +15,11 @@
 //   closest known key ("unknown key 'dpes' (did you mean 'dp'?)"), and a key
 //   given twice is an error (the parser would silently keep the last).
 //
-// Plain C++17 with exceptions: errors are thrown as InputError. Code built
-// without exceptions (MLIR passes) calls a reader through a function that
-// catches and returns the message (see lib/Dialect/Dist/Transforms/
+// Plain C++17 with exceptions: errors are thrown as tessera::Exception
+// (tessera/Support/Result.h), the exception of every throwing library, so a
+// reader's error passes through the library that called it unchanged. Code
+// built without exceptions (MLIR passes) calls a reader through a function
+// that catches and returns the message (see lib/Dialect/Dist/Transforms/
 // PlanFile.h).
 //
 //===----------------------------------------------------------------------===//
@@ -26,6 +28,7 @@
 #define TESSERA_SUPPORT_STRICTJSON_H
 
 #include "tessera/Support/InputFile.h"
+#include "tessera/Support/Result.h"
 
 #include <nlohmann/json.hpp>
 
@@ -41,21 +44,14 @@
 
 namespace tessera::support {
 
-/// Bad input found by a reader; the message is complete (file, key path,
-/// expected form).
-class InputError : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
-
 /// Parses JSON text that came from `origin` (a path, named in messages):
 /// first the nesting-depth check (checkJsonDepth), then nlohmann's parser,
-/// rejecting a key repeated within one object. Throws InputError.
+/// rejecting a key repeated within one object. Throws Exception.
 nlohmann::json parseJson(std::string_view text, const std::string &origin);
 
 /// Reads a JSON file (readInputFile, at most kMaxJsonFileBytes) and parses
 /// it (parseJson). `what` names the kind of file in messages ("plan file").
-/// Throws InputError.
+/// Throws Exception.
 nlohmann::json loadJsonFile(const std::string &path, std::string_view what);
 
 /// The candidate closest to `word` by edit distance, ignoring case, when it
@@ -69,7 +65,7 @@ class JsonObject;
 /// A value inside a parsed document, with the document's name and the
 /// value's key path (`trans[2].split`), so that every check can say where
 /// the value is. Each getter checks the type (and range) and throws
-/// InputError "<origin>: <path>: expected <what> (<form>), got <value>";
+/// Exception "<origin>: <path>: expected <what> (<form>), got <value>";
 /// `what` may be empty, leaving "expected <form>".
 class JsonValue {
 public:
@@ -82,7 +78,7 @@ public:
   const std::string &origin() const { return origin_; }
   const std::string &path() const { return path_; }
 
-  /// Throws InputError "<origin>: <path>: <message>".
+  /// Throws Exception "<origin>: <path>: <message>".
   [[noreturn]] void fail(const std::string &message) const;
   /// fail("expected <what> (<form>), got <this value>").
   [[noreturn]] void failExpected(std::string_view what,
@@ -145,17 +141,6 @@ public:
 private:
   JsonValue self_;
 };
-
-/// Runs `parse` and rethrows an InputError as the caller's error type, so
-/// that each library keeps its own exception (ScheduleError, PlanError,
-/// CostModelError) while sharing the reader.
-template <typename Error, typename Fn> auto rethrowAs(Fn &&parse) {
-  try {
-    return parse();
-  } catch (const InputError &e) {
-    throw Error(e.what());
-  }
-}
 
 } // namespace tessera::support
 

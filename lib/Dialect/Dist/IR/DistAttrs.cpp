@@ -1,7 +1,7 @@
 //===- DistAttrs.cpp - dist attributes ------------------------------------===//
 //
-// Assembly, verifier and rank arithmetic of #dist.mesh; the verifier and
-// accessors of #dist.pipeline.
+// Assembly and verifier of #dist.mesh (its rank arithmetic is
+// layout::Mesh's, lib/Layout); the verifier and accessors of #dist.pipeline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -184,71 +184,41 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-int64_t MeshAttr::numRanks() const {
-  int64_t n = 1;
-  for (int64_t size : getSizes())
-    n *= size;
-  return n;
+layout::Mesh MeshAttr::getMesh() const {
+  std::vector<layout::MeshAxis> axes;
+  for (auto [name, size] : llvm::zip(getNames(), getSizes()))
+    axes.push_back({name.getValue().str(), size});
+  // verify() accepts only what Mesh::create accepts.
+  auto mesh = layout::Mesh::create(std::move(axes));
+  assert(mesh && "a verified #dist.mesh is a valid layout::Mesh");
+  return *mesh;
 }
 
+int64_t MeshAttr::numRanks() const { return getMesh().numRanks(); }
+
 std::optional<unsigned> MeshAttr::axisIndex(StringRef name) const {
-  for (auto [i, axis] : llvm::enumerate(getNames()))
-    if (axis.getValue() == name)
-      return i;
+  if (std::optional<size_t> i = getMesh().axisIndex(name.str()))
+    return static_cast<unsigned>(*i);
   return std::nullopt;
 }
 
 SmallVector<int64_t> MeshAttr::coords(int64_t rank) const {
-  assert(rank >= 0 && rank < numRanks() && "rank outside the mesh");
-  ArrayRef<int64_t> sizes = getSizes();
-  SmallVector<int64_t> result(sizes.size());
-  for (size_t i = sizes.size(); i-- > 0;) {
-    result[i] = rank % sizes[i];
-    rank /= sizes[i];
-  }
-  return result;
+  return llvm::to_vector(getMesh().coordinates(rank));
 }
 
 int64_t MeshAttr::rank(ArrayRef<int64_t> coords) const {
-  ArrayRef<int64_t> sizes = getSizes();
-  assert(coords.size() == sizes.size() && "one coordinate per axis");
-  int64_t result = 0;
-  for (auto [c, size] : llvm::zip(coords, sizes)) {
-    assert(c >= 0 && c < size && "coordinate outside its axis");
-    result = result * size + c;
-  }
-  return result;
+  return getMesh().rankOf(coords.vec());
 }
 
 SmallVector<int64_t> MeshAttr::groupOf(int64_t rank,
                                        ArrayRef<StringRef> axes) const {
-  SmallVector<unsigned> free;
+  std::vector<size_t> indices;
   for (StringRef name : axes) {
     std::optional<unsigned> i = axisIndex(name);
     assert(i && "groupOf: not an axis of the mesh");
-    if (!llvm::is_contained(free, *i))
-      free.push_back(*i);
+    indices.push_back(*i);
   }
-  // Walk the free axes' coordinates like an odometer; the other axes keep
-  // `rank`'s coordinates.
-  SmallVector<int64_t> c = coords(rank);
-  for (unsigned i : free)
-    c[i] = 0;
-  ArrayRef<int64_t> sizes = getSizes();
-  SmallVector<int64_t> group;
-  while (true) {
-    group.push_back(this->rank(c));
-    size_t k = 0;
-    for (; k < free.size(); ++k) {
-      if (++c[free[k]] < sizes[free[k]])
-        break;
-      c[free[k]] = 0;
-    }
-    if (k == free.size())
-      break;
-  }
-  llvm::sort(group);
-  return group;
+  return llvm::to_vector(getMesh().groupOf(rank, indices));
 }
 
 std::string MeshAttr::axisList() const {

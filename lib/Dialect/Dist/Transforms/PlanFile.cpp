@@ -1,8 +1,8 @@
 //===- PlanFile.cpp - Reading dist-plan's JSON plan files -----------------===//
 //
 // Built with exceptions (see CMakeLists.txt): the strict JSON reader throws
-// InputError, and readPlanFile catches everything before returning to the
-// pass.
+// tessera::Exception, and readPlanFile catches everything before returning to
+// the pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -160,7 +160,7 @@ tessera::dist::readPlanFile(const std::string &path,
   try {
     return readPlan(path);
   } catch (const std::exception &e) {
-    // InputError from the reader; std::bad_alloc on a huge, valid file.
+    // tessera::Exception from the reader; std::bad_alloc on a huge, valid file.
     error = e.what();
   } catch (...) {
     error = path + ": unexpected error while reading the plan file";

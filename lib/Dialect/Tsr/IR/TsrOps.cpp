@@ -82,7 +82,7 @@ LogicalResult checkAxis(std::optional<Location> loc, int64_t axis, int64_t rank,
 }
 
 /// Builds a concrete annotation from entries; used by buildAnnotation.
-annotation::Result<annotation::Annotation>
+Result<annotation::Annotation>
 makeAnnotation(const std::vector<std::string> &inputs,
                const std::vector<std::string> &outputs) {
   std::string text;
@@ -333,8 +333,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
 
 namespace {
 /// Annotation "d0 .. dA^ .. -> same" for ops normalising along one axis.
-annotation::Result<annotation::Annotation>
-axisAnnotation(int64_t rank, int64_t axis, unsigned numInputs) {
+Result<annotation::Annotation> axisAnnotation(int64_t rank, int64_t axis,
+                                              unsigned numInputs) {
   std::string entry = joinEntry(markedNames(rank, {axis}, "^"));
   return makeAnnotation(std::vector<std::string>(numInputs, entry), {entry});
 }
@@ -343,13 +343,13 @@ axisAnnotation(int64_t rank, int64_t axis, unsigned numInputs) {
 LogicalResult SoftmaxOp::verify() {
   return checkAxis(getLoc(), getAxis(), getType().getRank());
 }
-annotation::Result<annotation::Annotation> SoftmaxOp::buildAnnotation() {
+Result<annotation::Annotation> SoftmaxOp::buildAnnotation() {
   return axisAnnotation(getType().getRank(), getAxis(), 1);
 }
 LogicalResult LogSoftmaxOp::verify() {
   return checkAxis(getLoc(), getAxis(), getType().getRank());
 }
-annotation::Result<annotation::Annotation> LogSoftmaxOp::buildAnnotation() {
+Result<annotation::Annotation> LogSoftmaxOp::buildAnnotation() {
   return axisAnnotation(getType().getRank(), getAxis(), 1);
 }
 
@@ -421,7 +421,7 @@ LogicalResult LayerNormOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-annotation::Result<annotation::Annotation> LayerNormOp::buildAnnotation() {
+Result<annotation::Annotation> LayerNormOp::buildAnnotation() {
   int64_t rank = getInput().getType().getRank();
   auto [full, stats] = layerNormEntries(rank, getAxis(), "");
   std::string norm = normalizedEntry(rank, getAxis());
@@ -470,8 +470,7 @@ LogicalResult inferReduce(std::optional<Location> loc, Adaptor adaptor,
 }
 
 template <typename Op>
-annotation::Result<annotation::Annotation> reduceAnnotation(Op op,
-                                                            StringRef mark) {
+Result<annotation::Annotation> reduceAnnotation(Op op, StringRef mark) {
   int64_t rank = op.getInput().getType().getRank();
   std::vector<std::string> in, out;
   for (int64_t i = 0; i < rank; ++i) {
@@ -495,7 +494,7 @@ annotation::Result<annotation::Annotation> reduceAnnotation(Op op,
                                      SmallVectorImpl<Type> &types) {           \
     return inferReduce(l, adaptor, types);                                     \
   }                                                                            \
-  annotation::Result<annotation::Annotation> OP::buildAnnotation() {           \
+  Result<annotation::Annotation> OP::buildAnnotation() {                       \
     return reduceAnnotation(*this, MARK);                                      \
   }
 
@@ -534,7 +533,7 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
-annotation::Result<annotation::Annotation> ReshapeOp::buildAnnotation() {
+Result<annotation::Annotation> ReshapeOp::buildAnnotation() {
   // Match runs of input and output dimensions (ignoring size-1 ones) whose
   // products agree. A run of one input dim against several output dims makes
   // the input dim a group of the output names (and vice versa); runs with
@@ -620,7 +619,7 @@ OpFoldResult TransposeOp::fold(FoldAdaptor) {
   return getInput();
 }
 
-annotation::Result<annotation::Annotation> TransposeOp::buildAnnotation() {
+Result<annotation::Annotation> TransposeOp::buildAnnotation() {
   std::vector<std::string> in = dimNames(getPerm().size()), out;
   for (int64_t p : getPerm())
     out.push_back(in[p]);
@@ -655,7 +654,7 @@ OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
   return {};
 }
 
-annotation::Result<annotation::Annotation> BroadcastToOp::buildAnnotation() {
+Result<annotation::Annotation> BroadcastToOp::buildAnnotation() {
   ArrayRef<int64_t> in = getInput().getType().getShape();
   ArrayRef<int64_t> out = getType().getShape();
   std::vector<std::string> outNames = dimNames(out.size()), inNames;
@@ -711,7 +710,7 @@ OpFoldResult SliceOp::fold(FoldAdaptor) {
   return getInput();
 }
 
-annotation::Result<annotation::Annotation> SliceOp::buildAnnotation() {
+Result<annotation::Annotation> SliceOp::buildAnnotation() {
   int64_t rank = getType().getRank();
   std::vector<std::string> in, out;
   for (int64_t i = 0; i < rank; ++i) {
@@ -766,7 +765,7 @@ std::string axisPieceEntry(int64_t rank, int64_t axis,
 }
 } // namespace
 
-annotation::Result<annotation::Annotation> SplitOp::buildAnnotation() {
+Result<annotation::Annotation> SplitOp::buildAnnotation() {
   int64_t rank = getInput().getType().getRank();
   std::vector<std::string> outs;
   for (size_t i = 0; i < getResults().size(); ++i)
@@ -814,7 +813,7 @@ OpFoldResult ConcatOp::fold(FoldAdaptor) {
   return {};
 }
 
-annotation::Result<annotation::Annotation> ConcatOp::buildAnnotation() {
+Result<annotation::Annotation> ConcatOp::buildAnnotation() {
   int64_t rank = getType().getRank();
   std::vector<std::string> ins;
   for (size_t i = 0; i < getInputs().size(); ++i)
@@ -838,7 +837,7 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-annotation::Result<annotation::Annotation> GatherOp::buildAnnotation() {
+Result<annotation::Annotation> GatherOp::buildAnnotation() {
   int64_t rank = getData().getType().getRank();
   int64_t axis = getAxis();
   std::vector<std::string> data = dimNames(rank);
@@ -887,8 +886,7 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
   return success();
 }
 
-annotation::Result<annotation::Annotation>
-SoftmaxCrossEntropyOp::buildAnnotation() {
+Result<annotation::Annotation> SoftmaxCrossEntropyOp::buildAnnotation() {
   if (getReduction() == LossReduction::none)
     return makeAnnotation({"n c^", "n"}, {"n"});
   return makeAnnotation({"n+ c^", "n+"}, {"()"});
@@ -901,13 +899,13 @@ SoftmaxCrossEntropyOp::buildAnnotation() {
 LogicalResult SoftmaxGradOp::verify() {
   return checkAxis(getLoc(), getAxis(), getType().getRank());
 }
-annotation::Result<annotation::Annotation> SoftmaxGradOp::buildAnnotation() {
+Result<annotation::Annotation> SoftmaxGradOp::buildAnnotation() {
   return axisAnnotation(getType().getRank(), getAxis(), 2);
 }
 LogicalResult LogSoftmaxGradOp::verify() {
   return checkAxis(getLoc(), getAxis(), getType().getRank());
 }
-annotation::Result<annotation::Annotation> LogSoftmaxGradOp::buildAnnotation() {
+Result<annotation::Annotation> LogSoftmaxGradOp::buildAnnotation() {
   return axisAnnotation(getType().getRank(), getAxis(), 2);
 }
 
@@ -937,7 +935,7 @@ LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-annotation::Result<annotation::Annotation> LayerNormGradOp::buildAnnotation() {
+Result<annotation::Annotation> LayerNormGradOp::buildAnnotation() {
   int64_t rank = getInput().getType().getRank();
   auto [fullReduced, statsReduced] = layerNormEntries(rank, getAxis(), "+");
   auto [full, stats] = layerNormEntries(rank, getAxis(), "");
@@ -961,8 +959,7 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
   return success();
 }
 
-annotation::Result<annotation::Annotation>
-SoftmaxCrossEntropyGradOp::buildAnnotation() {
+Result<annotation::Annotation> SoftmaxCrossEntropyGradOp::buildAnnotation() {
   if (getReduction() == LossReduction::none)
     return makeAnnotation({"n c^", "n", "n"}, {"n c^"});
   return makeAnnotation({"n c^", "n", "()"}, {"n c^"});

@@ -7,6 +7,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
+#include "tessera/Layout/Rvd.h"
 
 #include <optional>
 #include <string>

@@ -43,6 +43,9 @@ def Dist_MeshAttr : Dist_Attr<"Mesh", "mesh"> {
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     unsigned getNumAxes() const { return getSizes().size(); }
+    /// The mesh as the plain C++ ::tessera::layout::Mesh, the one
+    /// implementation of the rank arithmetic below.
+    ::tessera::layout::Mesh getMesh() const;
     /// The number of ranks: the product of the axis sizes.
     int64_t numRanks() const;
     /// The position of the axis called `name`, if there is one.
