@@ -527,7 +527,7 @@ FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
     FullLayout have = p.results[idx];
     if (deviceOf(p.stage) == myDevice) {
       SmallVector<Value> pcs;
-      if ((have.mb.kind == lay::AxisKind::R)) {
+      if (have.mb.kind == lay::AxisKind::R) {
         pcs.push_back(r.pieces[{v.getAsOpaquePointer(), 0}]);
       } else {
         for (int64_t i = 0; i < M; ++i) {

@@ -13,6 +13,7 @@
 
 #include "tessera/Planner/PlanShape.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Block.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LogicalResult.h"
@@ -53,6 +54,29 @@ void tensorParallelSeeds(
     mlir::Block &body,
     llvm::SmallVectorImpl<std::pair<mlir::Value, int64_t>> &heads,
     llvm::SmallVectorImpl<std::pair<mlir::Value, int64_t>> &hidden);
+
+/// The built-in policies (PlanPolicies.cpp). Each writes its attributes on
+/// the ops of the training step `f` and emits its errors on `f` or an op.
+
+/// Adds `name -> axis` to the op's dist.split (one split per axis per op:
+/// the first wins).
+void addSplit(mlir::Operation *op, llvm::StringRef name, llvm::StringRef axis);
+/// dp and micro-batches: traces the batch from the data inputs' first
+/// dimension, marks dist.batch and, with dp > 1, splits it over dp.
+mlir::LogicalResult planBatch(mlir::func::FuncOp f,
+                              const planner::PlanShape &shape);
+/// Megatron-style tp: attention split by heads, the MLP column- then
+/// row-parallel.
+mlir::LogicalResult planTensorParallel(mlir::func::FuncOp f, int64_t tp);
+/// ZeRO-1: the optimizer updates split over dp where dp divides them.
+void planZero1(mlir::func::FuncOp f, int64_t dp);
+/// pp: stages by layer groups balanced by FLOPs (or the shape's stage
+/// starts), `stagesPerDevice` virtual stages per device (in a V with
+/// `vShape`, recorded in dist.pipeline); parameters with their first use,
+/// the backward with the forward it differentiates.
+mlir::LogicalResult planPipeline(mlir::func::FuncOp f,
+                                 const planner::PlanShape &shape,
+                                 int64_t stagesPerDevice, bool vShape);
 
 struct AutoPlanOptions {
   int64_t devices = 1;

@@ -1,0 +1,499 @@
+//===- PlanPolicies.cpp - dist-plan's built-in policies -------------------===//
+//
+// The built-in policies of dist-plan (dp, tp, pp, ZeRO-1), which the auto
+// policy reuses: they write dist.split (op-trans), dist.batch and
+// dist.stage (op-assign) on the ops of a training step. Plan.cpp is the
+// pass: it reads the plan (options, a policy product or a plan file) and
+// calls these; PlanFile.cpp reads plan files.
+//
+// Which dimension of which op to split comes from tracing a "logical
+// dimension" through the annotations: from a seed (a value and one of its
+// dimensions), each op that sees the dimension as the outermost factor of
+// one of its operand or result dimensions gets that annotation name, and
+// every other operand or result holding the same name carries it on. This
+// is how the batch reaches every op of the forward and the backward, how
+// attention heads flow from the reshape that creates them, and how the MLP
+// hidden dimension reaches both matmuls around the nonlinearity.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlanUtils.h"
+#include "tessera/Dialect/Dist/IR/DistAttrs.h"
+#include "tessera/Dialect/Dist/IR/DistDialect.h"
+#include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Support/InputFile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/Regex.h"
+
+#include <deque>
+#include <limits>
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::dist;
+using namespace tessera::dist::plan_detail;
+using Dist = tessera::dist::DistDialect;
+using Tsr = tessera::tsr::TsrDialect;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Logical dimensions
+//===----------------------------------------------------------------------===//
+
+/// The annotation name of dimension `dim` of one entry, if the dimension's
+/// outermost factor is a named atom.
+std::string outermostName(const annotation::TensorSpec &spec, int64_t dim) {
+  if (dim < 0 || dim >= int64_t(spec.dims.size()))
+    return "";
+  const annotation::Atom &atom = spec.dims[dim].atoms.front();
+  return atom.isBroadcast() ? "" : atom.name;
+}
+
+/// The dimension of `spec` whose outermost factor is `name`, or -1.
+int64_t dimOfName(const annotation::TensorSpec &spec, const std::string &name) {
+  for (auto [i, dim] : llvm::enumerate(spec.dims))
+    if (!dim.atoms.front().isBroadcast() && dim.atoms.front().name == name)
+      return i;
+  return -1;
+}
+
+} // namespace
+
+// Shared with the auto policy (AutoPlan.cpp) through PlanUtils.h.
+namespace tessera::dist::plan_detail {
+
+/// Traces a logical dimension of size `factor`-divisible extent from the
+/// seeds through the ops of `body`, both from operands to results and, if
+/// `backward`, from results to operands. `accept` may veto an op.
+LogicalDim traceDim(Block &body, ArrayRef<std::pair<Value, int64_t>> seeds,
+                    int64_t factor, bool backward,
+                    llvm::function_ref<bool(Operation *)> accept) {
+  LogicalDim flow;
+  std::deque<Value> work;
+  auto mark = [&](Value v, int64_t dim) {
+    if (flow.carriers.try_emplace(v, dim).second)
+      work.push_back(v);
+  };
+  for (auto [v, d] : seeds)
+    mark(v, d);
+  llvm::DenseMap<Operation *, bool> visited;
+  auto visit = [&](Operation *op) {
+    if (!op || op->getBlock() != &body || visited.count(op) || !accept(op))
+      return;
+    auto iface = dyn_cast<DimAnnotationOpInterface>(op);
+    if (!iface)
+      return;
+    auto bound = bindOpAnnotation(iface);
+    if (!bound)
+      return;
+    // The names the carried dimension has in this op: they must agree.
+    std::string name;
+    bool conflict = false;
+    auto consider = [&](Value v, const annotation::TensorSpec &spec) {
+      auto it = flow.carriers.find(v);
+      if (it == flow.carriers.end())
+        return;
+      std::string n = outermostName(spec, it->second);
+      if (n.empty() || (!name.empty() && n != name))
+        conflict = true;
+      else
+        name = n;
+    };
+    for (auto [v, spec] :
+         llvm::zip(op->getOperands(), bound->annotation.inputs))
+      consider(v, spec);
+    if (backward)
+      for (auto [v, spec] :
+           llvm::zip(op->getResults(), bound->annotation.outputs))
+        consider(v, spec);
+    if (name.empty() || conflict || !bound->isSplittable(name) ||
+        bound->sizes.at(name) % factor != 0)
+      return;
+    visited[op] = true;
+    flow.names[op] = name;
+    for (auto [v, spec] :
+         llvm::zip(op->getResults(), bound->annotation.outputs)) {
+      int64_t d = dimOfName(spec, name);
+      if (d >= 0)
+        mark(v, d);
+    }
+    if (backward)
+      for (auto [v, spec] :
+           llvm::zip(op->getOperands(), bound->annotation.inputs)) {
+        int64_t d = dimOfName(spec, name);
+        if (d >= 0)
+          mark(v, d);
+      }
+  };
+  while (!work.empty()) {
+    Value v = work.front();
+    work.pop_front();
+    for (Operation *user : v.getUsers())
+      visit(user);
+    if (backward)
+      visit(v.getDefiningOp());
+  }
+  return flow;
+}
+
+//===----------------------------------------------------------------------===//
+// Costs and stages
+//===----------------------------------------------------------------------===//
+
+Units groupUnits(Block &body) {
+  Units units;
+  // Units: the forward ops grouped by layer ("h.3", "layers.3", ...); ops
+  // before the first layer form the first unit, after the last the last.
+  llvm::Regex layer("[/.]([A-Za-z_]+)\\.([0-9]+)[/.]");
+  for (Operation &op : body)
+    if (tsr::isForward(&op) && !isa<tsr::ConstantOp, func::ReturnOp>(op))
+      units.forward.push_back(&op);
+  std::vector<int64_t> unitOf(units.forward.size(), -1);
+  llvm::StringMap<int64_t> layerUnit;
+  std::vector<std::string> names{"(before the layers)"};
+  int64_t lastLayerOp = -1;
+  for (auto [i, op] : llvm::enumerate(units.forward)) {
+    SmallVector<StringRef> m;
+    std::string name = tsr::opName(op);
+    if (layer.match(name, &m)) {
+      std::string key = (m[1] + "." + m[2]).str();
+      if (!layerUnit.count(key)) {
+        layerUnit[key] = layerUnit.size() + 1;
+        names.push_back(key);
+      }
+      unitOf[i] = layerUnit[key];
+      lastLayerOp = i;
+    }
+  }
+  names.push_back("(after the layers)");
+  int64_t numUnits = layerUnit.size() + 2;
+  int64_t current = 0;
+  for (size_t i = 0; i < units.forward.size(); ++i) {
+    if (unitOf[i] >= 0)
+      current = unitOf[i];
+    else if (int64_t(i) > lastLayerOp && lastLayerOp >= 0)
+      current = numUnits - 1;
+    unitOf[i] = current;
+  }
+  // Drop empty units (e.g. no ops after the last layer).
+  std::vector<int64_t> compact(numUnits, -1);
+  for (int64_t u : unitOf)
+    compact[u] = 0;
+  for (int64_t u = 0; u < numUnits; ++u)
+    if (compact[u] == 0) {
+      compact[u] = units.names.size();
+      units.names.push_back(names[u]);
+    }
+  for (int64_t u : unitOf)
+    units.unitOf.push_back(compact[u]);
+  return units;
+}
+
+void tensorParallelSeeds(Block &body,
+                         SmallVectorImpl<std::pair<Value, int64_t>> &heads,
+                         SmallVectorImpl<std::pair<Value, int64_t>> &hidden) {
+  for (Operation &op : body) {
+    if (!tsr::isForward(&op))
+      continue;
+    if (auto r = dyn_cast<tsr::ReshapeOp>(op)) {
+      auto in = r.getInput().getType(), out = r.getType();
+      if (out.getRank() == in.getRank() + 1 && out.getRank() >= 3 &&
+          in.getShape().drop_back() == out.getShape().drop_back(2) &&
+          out.getShape().back() * out.getShape()[out.getRank() - 2] ==
+              in.getShape().back())
+        heads.push_back({r.getResult(), out.getRank() - 2});
+    }
+    // The MLP's nonlinearity: its last dimension is the hidden one.
+    if (isa<tsr::GeluOp, tsr::ReluOp>(op))
+      hidden.push_back(
+          {op.getResult(0),
+           cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
+    // An MLP written with erf (the exported exact GELU): x * (1 + erf(x/s))
+    // * 0.5 -- seed at the erf, whose operand is the hidden activation.
+    if (isa<tsr::ErfOp>(op))
+      hidden.push_back(
+          {op.getResult(0),
+           cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
+  }
+}
+
+} // namespace tessera::dist::plan_detail
+
+namespace {
+
+/// Splits `costs` (one per unit, in order) into `parts` contiguous groups
+/// minimising the largest group: returns the first unit of each group.
+std::vector<size_t> balance(const std::vector<double> &costs, int64_t parts) {
+  size_t n = costs.size();
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t i = 0; i < n; ++i)
+    prefix[i + 1] = prefix[i] + costs[i];
+  const double inf = std::numeric_limits<double>::infinity();
+  // best[k][i]: the first i units in k groups; cut[k][i]: start of group k.
+  std::vector<std::vector<double>> best(parts + 1,
+                                        std::vector<double>(n + 1, inf));
+  std::vector<std::vector<size_t>> cut(parts + 1, std::vector<size_t>(n + 1));
+  best[0][0] = 0;
+  for (int64_t k = 1; k <= parts; ++k)
+    for (size_t i = k; i <= n; ++i)
+      for (size_t j = k - 1; j < i; ++j) {
+        double v = std::max(best[k - 1][j], prefix[i] - prefix[j]);
+        if (v < best[k][i]) {
+          best[k][i] = v;
+          cut[k][i] = j;
+        }
+      }
+  std::vector<size_t> starts(parts);
+  size_t i = n;
+  for (int64_t k = parts; k >= 1; --k) {
+    starts[k - 1] = cut[k][i];
+    i = cut[k][i];
+  }
+  return starts;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// The policies
+//===----------------------------------------------------------------------===//
+
+namespace tessera::dist::plan_detail {
+
+/// Adds `name -> axis` to the op's dist.split.
+void addSplit(Operation *op, StringRef name, StringRef axis) {
+  MLIRContext *ctx = op->getContext();
+  NamedAttrList entries;
+  if (auto old = getAttr<Dist::SplitAttrHelper>(op))
+    entries.append(old.getValue());
+  for (auto &e : entries)
+    if (cast<StringAttr>(e.getValue()).getValue() == axis)
+      return; // one split per axis per op: the first wins
+  entries.set(name, StringAttr::get(ctx, axis));
+  setAttr<Dist::SplitAttrHelper>(op, entries.getDictionary(ctx));
+}
+
+LogicalResult planBatch(func::FuncOp f, const planner::PlanShape &shape) {
+  Block &body = f.getBody().front();
+  MLIRContext *ctx = f.getContext();
+  auto all = [](Operation *) { return true; };
+
+  // The batch: from every data input's first dimension.
+  SmallVector<std::pair<Value, int64_t>> batchSeeds;
+  for (BlockArgument arg : body.getArguments())
+    if (f.getArgAttr(arg.getArgNumber(), Tsr::InputAttrHelper::getNameStr()))
+      batchSeeds.push_back({arg, 0});
+  // dp x micro-batches divides the batch; formed with an overflow check
+  // because both come from the user (a product that wraps to 0 would
+  // divide by zero below).
+  std::optional<int64_t> factor =
+      support::checkedMul(shape.dp, shape.microBatches);
+  if (!factor)
+    return f.emitError("dist-plan: dp (")
+           << shape.dp << ") x micro-batches (" << shape.microBatches
+           << ") overflows a 64-bit integer";
+  int64_t batchFactor = *factor;
+  for (auto [arg, d] : batchSeeds) {
+    int64_t b = cast<RankedTensorType>(arg.getType()).getDimSize(0);
+    if (b % batchFactor != 0)
+      return f.emitError("dist-plan: the batch (")
+             << b << ") of input "
+             << f.getArgAttr(cast<BlockArgument>(arg).getArgNumber(),
+                             Tsr::InputAttrHelper::getNameStr())
+             << " is not divisible by dp (" << shape.dp << ") x micro-batches ("
+             << shape.microBatches << ")";
+  }
+  LogicalDim batch = traceDim(body, batchSeeds, batchFactor,
+                              /*backward=*/false, all);
+  for (auto &[op, name] : batch.names) {
+    setAttr<Dist::BatchAttrHelper>(op, StringAttr::get(ctx, name));
+    if (shape.dp > 1)
+      addSplit(op, name, "dp");
+  }
+  return success();
+}
+
+LogicalResult planTensorParallel(func::FuncOp f, int64_t tp) {
+  Block &body = f.getBody().front();
+  // Heads: reshapes [..., C] -> [..., H, D] of the forward; the MLP
+  // hidden dimension from its nonlinearity.
+  SmallVector<std::pair<Value, int64_t>> heads, hidden;
+  tensorParallelSeeds(body, heads, hidden);
+  for (auto [v, d] : heads) {
+    int64_t h = cast<RankedTensorType>(v.getType()).getDimSize(d);
+    if (h % tp != 0)
+      return v.getDefiningOp()->emitError("dist-plan: tp=")
+             << tp << " does not divide the " << h << " attention heads";
+  }
+  auto all = [](Operation *) { return true; };
+  for (auto *seeds : {&heads, &hidden}) {
+    if (seeds->empty())
+      continue;
+    LogicalDim flow = traceDim(body, *seeds, tp, /*backward=*/true, all);
+    for (auto &[op, name] : flow.names)
+      if (!isa<tsr::ConstantOp>(op))
+        addSplit(op, name, "tp");
+  }
+  return success();
+}
+
+void planZero1(func::FuncOp f, int64_t dp) {
+  for (Operation &op : f.getBody().front())
+    if (isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op)) {
+      auto t = cast<RankedTensorType>(op.getOperand(0).getType());
+      if (t.getRank() > 0 && t.getDimSize(0) % dp == 0)
+        addSplit(&op, "_0", "dp");
+    }
+}
+
+LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
+                           int64_t stagesPerDevice, bool vShape) {
+  Block &body = f.getBody().front();
+  MLIRContext *ctx = f.getContext();
+  auto i64 = IntegerType::get(ctx, 64);
+  Units units = groupUnits(body);
+  SmallVector<Operation *> &forward = units.forward;
+  std::vector<double> used(units.names.size(), 0);
+  for (auto [i, op] : llvm::enumerate(forward))
+    used[units.unitOf[i]] += tsr::flops(op);
+  // Both factors are >= 1; an overflowing product is as infeasible as
+  // any count above the number of layer groups.
+  int64_t numStages = support::checkedMul(shape.pp, stagesPerDevice)
+                          .value_or(std::numeric_limits<int64_t>::max());
+  if (int64_t(used.size()) < numStages)
+    return f.emitError("dist-plan: pp=")
+           << shape.pp
+           << (stagesPerDevice > 1
+                   ? " with " + std::to_string(stagesPerDevice) +
+                         " stages per device"
+                   : std::string())
+           << " needs at least " << numStages
+           << " layer groups, but the model has " << used.size()
+           << " (embedding, layers, head): a stage would have no work";
+  std::vector<size_t> starts = shape.stageStarts;
+  if (starts.empty())
+    starts = balance(used, numStages);
+  if (int64_t(starts.size()) != numStages)
+    return f.emitError("dist-plan: internal error: ")
+           << starts.size() << " stage boundaries for " << numStages
+           << " stages";
+  auto stageOfUnit = [&](int64_t c) {
+    int64_t s = 0;
+    for (int64_t k = 0; k < numStages; ++k)
+      if (c >= int64_t(starts[k]))
+        s = k;
+    return s;
+  };
+  if (stagesPerDevice > 1) {
+    SmallVector<int64_t> devices;
+    for (int64_t s = 0; s < numStages; ++s)
+      devices.push_back(vShape ? (s < shape.pp ? s : 2 * shape.pp - 1 - s)
+                               : s % shape.pp);
+    auto module = f->getParentOfType<ModuleOp>();
+    PipelineAttr pipeline = getEnclosingPipeline(module);
+    setAttr<Dist::PipelineAttrHelper>(
+        module, PipelineAttr::get(ctx, pipeline.getMicroBatches(),
+                                  DenseI64ArrayAttr::get(ctx, devices), nullptr,
+                                  nullptr));
+  }
+  // Forward ops: by unit, unless a plan file assigned them.
+  llvm::DenseMap<Value, int64_t> stageOf;
+  for (auto [i, op] : llvm::enumerate(forward)) {
+    if (!hasAttr<Dist::StageAttrHelper>(op))
+      setAttr<Dist::StageAttrHelper>(
+          op, IntegerAttr::get(i64, stageOfUnit(units.unitOf[i])));
+    for (Value r : op->getResults())
+      stageOf[r] = getAttr<Dist::StageAttrHelper>(op).getInt();
+  }
+  // Parameters live with their first forward use.
+  llvm::StringMap<int64_t> paramStage;
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber());
+    if (!name)
+      continue;
+    int64_t s = -1;
+    for (Operation *op : forward)
+      if (llvm::is_contained(op->getOperands(), arg)) {
+        s = getAttr<Dist::StageAttrHelper>(op).getInt();
+        break;
+      }
+    if (s < 0)
+      s = 0;
+    paramStage[name.getValue()] = s;
+    stageOf[arg] = s;
+  }
+  for (BlockArgument arg : body.getArguments())
+    if (auto st = getArgAttr<Tsr::StateAttrHelper>(f, arg.getArgNumber())) {
+      StringRef param = st.getValue().split('/').second;
+      stageOf[arg] = paramStage.lookup(param);
+    }
+  // Backward ops: with the forward op they differentiate (tsr.backward
+  // names it). Others (update ops, unnamed backward ops): with the lowest
+  // stage among their operands (gradients flow towards stage 0; an
+  // accumulation happens where the forward value lives).
+  llvm::StringMap<int64_t> stageOfName;
+  for (Operation *op : forward) {
+    std::string n = tsr::opName(op);
+    if (!n.empty() && !stageOfName.count(n))
+      stageOfName[n] = getAttr<Dist::StageAttrHelper>(op).getInt();
+  }
+  SmallVector<Operation *> unresolved;
+  for (Operation &op : body) {
+    if (tsr::isForward(&op) || isa<func::ReturnOp, tsr::ConstantOp>(op))
+      continue;
+    if (auto of = dyn_cast_or_null<StringAttr>(
+            getAttr<Tsr::BackwardAttrHelper>(&op))) {
+      auto it = stageOfName.find(of.getValue());
+      if (it != stageOfName.end()) {
+        if (!hasAttr<Dist::StageAttrHelper>(&op))
+          op.setAttr(Dist::StageAttrHelper::getNameStr(),
+                     IntegerAttr::get(i64, it->second));
+        for (Value r : op.getResults())
+          stageOf[r] = getAttr<Dist::StageAttrHelper>(&op).getInt();
+        continue;
+      }
+    }
+    int64_t s = -1;
+    for (Value v : op.getOperands()) {
+      auto it = stageOf.find(v);
+      if (it != stageOf.end())
+        s = s < 0 ? it->second : std::min(s, it->second);
+    }
+    if (s < 0 && !hasAttr<Dist::StageAttrHelper>(&op)) {
+      unresolved.push_back(&op); // only data inputs: placed by its users
+      continue;
+    }
+    if (!hasAttr<Dist::StageAttrHelper>(&op))
+      op.setAttr(Dist::StageAttrHelper::getNameStr(), IntegerAttr::get(i64, s));
+    for (Value r : op.getResults())
+      stageOf[r] = getAttr<Dist::StageAttrHelper>(&op).getInt();
+  }
+  // Ops reading only data inputs (e.g. a transposed input in the weight
+  // gradient): with their earliest-stage user.
+  for (Operation *op : llvm::reverse(unresolved)) {
+    int64_t s = -1;
+    for (Value r : op->getResults())
+      for (Operation *user : r.getUsers())
+        if (auto us = getAttr<Dist::StageAttrHelper>(user))
+          s = s < 0 ? us.getInt() : std::min(s, us.getInt());
+    setAttr<Dist::StageAttrHelper>(op, IntegerAttr::get(i64, s < 0 ? 0 : s));
+  }
+  // Every stage must have work.
+  std::vector<bool> busy(numStages, false);
+  for (Operation &op : body)
+    if (auto s = getAttr<Dist::StageAttrHelper>(&op))
+      if (s.getInt() >= 0 && s.getInt() < numStages)
+        busy[s.getInt()] = true;
+  for (int64_t s = 0; s < numStages; ++s)
+    if (!busy[s])
+      return f.emitError("dist-plan: stage ") << s << " has no work";
+  return success();
+}
+
+} // namespace tessera::dist::plan_detail
