@@ -23,8 +23,6 @@
 #include "llvm/Support/Program.h"
 
 using namespace mlir;
-using Dist = tessera::dist::DistDialect;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace tessera::package {
 

@@ -16,7 +16,6 @@
 #include "mlir/Pass/PassManager.h"
 
 using namespace mlir;
-using Tsr = tessera::tsr::TsrDialect;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static std::unique_ptr<MLIRContext> ctx = tessera::fuzz::quietContext();
@@ -30,8 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   bool hasLoss = false;
   module->walk([&](func::FuncOp f) {
     for (unsigned i = 0; i < f.getNumResults(); ++i)
-      hasLoss =
-          hasLoss || f.getResultAttr(i, Tsr::LossAttrHelper::getNameStr());
+      hasLoss = hasLoss ||
+                f.getResultAttr(i, tessera::Tsr::LossAttrHelper::getNameStr());
   });
   if (!hasLoss)
     return 0;

@@ -32,8 +32,6 @@ namespace tessera {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::tsr;
-using Dist = tessera::dist::DistDialect;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 

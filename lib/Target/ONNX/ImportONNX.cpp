@@ -37,7 +37,6 @@
 #include <unordered_map>
 
 using namespace mlir;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace tessera::onnx_import {
 namespace {

@@ -31,7 +31,6 @@ using namespace mlir;
 using namespace tessera;
 using namespace tessera::dist;
 using namespace tessera::dist::plan_detail;
-using Tsr = tessera::tsr::TsrDialect;
 namespace autoplan = tessera::planner::autoplan;
 
 namespace {

@@ -18,7 +18,6 @@ namespace dist {
 
 using namespace mlir;
 using namespace tessera;
-using Dist = tessera::dist::DistDialect;
 
 namespace {
 

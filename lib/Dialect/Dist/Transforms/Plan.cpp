@@ -41,8 +41,6 @@ using namespace mlir;
 using namespace tessera;
 using namespace tessera::dist;
 using namespace tessera::dist::plan_detail;
-using Dist = tessera::dist::DistDialect;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 

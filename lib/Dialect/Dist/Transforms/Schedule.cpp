@@ -33,8 +33,6 @@ namespace dist {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::dist;
-using Dist = tessera::dist::DistDialect;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 

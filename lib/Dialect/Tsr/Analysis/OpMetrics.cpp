@@ -9,7 +9,6 @@
 #include "mlir/IR/Location.h"
 
 using namespace mlir;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace tessera::tsr {
 

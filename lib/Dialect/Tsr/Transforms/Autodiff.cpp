@@ -31,7 +31,6 @@ namespace tsr {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::tsr;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 

@@ -23,7 +23,6 @@ namespace tsr {
 using namespace mlir;
 using namespace tessera;
 using namespace tessera::tsr;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 

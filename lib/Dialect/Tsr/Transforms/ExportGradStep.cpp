@@ -16,7 +16,6 @@ namespace tsr {
 
 using namespace mlir;
 using namespace tessera;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 

@@ -24,7 +24,6 @@
 
 using namespace mlir;
 using namespace tessera;
-using Tsr = tessera::tsr::TsrDialect;
 
 namespace {
 

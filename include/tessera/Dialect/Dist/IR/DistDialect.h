@@ -9,4 +9,10 @@
 
 #include "tessera/Dialect/Dist/IR/DistOpsDialect.h.inc"
 
+namespace tessera {
+/// The dialect under its short name, for its typed attribute helpers:
+/// `getAttr<Dist::RankAttrHelper>(op)`.
+using Dist = dist::DistDialect;
+} // namespace tessera
+
 #endif // TESSERA_DIALECT_DIST_IR_DISTDIALECT_H

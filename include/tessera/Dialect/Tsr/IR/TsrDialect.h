@@ -9,6 +9,12 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrOpsDialect.h.inc"
 
+namespace tessera {
+/// The dialect under its short name, for its typed attribute helpers:
+/// `getAttr<Tsr::ParamAttrHelper>(op)`.
+using Tsr = tsr::TsrDialect;
+} // namespace tessera
+
 namespace tessera::tsr {
 /// The most elements a tensor of a tsr op may hold (2^48).
 constexpr int64_t kMaxTensorElements = int64_t(1) << 48;
