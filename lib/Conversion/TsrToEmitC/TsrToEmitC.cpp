@@ -133,6 +133,9 @@ public:
     tensorType = emitc::OpaqueType::get(ctx, kTensor);
   }
 
+  /// Whether the lowered function reads the constants file.
+  bool readsConstantsFile() const { return outlined; }
+
   LogicalResult run() {
     auto argsType =
         emitc::OpaqueType::get(ctx, "const std::vector<tessera::rt::Tensor>&");
@@ -195,13 +198,9 @@ private:
   OpBuilder b;
   int64_t maxInlineConstant;
   int64_t outlineAbove;
-  Type tensorType;
-
-public:
   /// Whether a constant was read from the constants file.
   bool outlined = false;
-
-private:
+  Type tensorType;
   DenseMap<Value, Value> map;
 
   Value lookup(Value v) { return map.lookup(v); }
@@ -706,7 +705,7 @@ struct ConvertTsrToEmitCPass
           constantsFile.empty() ? -1 : int64_t(outlineConstantsAbove));
       if (failed(lowering.run()))
         return signalPassFailure();
-      outlined |= lowering.outlined;
+      outlined |= lowering.readsConstantsFile();
       if (hasAttr<Tsr::TrainStepAttrHelper>(f))
         steps.push_back(f);
       else if (hasAttr<Tsr::GradStepAttrHelper>(f))
