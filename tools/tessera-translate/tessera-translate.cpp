@@ -11,6 +11,7 @@
 #include "tessera/Support/InputFile.h"
 #include "tessera/Target/ONNX/ImportONNX.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -22,13 +23,19 @@
 /// reads it: that function opens its input itself with no check, so
 /// /dev/zero would be read forever and a .mlir file nesting 100000 brackets
 /// would overflow the parser's stack. The input is the one argument that is
-/// not an option (nor the value of `-o`); "" when there is none or it is
-/// stdin, and then mlirTranslateMain reports whatever is wrong.
+/// not an option (nor the value of an option given as `-o FILE`); "" when
+/// there is none or it is stdin, and then mlirTranslateMain reports
+/// whatever is wrong.
 static std::string inputArgument(int argc, char **argv) {
+  // The options of this tool that take a value (as the next argument when
+  // not written `--name=value`).
+  static constexpr llvm::StringLiteral kWithValue[] = {"o", "loss-output",
+                                                       "weights-out"};
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {
     llvm::StringRef arg(argv[i]);
-    if (arg == "-o" || arg == "--o") {
+    llvm::StringRef name = arg.ltrim('-');
+    if (arg.starts_with("-") && llvm::is_contained(kWithValue, name)) {
       ++i;
       continue;
     }
