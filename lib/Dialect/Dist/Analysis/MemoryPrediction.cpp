@@ -10,6 +10,7 @@
 
 #include "tessera/Dialect/Dist/Analysis/MemoryPrediction.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
+#include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -20,15 +21,6 @@ namespace tessera {
 namespace dist {
 
 namespace {
-
-int64_t bytesOf(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return 0;
-  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
-  int64_t elementBytes = bits == 1 ? 1 : (bits + 7) / 8;
-  return t.getNumElements() * elementBytes;
-}
 
 /// The operand whose storage the op's result shares, if the op is a view.
 std::optional<Value> viewOf(Operation *op) {
@@ -61,7 +53,7 @@ int64_t predictPeakBytes(func::FuncOp step) {
   };
   int64_t live = 0;
   for (BlockArgument arg : body.getArguments()) {
-    storageOf[arg] = newStorage(bytesOf(arg.getType()), /*pin=*/true);
+    storageOf[arg] = newStorage(tsr::tensorBytes(arg.getType()), /*pin=*/true);
     live += size.back();
   }
   // Last uses (per storage), and pins for results and sends.
@@ -83,7 +75,7 @@ int64_t predictPeakBytes(func::FuncOp step) {
           continue;
         }
       }
-      storageOf[r] = newStorage(bytesOf(r.getType()), /*pin=*/false);
+      storageOf[r] = newStorage(tsr::tensorBytes(r.getType()), /*pin=*/false);
     }
   }
   // Replay.

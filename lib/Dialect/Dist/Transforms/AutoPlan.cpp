@@ -35,14 +35,6 @@ namespace autoplan = tessera::planner::autoplan;
 
 namespace {
 
-double bytesOf(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return 0;
-  unsigned bits = t.getElementType().getIntOrFloatBitWidth();
-  return double(t.getNumElements()) * double(std::max(8u, bits) / 8);
-}
-
 /// The device spec's name for a float element type, or "".
 std::string dtypeName(Type type) {
   auto t = dyn_cast<RankedTensorType>(type);
@@ -205,7 +197,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     bool split = tpValues.contains(arg);
-    double bytes = bytesOf(arg.getType());
+    double bytes = tsr::tensorBytes(arg.getType());
     if (auto name = getArgAttr<Tsr::ParamAttrHelper>(f, i)) {
       autoplan::Unit &unit = problem.units[paramUnit[name.getValue()]];
       (split ? unit.paramBytesSplit : unit.paramBytes) += bytes;
@@ -248,7 +240,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     c.tpSplit = tpIt != tpNames.end();
     std::string dtype;
     auto account = [&](Value v) {
-      double b = bytesOf(v.getType());
+      double b = tsr::tensorBytes(v.getType());
       (batchFlow.carriers.count(v) ? c.batchBytes : c.fixedBytes) += b;
       if (dtype.empty())
         dtype = dtypeName(v.getType());
@@ -281,12 +273,12 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                   reduced = false;
           if (reduced)
             for (Value r : op.getResults())
-              c.allReduceBytes += bytesOf(r.getType());
+              c.allReduceBytes += tsr::tensorBytes(r.getType());
         }
     } else {
       for (Value v : op.getOperands())
         if (tpValues.contains(v))
-          c.allGatherBytes += bytesOf(v.getType());
+          c.allGatherBytes += tsr::tensorBytes(v.getType());
     }
     problem.ops.push_back(c);
 
@@ -297,7 +289,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     for (Value r : op.getResults()) {
       if (!batchFlow.carriers.count(r))
         continue;
-      double b = bytesOf(r.getType());
+      double b = tsr::tensorBytes(r.getType());
       bool kept = false;
       llvm::SmallDenseSet<int> readers;
       for (Operation *user : r.getUsers()) {

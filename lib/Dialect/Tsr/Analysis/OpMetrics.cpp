@@ -28,6 +28,15 @@ double flops(Operation *op) {
   return n;
 }
 
+int64_t tensorBytes(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return 0;
+  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
+  int64_t elementBytes = bits == 1 ? 1 : (bits + 7) / 8;
+  return t.getNumElements() * elementBytes;
+}
+
 std::string opName(Operation *op) {
   Location loc = op->getLoc();
   while (auto c = dyn_cast<CallSiteLoc>(loc))

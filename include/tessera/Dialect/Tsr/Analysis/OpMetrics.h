@@ -2,7 +2,8 @@
 //
 // One definition of the facts about an op that dist-plan, dist-schedule and
 // dist-partition all need: which phase it belongs to, roughly how much it
-// computes, and the name a plan file or a diagnostic calls it by.
+// computes, how many bytes its values hold, and the name a plan file or a
+// diagnostic calls it by.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,11 @@ bool isForward(mlir::Operation *op);
 /// FLOPs of an op, roughly: a matmul counts 2 * output elements * k;
 /// everything else counts its output elements.
 double flops(mlir::Operation *op);
+
+/// Bytes of a value of this type: elements x element bytes (i1 counts one
+/// byte, as the runtime stores it); 0 for a type that is not a ranked
+/// tensor.
+int64_t tensorBytes(mlir::Type type);
 
 /// The op's name: its NameLoc (the ONNX node name), looking through call
 /// sites and fused locations; "" when it has none.
