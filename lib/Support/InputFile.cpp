@@ -104,6 +104,19 @@ std::optional<std::string> readInputFile(const std::string &path,
   }
 }
 
+std::optional<std::string> readMlirFile(const std::string &path,
+                                        std::string &error) noexcept {
+  std::optional<std::string> text =
+      readInputFile(path, "input", kMaxModelFileBytes, error);
+  if (!text)
+    return std::nullopt;
+  if (std::string why = checkMlirDepth(*text); !why.empty()) {
+    error = path + ": " + why;
+    return std::nullopt;
+  }
+  return text;
+}
+
 std::string checkJsonDepth(std::string_view text, unsigned maxDepth) {
   unsigned depth = 0;
   bool inString = false, escaped = false;

@@ -87,12 +87,9 @@ int main(int argc, char **argv) {
   // A regular file of bounded size whose brackets nest no deeper than MLIR's
   // recursive parser can take (docs/fuzzing.md).
   std::string readError;
-  std::optional<std::string> text = support::readInputFile(
-      file, "input", support::kMaxModelFileBytes, readError);
+  std::optional<std::string> text = support::readMlirFile(file, readError);
   if (!text)
     return fail(readError);
-  if (std::string why = support::checkMlirDepth(*text); !why.empty())
-    return fail(file + ": " + why);
   MLIRContext context;
   context.loadDialect<tsr::TsrDialect, func::FuncDialect>();
   llvm::SourceMgr sources;

@@ -71,17 +71,17 @@ int main(int argc, char **argv) {
     input = mlir::openInputFile(inputFile, &error);
     if (!input)
       return fail(error);
+    if (std::string why = tessera::support::checkMlirDepth(input->getBuffer());
+        !why.empty())
+      return fail(inputFile + ": " + why);
   } else {
     std::string error;
-    std::optional<std::string> text = tessera::support::readInputFile(
-        inputFile, "input", tessera::support::kMaxModelFileBytes, error);
+    std::optional<std::string> text =
+        tessera::support::readMlirFile(inputFile, error);
     if (!text)
       return fail(error);
     input = llvm::MemoryBuffer::getMemBufferCopy(*text, inputFile);
   }
-  if (std::string why = tessera::support::checkMlirDepth(input->getBuffer());
-      !why.empty())
-    return fail(inputFile + ": " + why);
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFile, &error);

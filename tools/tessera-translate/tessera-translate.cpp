@@ -76,13 +76,8 @@ int main(int argc, char **argv) {
         return fail(error);
     } else {
       std::string error;
-      std::optional<std::string> text = tessera::support::readInputFile(
-          input, "input", tessera::support::kMaxModelFileBytes, error);
-      if (!text)
+      if (!tessera::support::readMlirFile(input, error))
         return fail(error);
-      if (std::string why = tessera::support::checkMlirDepth(*text);
-          !why.empty())
-        return fail(input + ": " + why);
     }
   }
   return mlir::failed(

@@ -73,6 +73,14 @@ constexpr unsigned kMaxMlirDepth = 256;
 std::string checkMlirDepth(std::string_view text,
                            unsigned maxDepth = kMaxMlirDepth);
 
+/// Reads a .mlir file for MLIR's parser: readInputFile with the model size
+/// limit, then checkMlirDepth. On failure returns std::nullopt with `error`
+/// set ("<path>: brackets nest deeper than ..." for the depth). The tools
+/// that parse user IR (tessera-opt, tessera-interp, tessera-translate) read
+/// it through here.
+std::optional<std::string> readMlirFile(const std::string &path,
+                                        std::string &error) noexcept;
+
 /// The most devices a job may have (--devices, a plan's mesh): Tessera
 /// emits, and the user builds, one C++ program per device, so a mistyped
 /// count (a million) would fill the disk rather than fail. 4096 covers the
