@@ -29,6 +29,16 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   // The norm is computed in f32.
   if (!std::isfinite(static_cast<float>(o.clipNorm)) || o.clipNorm < 0)
     return error("clip-norm must be a finite number >= 0 (0: off)"), failure();
+  // The auto-only options are errors with another plan, not ignored.
+  if (!o.autoPlan()) {
+    StringRef given = o.deviceSpec.hasValue()  ? o.deviceSpec.getArgStr()
+                      : o.profileDb.hasValue() ? o.profileDb.getArgStr()
+                      : o.memoryGiB.hasValue() ? o.memoryGiB.getArgStr()
+                      : o.report.hasValue()    ? o.report.getArgStr()
+                                               : StringRef();
+    if (!given.empty())
+      return error(given + " applies only with plan=auto"), failure();
+  }
   if (o.rank >= 0 && !o.distributed())
     return error("rank applies only with devices > 1 or micro-batches > 1"),
            failure();
