@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -67,9 +68,9 @@ void progress(const PackageOptions &options, const Twine &message) {
 func::FuncOp findStep(ModuleOp module, StringRef optimizer, int64_t rank) {
   for (auto f : module.getOps<func::FuncOp>()) {
     auto role = getAttr<Tsr::TrainStepAttrHelper>(f);
-    auto r = getAttr<Dist::RankAttrHelper>(f);
+    SmallVector<int64_t> ranks = dist::ranksOf(f);
     if (role && role.getValue() == optimizer &&
-        (rank < 0 ? !r : r && r.getInt() == rank))
+        (rank < 0 ? ranks.empty() : llvm::is_contained(ranks, rank)))
       return f;
   }
   return {};
@@ -186,19 +187,26 @@ LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options) {
   return writeOutFile(options, "memory.json", json);
 }
 
-FailureOr<std::vector<std::string>>
-emitPrograms(ModuleOp module, const PackageOptions &options) {
+FailureOr<EmittedPrograms> emitPrograms(ModuleOp module,
+                                        const PackageOptions &options) {
   MLIRContext *ctx = module.getContext();
   bool distributed = static_cast<bool>(module->getAttrOfType<dist::MeshAttr>(
       Dist::MeshAttrHelper::getNameStr()));
   int64_t ranks = worldSize(module);
-  std::vector<std::string> programs;
+  EmittedPrograms programs;
+  constexpr size_t kNone = ~size_t(0);
+  programs.programOfRank.assign(distributed ? ranks : 1, kNone);
   // The large constants of every program, once each (keyed by content),
   // for OUT/constants.safetensors.
   std::map<std::string, onnx_import::Tensor> constants;
   for (int64_t r = 0; r < (distributed ? ranks : 1); ++r) {
+    // A rank of a class already emitted runs that class's program.
+    if (programs.programOfRank[r] != kNone)
+      continue;
+    size_t index = programs.dirs.size();
     OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
-    std::string dir = distributed ? "rank_" + std::to_string(r) : "";
+    std::string dir = distributed ? "prog_" + std::to_string(index) : "";
+    SmallVector<int64_t> classRanks{r};
     PassManager pm(ctx);
     if (distributed) {
       if (std::error_code ec =
@@ -211,7 +219,13 @@ emitPrograms(ModuleOp module, const PackageOptions &options) {
       if (failed(pm.run(*copy)))
         return failure();
       pm.clear();
+      for (auto f : copy->getOps<func::FuncOp>())
+        if (SmallVector<int64_t> shared = dist::ranksOf(f); !shared.empty())
+          classRanks = shared;
     }
+    for (int64_t member : classRanks)
+      programs.programOfRank[member] = index;
+    programs.dirs.push_back(dir);
     std::string prefix = dir.empty() ? "" : dir + "/";
     if (options.emitRankIR) {
       std::string ir;
@@ -263,17 +277,21 @@ emitPrograms(ModuleOp module, const PackageOptions &options) {
       return failure();
     std::string cpp;
     llvm::raw_string_ostream cppStream(cpp);
+    std::string who = "one device";
+    if (distributed) {
+      who = (classRanks.size() == 1 ? "rank " : "ranks ") +
+            llvm::join(
+                llvm::map_range(classRanks,
+                                [](int64_t v) { return std::to_string(v); }),
+                ", ") +
+            " of " + std::to_string(ranks);
+    }
     cppStream << "// Emitted by tessera-compile from " << options.modelName
-              << (distributed
-                      ? ": the training program of rank " + std::to_string(r) +
-                            " of " + std::to_string(ranks) + ".\n"
-                      : std::string(": the training program of one "
-                                    "device.\n"));
+              << ": the training program of " << who << ".\n";
     if (failed(emitc::translateToCpp(*copy, cppStream)))
       return fail(options, "C++ emission failed");
     if (failed(writeOutFile(options, prefix + "program.cpp", cpp)))
       return failure();
-    programs.push_back(dir);
   }
   if (!constants.empty()) {
     std::vector<const onnx_import::Tensor *> tensors;
@@ -287,12 +305,12 @@ emitPrograms(ModuleOp module, const PackageOptions &options) {
   return programs;
 }
 
-std::string cmakeLists(ArrayRef<std::string> dirs,
+std::string cmakeLists(const EmittedPrograms &programs,
                        const PackageOptions &options) {
   std::string s;
   llvm::raw_string_ostream os(s);
   os << "# Emitted by tessera-compile: the training program(s), one per "
-        "rank.\n"
+        "class of\n# ranks that run the same code.\n"
         "cmake_minimum_required(VERSION 3.20)\n"
         "project(tessera_program CXX)\n"
         "set(CMAKE_CXX_STANDARD 17)\n"
@@ -329,7 +347,7 @@ std::string cmakeLists(ArrayRef<std::string> dirs,
        << "\" CACHE FILEPATH \"Tessera runtime library\")\n"
           "set(TESSERA_OPENBLAS_LIBRARY \""
        << options.openblasLibrary << "\" CACHE FILEPATH \"OpenBLAS\")\n";
-  for (const std::string &dir : dirs) {
+  for (const std::string &dir : programs.dirs) {
     std::string target = dir.empty() ? "program" : dir;
     std::string source = dir.empty() ? "program.cpp" : dir + "/program.cpp";
     std::string out = dir.empty() ? "${CMAKE_CURRENT_SOURCE_DIR}"
@@ -360,12 +378,12 @@ std::string cmakeLists(ArrayRef<std::string> dirs,
   return s;
 }
 
-std::string runScript(ArrayRef<std::string> dirs, int64_t worldSize) {
+std::string runScript(const EmittedPrograms &programs) {
   std::string s = "#!/bin/sh\n# Emitted by tessera-compile: runs the training "
                   "program (see --help).\n"
                   "here=$(cd \"$(dirname \"$0\")\" && pwd)\n";
-  if (worldSize == 1) {
-    std::string dir = dirs.front();
+  if (programs.programOfRank.size() <= 1) {
+    std::string dir = programs.dirs.front();
     s +=
         "exec \"$here/" + (dir.empty() ? "" : dir + "/") + "program\" \"$@\"\n";
     return s;
@@ -375,21 +393,22 @@ std::string runScript(ArrayRef<std::string> dirs, int64_t worldSize) {
        "# share them better; containers often forbid the single-copy\n"
        "# transport.\n"
        "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n"
+       "# One entry per rank, in rank order: the program of its class.\n"
        "exec mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 "
        "\\\n  --mca btl_vader_single_copy_mechanism none --mca "
        "orte_base_help_aggregate 0 \\\n ";
-  for (auto [i, dir] : llvm::enumerate(dirs))
-    s += std::string(i ? " :" : "") + " -np 1 \"$here/" + dir +
-         "/program\" \"$@\"";
+  for (auto [rank, program] : llvm::enumerate(programs.programOfRank))
+    s += std::string(rank ? " :" : "") + " -np 1 \"$here/" +
+         programs.dirs[program] + "/program\" \"$@\"";
   s += "\n";
   return s;
 }
 
-LogicalResult writeBuildFiles(ArrayRef<std::string> dirs, int64_t worldSize,
+LogicalResult writeBuildFiles(const EmittedPrograms &programs,
                               const PackageOptions &options) {
-  if (failed(
-          writeOutFile(options, "CMakeLists.txt", cmakeLists(dirs, options))) ||
-      failed(writeOutFile(options, "run", runScript(dirs, worldSize))))
+  if (failed(writeOutFile(options, "CMakeLists.txt",
+                          cmakeLists(programs, options))) ||
+      failed(writeOutFile(options, "run", runScript(programs))))
     return failure();
   llvm::sys::fs::setPermissions(outPath(options, "run"),
                                 llvm::sys::fs::all_read |

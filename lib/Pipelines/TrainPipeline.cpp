@@ -93,6 +93,8 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   pm.addPass(dist::createDistSchedule(schedule));
   pm.addPass(dist::createDistPartition());
   pm.addPass(createCanonicalizerPass());
+  if (o.shareRanks)
+    pm.addPass(dist::createDistShareRankPrograms());
   if (o.rank >= 0) {
     dist::DistExtractRankOptions extract;
     extract.rank = o.rank;
@@ -106,7 +108,9 @@ void registerTrainPipeline() {
       "tessera-train-pipeline",
       "The training pipeline of tessera-compile: autodiff, the adamw and sgd "
       "steps, clean-up and, with devices > 1 or micro-batches > 1, plan, "
-      "schedule and partition (and with rank=R, that rank's functions)",
+      "schedule, partition and sharing of equal rank programs (and with "
+      "rank=R, "
+      "that rank's functions)",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         TrainPipelineOptions options;

@@ -818,6 +818,13 @@ std::string executableDir() {
 }
 
 namespace {
+/// This process's position in Program::ranks (set by runRank).
+size_t gRankIndex = 0;
+} // namespace
+
+size_t rankIndex() { return gRankIndex; }
+
+namespace {
 
 /// One rank of several: MPI around run(). Any failure aborts the whole job,
 /// since the other ranks may be waiting for this one in a collective.
@@ -828,6 +835,14 @@ void printError(const std::string &message) {
   std::fflush(stderr);
 }
 
+/// "rank 3" or "ranks 1, 3".
+std::string ranksText(const std::vector<int64_t> &ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
 int runRank(int argc, char **argv, const Program &program) {
   try {
     startWorld(&argc, &argv);
@@ -835,9 +850,11 @@ int runRank(int argc, char **argv, const Program &program) {
     printError(e.what());
     return 1;
   }
-  if (worldSize() != program.worldSize || worldRank() != program.rank) {
+  auto self =
+      std::find(program.ranks.begin(), program.ranks.end(), worldRank());
+  if (worldSize() != program.worldSize || self == program.ranks.end()) {
     printError(
-        "this is the program of rank " + std::to_string(program.rank) + " of " +
+        "this is the program of " + ranksText(program.ranks) + " of " +
         std::to_string(program.worldSize) + ", but mpirun started it as rank " +
         std::to_string(worldRank()) + " of " + std::to_string(worldSize()));
     // mpirun also ends a job when a rank exits without MPI_Finalize, but
@@ -846,6 +863,7 @@ int runRank(int argc, char **argv, const Program &program) {
       abortWorld(1);
     std::exit(1);
   }
+  gRankIndex = static_cast<size_t>(self - program.ranks.begin());
   std::string message;
   try {
     int rc = run(argc, argv, program);
@@ -857,7 +875,7 @@ int runRank(int argc, char **argv, const Program &program) {
   } catch (...) {
     message = "unknown exception";
   }
-  printError("rank " + std::to_string(program.rank) + ": " + message);
+  printError("rank " + std::to_string(worldRank()) + ": " + message);
   abortWorld(1);
   return 1;
 }

@@ -159,7 +159,7 @@ Program makeProgram(const std::string &variant) {
   ValueSpec db = spec(Role::Grad, "b", DType::f32, {V});
   Program p;
   p.model = "bigram+bias";
-  p.rank = gRank;
+  p.ranks = {gRank};
   p.worldSize = gWorld;
   if (variant == "serial" || variant == "dp" || variant == "throw") {
     StepFn step = variant == "serial" ? serialStep

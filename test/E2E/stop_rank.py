@@ -4,8 +4,9 @@
   stop_rank.py OUT RANK LIMIT -- OUT/run ARGS...
 
 Starts the command, waits until it has logged two steps (so every rank is in
-the training loop), sends SIGSTOP to the process of rank RANK (the one
-running OUT/rank_RANK/program), and waits up to LIMIT seconds for the whole
+the training loop), sends SIGSTOP to the process of rank RANK (the program
+under OUT whose OMPI_COMM_WORLD_RANK is RANK: ranks may share one program
+binary), and waits up to LIMIT seconds for the whole
 job to end. Prints "job ended with exit code N after S s" and the job's
 stderr, and exits 0 when the job ended non-zero within LIMIT; otherwise it
 kills everything it started (the stopped rank too) and exits 1. Either way
@@ -18,29 +19,40 @@ import sys
 import time
 
 
-def rank_pids(out_dir, rank):
-    """PIDs whose executable is OUT/rank_RANK/program."""
-    target = os.path.realpath(os.path.join(out_dir, f"rank_{rank}", "program"))
-    pids = []
+def job_pids(out_dir):
+    """{pid: MPI rank} of the processes running a program under OUT."""
+    root = os.path.realpath(out_dir) + os.sep
+    pids = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            if os.path.realpath(f"/proc/{entry}/exe") == target:
-                pids.append(int(entry))
+            if not os.path.realpath(f"/proc/{entry}/exe").startswith(root):
+                continue
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                env = f.read().split(b"\0")
         except OSError:
-            pass
+            continue
+        rank = -1
+        for var in env:
+            if var.startswith(b"OMPI_COMM_WORLD_RANK="):
+                rank = int(var.split(b"=", 1)[1])
+        pids[int(entry)] = rank
     return pids
 
 
+def rank_pids(out_dir, rank):
+    """PIDs of the processes of MPI rank RANK running a program under OUT."""
+    return [pid for pid, r in job_pids(out_dir).items() if r == rank]
+
+
 def kill_all(out_dir, proc):
-    for rank in range(64):
-        for pid in rank_pids(out_dir, rank):
-            for sig in (signal.SIGCONT, signal.SIGKILL):
-                try:
-                    os.kill(pid, sig)
-                except OSError:
-                    pass
+    for pid in job_pids(out_dir):
+        for sig in (signal.SIGCONT, signal.SIGKILL):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
     if proc.poll() is None:
         proc.kill()
         proc.wait()

@@ -7,9 +7,9 @@
 //   tessera-train-pipeline          OUT/train.mlir (adamw and sgd steps, and
 //     (lib/Pipelines)               one device's grad_step; or per-rank
 //                                   functions of the plan)
-//   package (lib/Package)           OUT/[rank_N/]program.cpp, memory.json,
+//   package (lib/Package)           OUT/[prog_K/]program.cpp, memory.json,
 //                                   CMakeLists.txt, run
-//   cmake + build                   OUT/[rank_N/]program, wrapped by OUT/run
+//   cmake + build                   OUT/[prog_K/]program, wrapped by OUT/run
 // Every stage can also be run alone with tessera-translate / tessera-opt
 // (tessera-opt --tessera-train-pipeline="..." reproduces OUT/train.mlir and,
 // with rank=R, rank R's program.mlir of --emit-rank-ir).
@@ -113,6 +113,13 @@ static cl::opt<double>
               cl::desc("Only with --plan auto: memory per device in GiB, a "
                        "finite number > 0"),
               cl::init(16.0), cl::cat(category));
+static cl::opt<bool> shareRanks(
+    "share-ranks",
+    cl::desc("Ranks whose programs differ only in rank numbers (slice "
+             "offsets, groups, peers) share one program, compiled once "
+             "(dist-share-rank-programs; default on, =false: one program "
+             "per rank)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<bool> noBuild("no-build",
                              cl::desc("Emit sources but do not build them"),
                              cl::cat(category));
@@ -121,7 +128,7 @@ static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
 static cl::opt<bool>
     emitRankIR("emit-rank-ir",
                cl::desc("Also write the IR each program is emitted from "
-                        "(OUT/[rank_N/]program.mlir)"),
+                        "(OUT/[prog_K/]program.mlir)"),
                cl::cat(category));
 
 namespace {
@@ -260,6 +267,7 @@ int main(int argc, char **argv) {
   pipeline.requirePipeline = given(schedule);
   pipeline.zero1 = zero1;
   pipeline.clipNorm = clipNorm;
+  pipeline.shareRanks = shareRanks;
   if (autoPlan) {
     pipeline.deviceSpec = deviceSpec;
     pipeline.profileDb = profileDb;
@@ -287,12 +295,12 @@ int main(int argc, char **argv) {
   // it against the runtime's measured peaks), then one program per rank.
   if (failed(package::writeMemoryJson(*module, out)))
     return 1;
-  FailureOr<std::vector<std::string>> programs =
+  FailureOr<package::EmittedPrograms> programs =
       package::emitPrograms(*module, out);
-  if (failed(programs) ||
-      failed(package::writeBuildFiles(*programs, ranks, out)))
+  if (failed(programs) || failed(package::writeBuildFiles(*programs, out)))
     return 1;
-  progress("emitted " + std::to_string(programs->size()) + " program(s) in " +
+  progress("emitted " + std::to_string(programs->dirs.size()) +
+           " program(s) for " + std::to_string(ranks) + " rank(s) in " +
            std::string(outAbs));
   if (noBuild)
     return 0;

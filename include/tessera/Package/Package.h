@@ -33,7 +33,7 @@ struct PackageOptions {
   /// Where the runtime is (set by the driver from its build).
   std::string runtimeIncludeDir, runtimeSourceDir, runtimeLibrary,
       openblasLibrary, runtimeLinkOptions;
-  /// Also write each rank's IR before emission (rank_N/program.mlir, or
+  /// Also write each program's IR before emission (prog_K/program.mlir, or
   /// program.mlir for one device).
   bool emitRankIR = false;
   /// Prefix of errors and progress lines.
@@ -60,22 +60,30 @@ void printPlanReport(mlir::ModuleOp module, llvm::StringRef plan,
 mlir::LogicalResult writeMemoryJson(mlir::ModuleOp module,
                                     const PackageOptions &options);
 
-/// Emits each rank's program (OUT/rank_N/program.cpp, or OUT/program.cpp
-/// for one device) from the pipeline's module, which it leaves unchanged;
-/// returns the program directories relative to OUT ("" for one device).
-mlir::FailureOr<std::vector<std::string>>
-emitPrograms(mlir::ModuleOp module, const PackageOptions &options);
+/// The emitted programs: their directories relative to OUT ("" for one
+/// device), and which program each rank runs (ranks whose functions are
+/// shared, dist.ranks, run one program).
+struct EmittedPrograms {
+  std::vector<std::string> dirs;
+  std::vector<size_t> programOfRank;
+};
 
-/// The CMakeLists.txt that builds the programs in `dirs`.
-std::string cmakeLists(llvm::ArrayRef<std::string> dirs,
+/// Emits one program per class of ranks (OUT/prog_K/program.cpp, or
+/// OUT/program.cpp for one device) from the pipeline's module, which it
+/// leaves unchanged.
+mlir::FailureOr<EmittedPrograms> emitPrograms(mlir::ModuleOp module,
+                                              const PackageOptions &options);
+
+/// The CMakeLists.txt that builds the programs.
+std::string cmakeLists(const EmittedPrograms &programs,
                        const PackageOptions &options);
 
-/// OUT/run: the program itself, or all ranks under mpirun.
-std::string runScript(llvm::ArrayRef<std::string> dirs, int64_t worldSize);
+/// OUT/run: the program itself, or all ranks under mpirun, each rank
+/// running its program.
+std::string runScript(const EmittedPrograms &programs);
 
 /// Writes OUT/CMakeLists.txt and OUT/run.
-mlir::LogicalResult writeBuildFiles(llvm::ArrayRef<std::string> dirs,
-                                    int64_t worldSize,
+mlir::LogicalResult writeBuildFiles(const EmittedPrograms &programs,
                                     const PackageOptions &options);
 
 /// cmake configure + build into OUT/build (output in OUT/build.log, echoed

@@ -73,6 +73,11 @@ struct TrainPipelineOptions
       *this, "report",
       llvm::cl::desc("For plan=auto: print the chosen plan to stderr"),
       llvm::cl::init(false)};
+  Option<bool> shareRanks{
+      *this, "share-ranks",
+      llvm::cl::desc("Ranks whose functions differ only in rank numbers "
+                     "share one set (dist-share-rank-programs)"),
+      llvm::cl::init(true)};
   Option<int64_t> rank{
       *this, "rank",
       llvm::cl::desc("Keep only this rank's functions, under their steps' "

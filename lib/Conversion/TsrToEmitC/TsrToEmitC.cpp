@@ -200,6 +200,8 @@ private:
   int64_t outlineAbove;
   /// Whether a constant was read from the constants file.
   bool outlined = false;
+  /// The rank-value tables declared so far in this function.
+  int64_t rankTables = 0;
   Type tensorType;
   DenseMap<Value, Value> map;
 
@@ -223,6 +225,38 @@ private:
   Attribute boolean(bool v) { return opaque(v ? "true" : "false"); }
   Attribute ints(ArrayRef<int64_t> v) {
     return opaque("std::vector<int64_t>{" + joinInts(v) + "}");
+  }
+  /// A rank-variant argument (RankVariantOpInterface): the op's own value,
+  /// or in a function shared by several ranks, where the values differ
+  /// (dist.rank_values), a table of one value per rank declared before the
+  /// call and indexed at run time by the running rank's position in the
+  /// program's ranks.
+  Attribute perRank(Operation *op, StringRef name, Attribute own) {
+    auto values = getAttr<Dist::RankValuesAttrHelper>(op);
+    auto rows = values ? values.getAs<ArrayAttr>(name) : ArrayAttr();
+    if (!rows)
+      return own;
+    std::string table = "kRankValues" + std::to_string(rankTables++);
+    std::string text = "static const ";
+    if (isa<DenseI64ArrayAttr>(rows[0])) {
+      text += "std::vector<int64_t> " + table + "[] = {";
+      for (auto [i, row] : llvm::enumerate(rows))
+        text += std::string(i ? ", " : "") + "{" +
+                joinInts(cast<DenseI64ArrayAttr>(row).asArrayRef()) + "}";
+    } else {
+      text += "int64_t " + table + "[] = {";
+      for (auto [i, row] : llvm::enumerate(rows))
+        text += std::string(i ? ", " : "") +
+                std::to_string(cast<IntegerAttr>(row).getInt());
+    }
+    verbatim(op->getLoc(), text + "};");
+    return opaque("tessera::rt::rankValue(" + table + ")");
+  }
+  Attribute ints(Operation *op, StringRef name, ArrayRef<int64_t> v) {
+    return perRank(op, name, ints(v));
+  }
+  Attribute i64(Operation *op, StringRef name, int64_t v) {
+    return perRank(op, name, i64(v));
   }
   Attribute shape(Type t) {
     return opaque("tessera::rt::Shape{" +
@@ -397,9 +431,9 @@ private:
           return simple(o, "broadcast_to", {shape(o.getType())});
         })
         .Case([&](SliceOp o) {
-          return simple(
-              o, "slice",
-              {ints(o.getStarts()), ints(o.getLimits()), ints(o.getSteps())});
+          return simple(o, "slice",
+                        {ints(o, "starts", o.getStarts()),
+                         ints(o, "limits", o.getLimits()), ints(o.getSteps())});
         })
         .Case([&](SplitOp o) {
           auto vecType =
@@ -477,30 +511,35 @@ private:
           return tuple(o, "adamw_update", o->getOperands(), args);
         })
         .Case([&](dist::AllReduceOp o) {
-          return simple(o, "all_reduce",
-                        {ints(o.getRanks()), reduceKind(o.getKind())});
+          return simple(
+              o, "all_reduce",
+              {ints(o, "ranks", o.getRanks()), reduceKind(o.getKind())});
         })
         .Case([&](dist::AllGatherOp o) {
-          return simple(o, "all_gather", {ints(o.getRanks()), i64(o.getDim())});
+          return simple(o, "all_gather",
+                        {ints(o, "ranks", o.getRanks()), i64(o.getDim())});
         })
         .Case([&](dist::ReduceScatterOp o) {
-          return simple(
-              o, "reduce_scatter",
-              {ints(o.getRanks()), i64(o.getDim()), reduceKind(o.getKind())});
+          return simple(o, "reduce_scatter",
+                        {ints(o, "ranks", o.getRanks()), i64(o.getDim()),
+                         reduceKind(o.getKind())});
         })
         .Case([&](dist::AllToAllOp o) {
           return simple(o, "all_to_all",
-                        {ints(o.getRanks()), i64(o.getSplitDim()),
+                        {ints(o, "ranks", o.getRanks()), i64(o.getSplitDim()),
                          i64(o.getConcatDim())});
         })
         .Case([&](dist::BroadcastOp o) {
-          return simple(o, "broadcast", {ints(o.getRanks()), i64(o.getRoot())});
+          return simple(
+              o, "broadcast",
+              {ints(o, "ranks", o.getRanks()), i64(o, "root", o.getRoot())});
         })
         .Case([&](dist::SendOp o) {
           emitc::CallOpaqueOp::create(
               b, o.getLoc(), TypeRange{}, "tessera::rt::send",
               ValueRange{lookup(o.getInput())},
-              b.getArrayAttr({operand(0), i64(o.getPeer()), i64(o.getTag())}),
+              b.getArrayAttr({operand(0), i64(o, "peer", o.getPeer()),
+                              i64(o, "tag", o.getTag())}),
               ArrayAttr());
           return success();
         })
@@ -508,9 +547,10 @@ private:
           auto dt = dtype(o, o.getType());
           if (failed(dt))
             return failure();
-          map[o.getResult()] = call(
-              o, "recv", {},
-              {shape(o.getType()), *dt, i64(o.getPeer()), i64(o.getTag())});
+          map[o.getResult()] =
+              call(o, "recv", {},
+                   {shape(o.getType()), *dt, i64(o, "peer", o.getPeer()),
+                    i64(o, "tag", o.getTag())});
           return success();
         })
         .Default([&](Operation *o) {
@@ -612,8 +652,8 @@ int64_t indexBound(func::FuncOp f, unsigned argNumber) {
 /// The Program table and main() for the train_step_* functions.
 LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
                           func::FuncOp gradStep, StringRef model,
-                          StringRef init, int64_t rank, int64_t worldSize,
-                          StringRef constants) {
+                          StringRef init, ArrayRef<int64_t> ranks,
+                          int64_t worldSize, StringRef constants) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto specs = [&](func::FuncOp f, bool results) -> LogicalResult {
@@ -662,7 +702,8 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
   } else {
     os << "  /*gradient=*/{},\n";
   }
-  os << "  /*rank=*/" << rank << ", /*worldSize=*/" << worldSize << ",\n";
+  os << "  /*ranks=*/{" << joinInts(ranks) << "}, /*worldSize=*/" << worldSize
+     << ",\n";
   if (!constants.empty())
     os << "  /*constants=*/" << cppString(constants) << ",\n";
   os << "};\n\n";
@@ -716,20 +757,29 @@ struct ConvertTsrToEmitCPass
       if (model.empty())
         if (auto src = getAttr<Tsr::SourceAttrHelper>(module))
           model = src.str();
-      // A per-rank program (dist-partition's output) knows its rank.
-      int64_t rank = 0, worldSize = 1;
-      if (auto r = getAttr<Dist::RankAttrHelper>(steps.front()))
-        rank = r.getInt();
+      // A per-rank program (dist-partition's output) knows its rank, or
+      // the ranks that share it.
+      SmallVector<int64_t> ranks = dist::ranksOf(steps.front());
+      if (ranks.empty())
+        ranks.push_back(0);
+      int64_t worldSize = 1;
       if (auto mesh = module->getAttrOfType<dist::MeshAttr>(
               Dist::MeshAttrHelper::getNameStr()))
         worldSize = mesh.numRanks();
-      if (failed(emitProgram(module, steps, gradStep, model, initWeights, rank,
+      if (failed(emitProgram(module, steps, gradStep, model, initWeights, ranks,
                              worldSize,
                              outlined ? StringRef(constantsFile) : "")))
         return signalPassFailure();
     }
     for (func::FuncOp f : funcs)
       f.erase();
+    // The plan's module attributes (dist.mesh, dist.pipeline, tsr.source)
+    // described the functions just lowered; the emitted module is EmitC
+    // alone, which any C++ translator reads.
+    for (NamedAttribute a : llvm::to_vector(module->getDiscardableAttrs()))
+      if (isa_and_nonnull<dist::DistDialect, tsr::TsrDialect>(
+              a.getName().getReferencedDialect()))
+        module->removeDiscardableAttr(a.getName());
   }
 };
 

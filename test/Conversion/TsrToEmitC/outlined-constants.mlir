@@ -14,12 +14,12 @@
 // CHECK-NOT: constant("const.[[KEY]]")
 // CHECK: tessera::rt::fromValues(tessera::rt::Shape{3}, tessera::rt::DType::f32, std::vector<double>{1, 2, 3})
 // CHECK: tessera::rt::full(tessera::rt::Shape{8}, tessera::rt::DType::f32, 2)
-// CHECK: /*rank=*/0, /*worldSize=*/1,
+// CHECK: /*ranks=*/{0}, /*worldSize=*/1,
 // CHECK-NEXT: /*constants=*/"../constants.safetensors",
 
 // INLINE: tessera::rt::fromValues(tessera::rt::Shape{2, 2}, tessera::rt::DType::i1, std::vector<double>{1, 0, 1, 1})
 // INLINE-NOT: tessera::rt::constant(
-// INLINE: /*rank=*/0, /*worldSize=*/1,
+// INLINE: /*ranks=*/{0}, /*worldSize=*/1,
 // INLINE-NEXT: };
 
 // NEG: convert-tsr-to-emitc: outline-constants-above must be >= 0, got -1

@@ -26,7 +26,7 @@
 // CHECK-NEXT: },
 // CHECK-NEXT: /*flopsPerStep=*/0.0,
 // CHECK-NEXT: /*gradient=*/{},
-// CHECK-NEXT: /*rank=*/0, /*worldSize=*/1,
+// CHECK-NEXT: /*ranks=*/{0}, /*worldSize=*/1,
 // CHECK: int main(int argc, char **argv) {
 // CHECK-NEXT: return tessera::rt::runMain(argc, argv, kProgram);
 

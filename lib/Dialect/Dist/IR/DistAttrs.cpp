@@ -51,6 +51,14 @@ PipelineAttr tessera::dist::getEnclosingPipeline(Operation *op) {
       op, DistDialect::PipelineAttrHelper::getNameStr());
 }
 
+SmallVector<int64_t> tessera::dist::ranksOf(Operation *func) {
+  if (auto rank = getAttr<DistDialect::RankAttrHelper>(func))
+    return {rank.getInt()};
+  if (auto ranks = getAttr<DistDialect::RanksAttrHelper>(func))
+    return SmallVector<int64_t>(ranks.asArrayRef());
+  return {};
+}
+
 //===----------------------------------------------------------------------===//
 // PipelineAttr
 //===----------------------------------------------------------------------===//

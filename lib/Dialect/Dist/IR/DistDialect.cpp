@@ -171,6 +171,64 @@ LogicalResult verifyRank(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+LogicalResult verifyRanks(Operation *op, NamedAttribute attr) {
+  ArrayRef<int64_t> ranks =
+      cast<DenseI64ArrayAttr>(attr.getValue()).asArrayRef();
+  if (op->hasAttr(DistDialect::RankAttrHelper::getNameStr()))
+    return op->emitError("'dist.ranks' and 'dist.rank' exclude each other");
+  if (ranks.size() < 2)
+    return op->emitError("'dist.ranks' must list at least two ranks, found ")
+           << attr.getValue();
+  for (size_t i = 0; i < ranks.size(); ++i)
+    if (ranks[i] < 0 || (i && ranks[i] <= ranks[i - 1]))
+      return op->emitError("'dist.ranks' must be non-negative, sorted and "
+                           "unique, found ")
+             << attr.getValue();
+  MeshAttr mesh = getEnclosingMesh(op);
+  if (mesh && ranks.back() >= mesh.numRanks())
+    return op->emitError() << "'dist.ranks' holds " << ranks.back()
+                           << ", but the mesh has " << mesh.numRanks()
+                           << " ranks";
+  return success();
+}
+
+/// Each entry names a rank-variant attribute of the op and holds one value
+/// per rank of the function's dist.ranks, the first being the op's own.
+LogicalResult verifyRankValues(Operation *op, NamedAttribute attr) {
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  DenseI64ArrayAttr ranks =
+      func ? getAttr<DistDialect::RanksAttrHelper>(func) : DenseI64ArrayAttr();
+  if (!ranks)
+    return op->emitError("'dist.rank_values' needs an enclosing function "
+                         "with 'dist.ranks'");
+  auto variant = dyn_cast<RankVariantOpInterface>(op);
+  for (NamedAttribute entry : cast<DictionaryAttr>(attr.getValue())) {
+    StringRef name = entry.getName().getValue();
+    if (!variant ||
+        !llvm::is_contained(variant.getRankVariantAttrNames(), name))
+      return op->emitError("'dist.rank_values' names '")
+             << name << "', which is not a rank-variant attribute of '"
+             << op->getName() << "'";
+    auto rows = dyn_cast<ArrayAttr>(entry.getValue());
+    if (!rows || rows.size() != ranks.size())
+      return op->emitError("'dist.rank_values' must hold ")
+             << ranks.size() << " values of '" << name
+             << "' (one per rank of dist.ranks), found " << entry.getValue();
+    Attribute own = op->getAttr(name);
+    if (rows[0] != own)
+      return op->emitError("the first of the 'dist.rank_values' of '")
+             << name << "' must be the op's own " << own << ", found "
+             << rows[0];
+    for (Attribute row : rows)
+      if (row.getTypeID() != own.getTypeID() ||
+          !isa<IntegerAttr, DenseI64ArrayAttr>(row))
+        return op->emitError("'dist.rank_values' of '")
+               << name << "' must be values of the kind of " << own
+               << ", found " << row;
+  }
+  return success();
+}
+
 } // namespace
 
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
@@ -190,6 +248,10 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return verifyOrderAfter(op, attr);
   if (name == RankAttrHelper::getNameStr())
     return verifyRank(op, attr);
+  if (name == RanksAttrHelper::getNameStr())
+    return verifyRanks(op, attr);
+  if (name == RankValuesAttrHelper::getNameStr())
+    return verifyRankValues(op, attr);
   if (name == PipelineAttrHelper::getNameStr())
     return verifyPipeline(op, attr);
   return success();

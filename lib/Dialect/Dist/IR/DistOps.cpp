@@ -43,14 +43,19 @@ RankedTensorType tensorType(Value v) {
 }
 
 /// The rank running `op`: the dist.rank of its enclosing function, if set.
+/// In a function shared by several ranks (dist.ranks) the op's own
+/// attributes are those of the first rank; dist.rank_values holds the
+/// others' (checked by the dialect's attribute verifier).
 std::optional<int64_t> executingRank(Operation *op) {
   auto func = op->getParentOfType<FunctionOpInterface>();
   if (!func)
     return std::nullopt;
-  auto rank = getAttr<DistDialect::RankAttrHelper>(func);
-  if (!rank)
-    return std::nullopt;
-  return rank.getInt();
+  if (auto rank = getAttr<DistDialect::RankAttrHelper>(func))
+    return rank.getInt();
+  if (auto ranks = getAttr<DistDialect::RanksAttrHelper>(func))
+    if (!ranks.empty())
+      return ranks[0];
+  return std::nullopt;
 }
 
 /// A group is non-empty, non-negative, sorted and unique, inside the mesh
@@ -144,6 +149,25 @@ RankedTensorType scaleDim(RankedTensorType type, int64_t dim, int64_t num,
 //===----------------------------------------------------------------------===//
 
 LogicalResult AllReduceOp::verify() { return verifyGroup(*this, getRanks()); }
+
+// The attributes that differ between the ranks running the same op
+// (RankVariantOpInterface): the group, the root, the peer and the tag.
+namespace {
+constexpr StringRef kGroup[] = {"ranks"};
+constexpr StringRef kGroupAndRoot[] = {"ranks", "root"};
+constexpr StringRef kPeer[] = {"peer", "tag"};
+} // namespace
+ArrayRef<StringRef> AllReduceOp::getRankVariantAttrNames() { return kGroup; }
+ArrayRef<StringRef> AllGatherOp::getRankVariantAttrNames() { return kGroup; }
+ArrayRef<StringRef> ReduceScatterOp::getRankVariantAttrNames() {
+  return kGroup;
+}
+ArrayRef<StringRef> AllToAllOp::getRankVariantAttrNames() { return kGroup; }
+ArrayRef<StringRef> BroadcastOp::getRankVariantAttrNames() {
+  return kGroupAndRoot;
+}
+ArrayRef<StringRef> SendOp::getRankVariantAttrNames() { return kPeer; }
+ArrayRef<StringRef> RecvOp::getRankVariantAttrNames() { return kPeer; }
 
 void AllGatherOp::build(OpBuilder &builder, OperationState &state, Value input,
                         ArrayRef<int64_t> ranks, int64_t dim) {

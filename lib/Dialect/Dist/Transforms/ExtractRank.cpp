@@ -45,10 +45,10 @@ struct DistExtractRankPass
     SmallVector<FunctionOpInterface> kept;
     for (auto f :
          llvm::make_early_inc_range(module.getOps<FunctionOpInterface>())) {
-      auto r = getAttr<Dist::RankAttrHelper>(f);
-      if (r && r.getInt() == rank)
+      SmallVector<int64_t> ranks = dist::ranksOf(f);
+      if (llvm::is_contained(ranks, int64_t(rank)))
         kept.push_back(f);
-      else if (r)
+      else if (!ranks.empty())
         f.erase();
     }
     if (kept.empty()) {

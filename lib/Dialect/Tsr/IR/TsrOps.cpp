@@ -703,6 +703,12 @@ bool isWholeDim(SliceOp op, int64_t i) {
 }
 } // namespace
 
+/// A local slice's offsets depend on the rank's coordinate.
+ArrayRef<StringRef> SliceOp::getRankVariantAttrNames() {
+  static constexpr StringRef kNames[] = {"starts", "limits"};
+  return kNames;
+}
+
 OpFoldResult SliceOp::fold(FoldAdaptor) {
   for (int64_t i = 0, e = getType().getRank(); i < e; ++i)
     if (!isWholeDim(*this, i))

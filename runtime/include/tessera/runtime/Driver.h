@@ -59,10 +59,12 @@ struct Program {
   /// Optional: loss and gradients without an update (Param and Input
   /// arguments; Loss and Grad results), for --dump-grads.
   StepProgram gradient = {};
-  /// This program's rank among the worldSize programs of one job (one
-  /// program per rank, started together by mpirun). With worldSize > 1,
-  /// runMain starts MPI and checks that mpirun gave this program that rank.
-  int64_t rank = 0;
+  /// The ranks, among the worldSize ranks of one job, that run this
+  /// program (mpirun starts one process per rank; ranks whose code differs
+  /// only in rank numbers share one program, and pick their values with
+  /// rankValue). With worldSize > 1, runMain starts MPI and checks that
+  /// mpirun gave this process one of these ranks.
+  std::vector<int64_t> ranks = {0};
   int64_t worldSize = 1;
   /// The safetensors file of the program's large constants (masks,
   /// tables), which the emitted code reads with constant(key) instead of
@@ -115,6 +117,19 @@ struct Program {
 /// directory or device as --data and a --save or --dump-grads path whose
 /// directory does not exist are rejected before the first step.
 int runMain(int argc, char **argv, const Program &program);
+
+/// The position of this process's rank in the running Program's ranks (0
+/// before runMain and in a one-rank program).
+size_t rankIndex();
+/// This rank's row of a table with one row per rank of the program (the
+/// emitted code's rank-dependent slice offsets, groups and peers).
+template <class T, size_t N> const T &rankValue(const T (&rows)[N]) {
+  size_t i = rankIndex();
+  if (i >= N)
+    throw Error("rank table of " + std::to_string(N) +
+                " rows has no row for rank position " + std::to_string(i));
+  return rows[i];
+}
 
 /// The parsed flags (exposed for tests; runMain is the normal entry).
 struct RunOptions {

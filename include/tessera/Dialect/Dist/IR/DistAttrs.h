@@ -26,6 +26,10 @@ MeshAttr getEnclosingMesh(mlir::Operation *op);
 /// per device, in program order).
 PipelineAttr getEnclosingPipeline(mlir::Operation *op);
 
+/// The ranks that run a per-rank function: its dist.rank, or its dist.ranks
+/// when several ranks share it; empty for a function of no rank.
+llvm::SmallVector<int64_t> ranksOf(mlir::Operation *func);
+
 } // namespace tessera::dist
 
 #endif // TESSERA_DIALECT_DIST_IR_DISTATTRS_H

@@ -43,7 +43,19 @@ defvar Dist_DiscardableAttrs = [
   TesseraDiscardableAttr<"origin", "::mlir::FlatSymbolRefAttr", "Func",
     "a symbol reference",
     "on a per-rank function: the function it was partitioned from; "
-    "dist-extract-rank gives it that name back">
+    "dist-extract-rank gives it that name back">,
+  TesseraDiscardableAttr<"ranks", "::mlir::DenseI64ArrayAttr", "Func",
+    "an array of i64 (sorted, unique, at least two)",
+    "in place of `dist.rank`: the ranks that run this function, whose "
+    "programs differ only in rank-variant attributes (set by "
+    "dist-share-rank-programs); its ops' own attributes are the first "
+    "rank's">,
+  TesseraDiscardableAttr<"rank_values", "::mlir::DictionaryAttr", "Op",
+    "a dictionary from attribute names to arrays (one value per rank)",
+    "on an op of a `dist.ranks` function: for each rank-variant attribute "
+    "(RankVariantOpInterface) whose value differs between those ranks, the "
+    "value of each rank in the order of `dist.ranks`; the first is the op's "
+    "own">
 ];
 
 def Dist_Dialect : Dialect {

@@ -10,6 +10,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
+#include "tessera/Interfaces/RankVariantInterface.h"
 
 namespace tessera::dist {
 

@@ -13,6 +13,7 @@ include "tessera/Dialect/Dist/IR/DistAttrs.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "tessera/Interfaces/RankVariantInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Types, enums and effects
@@ -51,10 +52,16 @@ class Dist_Op<string mnemonic, list<Trait> traits = []>
   let hasVerifier = 1;
 }
 
+// The group, root and peer attributes differ between the ranks that run
+// the same op (see RankVariantOpInterface; defined in DistOps.cpp).
+def Dist_RankVariant : DeclareOpInterfaceMethods<RankVariantOpInterface,
+    ["getRankVariantAttrNames"]>;
+
 // A collective over `ranks`: sorted, unique, non-negative, non-empty, and
 // including the executing rank.
 class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
-    : Dist_Op<mnemonic, traits> {
+    : Dist_Op<mnemonic, !listconcat(traits,
+                                    [Dist_RankVariant])> {
   let extraClassDeclaration = [{
     /// The number of ranks in the group.
     int64_t getGroupSize() { return getRanks().size(); }
@@ -180,7 +187,7 @@ def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast",
 // Point to point
 //===----------------------------------------------------------------------===//
 
-def Dist_SendOp : Dist_Op<"send"> {
+def Dist_SendOp : Dist_Op<"send", [Dist_RankVariant]> {
   let summary = "send a tensor to one rank";
   let opDescription = [{
     Sends `input` to rank `peer`. It matches the `dist.recv` on `peer` whose
@@ -196,7 +203,7 @@ def Dist_SendOp : Dist_Op<"send"> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Dist_RecvOp : Dist_Op<"recv"> {
+def Dist_RecvOp : Dist_Op<"recv", [Dist_RankVariant]> {
   let summary = "receive a tensor from one rank";
   let opDescription = [{
     Receives the tensor that rank `peer` sends with the same `tag` (see

@@ -156,7 +156,8 @@ def DistExtractRank : Pass<"dist-extract-rank", "::mlir::ModuleOp"> {
   let summary = "Keep only one rank's functions, under their step's name";
   let description = [{
     After dist-partition a module holds every rank's functions. This pass
-    keeps those of `rank` (`dist.rank`), erases the others and gives each
+    keeps those of `rank` (`dist.rank`, or the functions shared by the ranks
+    of its class, `dist.ranks`, which stay shared), erases the others and gives each
     kept function back the name of the step it came from (`dist.origin`),
     so that each rank's program calls its steps by the same names. The
     result is what one rank's program is emitted from.
@@ -165,6 +166,25 @@ def DistExtractRank : Pass<"dist-extract-rank", "::mlir::ModuleOp"> {
     Option<"rank", "rank", "int64_t", /*default=*/"0",
            "The rank to keep (below the mesh's rank count)">,
   ];
+}
+
+def DistShareRankPrograms : Pass<"dist-share-rank-programs", "::mlir::ModuleOp"> {
+  let summary = "One program for the ranks whose programs differ only in rank numbers";
+  let description = [{
+    After dist-partition every rank has its own functions (`dist.rank`).
+    Many ranks run the same ops on the same local shapes and differ only in
+    the rank-dependent attributes that RankVariantOpInterface names: the
+    offsets of a local slice, the group of a collective, the peer and tag of
+    a send. This pass groups such ranks into classes and keeps one set of
+    functions per class, so each class is compiled once: the first rank's
+    functions stay, marked `dist.ranks` (the class) instead of `dist.rank`,
+    and each op whose rank-variant values differ within the class records
+    every rank's value in `dist.rank_values`; the other ranks' functions are
+    erased. Ranks are in one class only when their functions are equal op
+    by op (names, operands, types and every other attribute), so sharing
+    never changes what a rank computes. A rank alone in its class is left
+    as it is.
+  }];
 }
 
 #endif // TESSERA_DIALECT_DIST_TRANSFORMS_PASSES_TD

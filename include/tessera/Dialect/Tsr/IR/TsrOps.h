@@ -12,6 +12,7 @@
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Interfaces/DimAnnotationInterface.h"
 #include "tessera/Interfaces/GradientInterface.h"
+#include "tessera/Interfaces/RankVariantInterface.h"
 
 #include "tessera/Dialect/Tsr/IR/TsrEnums.h.inc"
 

@@ -12,6 +12,7 @@
 include "tessera/Dialect/Tsr/IR/TsrDialect.td"
 include "tessera/Interfaces/DimAnnotationInterface.td"
 include "tessera/Interfaces/GradientInterface.td"
+include "tessera/Interfaces/RankVariantInterface.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
@@ -356,7 +357,8 @@ def Tsr_BroadcastToOp : Tsr_Op<"broadcast_to", "* -> *", [Tsr_Differentiable, Pu
   let hasFolder = 1;
 }
 
-def Tsr_SliceOp : Tsr_Op<"slice", "* -> *", [Tsr_Differentiable, Pure, InferTypeOpAdaptor],
+def Tsr_SliceOp : Tsr_Op<"slice", "* -> *", [Tsr_Differentiable, Pure, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<RankVariantOpInterface, ["getRankVariantAttrNames"]>],
     ["buildAnnotation"]> {
   let summary = "strided slice of every dimension";
   let opDescription = [{
