@@ -117,35 +117,13 @@ std::optional<std::string> readMlirFile(const std::string &path,
   return text;
 }
 
-std::string checkJsonDepth(std::string_view text, unsigned maxDepth) {
-  unsigned depth = 0;
-  bool inString = false, escaped = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > maxDepth)
-        return "arrays and objects nest deeper than " +
-               std::to_string(maxDepth) + " levels (at byte " +
-               std::to_string(i) + ")";
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return "";
-}
+namespace {
 
-std::string checkMlirDepth(std::string_view text, unsigned maxDepth) {
+/// The byte at which brackets first nest deeper than `maxDepth`, outside
+/// strings; std::string_view::npos if they never do. JSON brackets are
+/// [ and {; MLIR's also ( and <, where the > of -> closes nothing, and a
+/// // comment runs to the end of its line.
+size_t firstTooDeep(std::string_view text, unsigned maxDepth, bool mlir) {
   unsigned depth = 0;
   bool inString = false, escaped = false;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -161,22 +139,40 @@ std::string checkMlirDepth(std::string_view text, unsigned maxDepth) {
     }
     if (c == '"') {
       inString = true;
-    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+    } else if (mlir && c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
       size_t end = text.find('\n', i);
       if (end == std::string_view::npos)
         break;
       i = end;
-    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+    } else if (c == '[' || c == '{' || (mlir && (c == '(' || c == '<'))) {
       if (++depth > maxDepth)
-        return "brackets nest deeper than " + std::to_string(maxDepth) +
-               " levels (at byte " + std::to_string(i) + ")";
-    } else if ((c == ')' || c == ']' || c == '}' ||
-                (c == '>' && (i == 0 || text[i - 1] != '-'))) &&
+        return i;
+    } else if ((c == ']' || c == '}' ||
+                (mlir &&
+                 (c == ')' || (c == '>' && (i == 0 || text[i - 1] != '-'))))) &&
                depth > 0) {
       --depth;
     }
   }
-  return "";
+  return std::string_view::npos;
+}
+
+} // namespace
+
+std::string checkJsonDepth(std::string_view text, unsigned maxDepth) {
+  size_t at = firstTooDeep(text, maxDepth, /*mlir=*/false);
+  if (at == std::string_view::npos)
+    return "";
+  return "arrays and objects nest deeper than " + std::to_string(maxDepth) +
+         " levels (at byte " + std::to_string(at) + ")";
+}
+
+std::string checkMlirDepth(std::string_view text, unsigned maxDepth) {
+  size_t at = firstTooDeep(text, maxDepth, /*mlir=*/true);
+  if (at == std::string_view::npos)
+    return "";
+  return "brackets nest deeper than " + std::to_string(maxDepth) +
+         " levels (at byte " + std::to_string(at) + ")";
 }
 
 } // namespace tessera::support

@@ -65,6 +65,19 @@ FullLayout replicated(size_t axes) {
   return l;
 }
 
+/// Piece `index` of `pieces` equal pieces of `x` along `dim` (a local slice:
+/// a rank's part of a split dimension, or one micro-batch).
+tsr::SliceOp slicePiece(OpBuilder &b, Location loc, Value x, int64_t dim,
+                        int64_t pieces, int64_t index) {
+  auto t = cast<RankedTensorType>(x.getType());
+  int64_t size = t.getDimSize(dim) / pieces;
+  SmallVector<int64_t> starts(t.getRank(), 0), limits(t.getShape()),
+      steps(t.getRank(), 1);
+  starts[dim] = index * size;
+  limits[dim] = (index + 1) * size;
+  return tsr::SliceOp::create(b, loc, x, starts, limits, steps);
+}
+
 /// What the plan and the annotation say about one op.
 struct OpPlan {
   Operation *op = nullptr;
@@ -393,17 +406,9 @@ FailureOr<Value> Partitioner::applyStep(RankState &r, Operation *where, Value x,
     made = AllToAllOp::create(b, loc, x, group, st.transition.toDim,
                               st.transition.fromDim);
     break;
-  case lay::Primitive::LocalSlice: {
-    auto t = cast<RankedTensorType>(x.getType());
-    int64_t k = st.transition.toDim;
-    int64_t size = t.getDimSize(k) / n;
-    SmallVector<int64_t> starts(t.getRank(), 0), limits(t.getShape()),
-        steps(t.getRank(), 1);
-    starts[k] = coord * size;
-    limits[k] = (coord + 1) * size;
-    made = tsr::SliceOp::create(b, loc, x, starts, limits, steps);
+  case lay::Primitive::LocalSlice:
+    made = slicePiece(b, loc, x, st.transition.toDim, n, coord);
     break;
-  }
   case lay::Primitive::LocalZero:
     if (coord == 0)
       return x;
@@ -468,14 +473,7 @@ FailureOr<Value> Partitioner::convertLocal(RankState &r, Operation *where,
       if (m != 0)
         x = zerosLike(b, loc, x.getType());
     } else {
-      auto t = cast<RankedTensorType>(x.getType());
-      int64_t k = want.mb.dim;
-      int64_t size = t.getDimSize(k) / M;
-      SmallVector<int64_t> starts(t.getRank(), 0), limits(t.getShape()),
-          steps(t.getRank(), 1);
-      starts[k] = m * size;
-      limits[k] = (m + 1) * size;
-      x = tsr::SliceOp::create(b, loc, x, starts, limits, steps);
+      x = slicePiece(b, loc, x, want.mb.dim, M, m);
     }
   }
   return x;
