@@ -491,6 +491,19 @@ FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
       v.getDefiningOp() ? v.getDefiningOp() : step.getOperation();
   FailureOr<Value> out = failure();
   int64_t myDevice = deviceOfRank(r.rank);
+  // The value made on `stage` by the rank with this rank's (dp, tp)
+  // coordinates, sent over.
+  auto receive = [&](int64_t stage) -> FailureOr<Value> {
+    RankState &q = *ranks[peerInStage(r.rank, stage)];
+    auto sent = materialize(q, v, want, m);
+    if (failed(sent))
+      return failure();
+    int64_t tag = nextTag++;
+    SendOp::create(q.builder, where->getLoc(), *sent, r.rank, tag);
+    return RecvOp::create(r.builder, where->getLoc(), sent->getType(), q.rank,
+                          tag)
+        .getResult();
+  };
 
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto st = argStages.find(arg);
@@ -499,15 +512,7 @@ FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
       out = convertLocal(r, where, {argValue(r, arg)}, argLayouts[arg], want, m,
                          global);
     } else {
-      RankState &q = *ranks[peerInStage(r.rank, home)];
-      auto sent = materialize(q, v, want, m);
-      if (failed(sent))
-        return failure();
-      int64_t tag = nextTag++;
-      SendOp::create(q.builder, where->getLoc(), *sent, r.rank, tag);
-      out = RecvOp::create(r.builder, where->getLoc(), sent->getType(), q.rank,
-                           tag)
-                .getResult();
+      out = receive(home);
     }
   } else if (auto c = dyn_cast<tsr::ConstantOp>(v.getDefiningOp())) {
     // Constants are made wherever they are needed.
@@ -533,15 +538,7 @@ FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
       }
       out = convertLocal(r, where, pcs, have, want, m, global);
     } else {
-      RankState &q = *ranks[peerInStage(r.rank, p.stage)];
-      auto sent = materialize(q, v, want, m);
-      if (failed(sent))
-        return failure();
-      int64_t tag = nextTag++;
-      SendOp::create(q.builder, where->getLoc(), *sent, r.rank, tag);
-      out = RecvOp::create(r.builder, where->getLoc(), sent->getType(), q.rank,
-                           tag)
-                .getResult();
+      out = receive(p.stage);
     }
   }
   if (failed(out))
