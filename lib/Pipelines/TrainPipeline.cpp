@@ -109,8 +109,7 @@ void registerTrainPipeline() {
       "The training pipeline of tessera-compile: autodiff, the adamw and sgd "
       "steps, clean-up and, with devices > 1 or micro-batches > 1, plan, "
       "schedule, partition and sharing of equal rank programs (and with "
-      "rank=R, "
-      "that rank's functions)",
+      "rank=R, that rank's functions)",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         TrainPipelineOptions options;
