@@ -157,22 +157,25 @@ size_t firstTooDeep(std::string_view text, unsigned maxDepth, bool mlir) {
   return std::string_view::npos;
 }
 
-} // namespace
-
-std::string checkJsonDepth(std::string_view text, unsigned maxDepth) {
-  size_t at = firstTooDeep(text, maxDepth, /*mlir=*/false);
+/// "" when the brackets of `text` stay within `maxDepth`, else "<what> nest
+/// deeper than N levels (at byte B)".
+std::string depthError(std::string_view text, unsigned maxDepth, bool mlir,
+                       const char *what) {
+  size_t at = firstTooDeep(text, maxDepth, mlir);
   if (at == std::string_view::npos)
     return "";
-  return "arrays and objects nest deeper than " + std::to_string(maxDepth) +
+  return std::string(what) + " nest deeper than " + std::to_string(maxDepth) +
          " levels (at byte " + std::to_string(at) + ")";
 }
 
+} // namespace
+
+std::string checkJsonDepth(std::string_view text, unsigned maxDepth) {
+  return depthError(text, maxDepth, /*mlir=*/false, "arrays and objects");
+}
+
 std::string checkMlirDepth(std::string_view text, unsigned maxDepth) {
-  size_t at = firstTooDeep(text, maxDepth, /*mlir=*/true);
-  if (at == std::string_view::npos)
-    return "";
-  return "brackets nest deeper than " + std::to_string(maxDepth) +
-         " levels (at byte " + std::to_string(at) + ")";
+  return depthError(text, maxDepth, /*mlir=*/true, "brackets");
 }
 
 } // namespace tessera::support
