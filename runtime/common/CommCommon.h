@@ -33,13 +33,17 @@ const char *kindName(ReduceKind kind);
 /// talking (tags that keep concurrent communicator creations apart).
 uint64_t hashRanks(const std::vector<int64_t> &ranks);
 
-/// A group of ranks (a sorted rank list) as a backend uses it; Handle is
-/// its communicator type (MPI_Comm, ncclComm_t).
-template <typename Handle> struct Group {
-  Handle comm;
+/// A group of ranks (a sorted rank list): what the shared collectives read.
+struct GroupInfo {
   int pos = 0;      ///< the calling rank's position in the list
   int size = 1;     ///< ranks in the list
   std::string desc; ///< "ranks [0, 2]" for messages
+};
+
+/// A group as a backend keeps it; Handle is its communicator type (MPI_Comm,
+/// ncclComm_t).
+template <typename Handle> struct Group : GroupInfo {
+  Handle comm;
 };
 
 /// Checks `ranks` for `op`: not empty, in the world, sorted and distinct,
@@ -127,6 +131,42 @@ std::pair<DType, Shape> readHeader(const std::vector<int64_t> &header,
 /// "<where>: expected f32 4x8, rank P sent f64 scalar".
 Error mismatch(const std::string &where, DType dtype, const Shape &shape,
                int64_t peer, DType sentType, const Shape &sentShape);
+
+//===----------------------------------------------------------------------===//
+// Implemented by each backend (mpi/Comm.cpp, cuda/Comm.cpp) for the
+// collectives of common/Collectives.cpp, which check the arguments, handle
+// groups of one rank and lay pieces out; `where` names the call in errors.
+// Every buffer is a contiguous piece after piece: piece j of a collective
+// over n ranks is elements [j * numel / n, (j + 1) * numel / n).
+//===----------------------------------------------------------------------===//
+
+/// The group of `ranks` for `op`, checked (checkGroup) and given its
+/// communicator on first use.
+const GroupInfo &group(const std::vector<int64_t> &ranks, const char *op);
+/// x where the backend's communication reads it (device memory for CUDA).
+Tensor operand(const Tensor &x);
+/// Copies `rows` runs of `run` bytes: run o from src's byte srcOffset +
+/// o * srcPitch to dst's byte dstOffset + o * dstPitch.
+void copyRuns(Tensor &dst, int64_t dstOffset, int64_t dstPitch,
+              const Tensor &src, int64_t srcOffset, int64_t srcPitch,
+              int64_t run, int64_t rows, const std::string &where);
+/// x reduced over the group (every member gets the whole result).
+Tensor allReduce(const GroupInfo &g, const Tensor &x, ReduceKind kind,
+                 const std::string &where);
+/// The members' x one after the other, as a flat tensor of g.size * numel.
+Tensor allGatherPacked(const GroupInfo &g, const Tensor &x,
+                       const std::string &where);
+/// Piece g.pos of `packed` reduced over the group, shaped `pieceShape`.
+Tensor reduceScatterPacked(const GroupInfo &g, const Tensor &packed,
+                           const Shape &pieceShape, ReduceKind kind,
+                           const std::string &where);
+/// Piece j of `packed` to member j; the pieces received, one after the
+/// other, as a flat tensor.
+Tensor allToAllPacked(const GroupInfo &g, const Tensor &packed,
+                      const std::string &where);
+/// The tensor of the member at `rootPos`, on every member (a fresh tensor).
+Tensor broadcastFrom(const GroupInfo &g, const Tensor &x, int rootPos,
+                     const std::string &where);
 
 } // namespace comm
 } // namespace rt

@@ -1,7 +1,8 @@
 //===- Comm.cpp - collectives and point to point over NCCL ----------------===//
 //
-// The CUDA backend of Comm.h, and of World.h's startWorld/finishWorld (the
-// driver's multi-rank mode is the same on both backends).
+// The CUDA backend of Comm.h (the data movement under common/Collectives.cpp,
+// and send/recv), and of World.h's startWorld/finishWorld (the driver's
+// multi-rank mode is the same on both backends).
 //
 // Bootstrap: MPI carries only host-side metadata. A communicator per rank
 // list is an NCCL communicator whose ncclUniqueId the list's first rank
@@ -67,6 +68,9 @@ comm::GroupCache<ncclComm_t> &groups() {
   static comm::GroupCache<ncclComm_t> g(nullptr);
   return g;
 }
+ncclComm_t commOf(const comm::GroupInfo &g) {
+  return static_cast<const Group &>(g).comm;
+}
 
 /// A send in flight: the tensor stays alive until its NCCL send is done.
 struct PendingSend {
@@ -129,31 +133,26 @@ ncclRedOp_t ncclOp(ReduceKind kind, DType dtype) {
   return ncclSum;
 }
 
-/// `stream` (communication: comm or p2p) waits for the compute stream's
-/// work so far.
-void commAfterCompute(const std::string &what, cudaStream_t stream = nullptr) {
-  Context &c = ctx();
-  if (!stream)
-    stream = c.comm;
+/// `waiter` waits for `signaller`'s work so far (an event recorded now).
+void streamAfter(cudaStream_t waiter, cudaStream_t signaller,
+                 const std::string &what) {
   cudaEvent_t e;
   check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
         what + ": cudaEventCreate");
-  check(cudaEventRecord(e, c.compute), what + ": cudaEventRecord");
-  check(cudaStreamWaitEvent(stream, e, 0), what + ": cudaStreamWaitEvent");
+  check(cudaEventRecord(e, signaller), what + ": cudaEventRecord");
+  check(cudaStreamWaitEvent(waiter, e, 0), what + ": cudaStreamWaitEvent");
   cudaEventDestroy(e); // released once the wait is satisfied
+}
+
+/// `stream` (communication: comm, the default, or p2p) waits for the
+/// compute stream's work so far.
+void commAfterCompute(const std::string &what, cudaStream_t stream = nullptr) {
+  streamAfter(stream ? stream : ctx().comm, ctx().compute, what);
 }
 
 /// The compute stream waits for `stream`'s work so far.
 void computeAfterComm(const std::string &what, cudaStream_t stream = nullptr) {
-  Context &c = ctx();
-  if (!stream)
-    stream = c.comm;
-  cudaEvent_t e;
-  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
-        what + ": cudaEventCreate");
-  check(cudaEventRecord(e, stream), what + ": cudaEventRecord");
-  check(cudaStreamWaitEvent(c.compute, e, 0), what + ": cudaStreamWaitEvent");
-  cudaEventDestroy(e);
+  streamAfter(ctx().compute, stream ? stream : ctx().comm, what);
 }
 
 /// Creates an NCCL communicator over `ranks` (world ranks, this one at
@@ -179,50 +178,6 @@ ncclComm_t createComm(const std::vector<int64_t> &ranks, int pos,
   checkNccl(ncclCommInitRank(&comm, static_cast<int>(ranks.size()), id, pos),
             where + ": ncclCommInitRank");
   return comm;
-}
-
-/// Checks `ranks` and returns its group, creating the communicator on first
-/// use.
-const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
-  return groups().get(
-      ranks, op,
-      [](const std::vector<int64_t> &ranks, int pos, const std::string &,
-         const std::string &where) { return createComm(ranks, pos, where); });
-}
-
-/// x cut into n pieces along `dim`, laid out piece after piece (what NCCL
-/// sends); one 2-d copy per piece on the compute stream.
-Tensor splitPieces(const Tensor &x, int64_t dim, int64_t n,
-                   const std::string &where) {
-  comm::Pieces p = comm::splitPieces(x, dim, n, where);
-  int64_t outer = p.outer, run = p.run;
-  if (outer == 1 || !x.numel())
-    return x.view({x.numel()});
-  Tensor out({x.numel()}, x.dtype());
-  const char *src = static_cast<const char *>(x.deviceData());
-  char *dst = static_cast<char *>(out.deviceData());
-  for (int64_t j = 0; j < n; ++j)
-    copy2D(dst + j * outer * run, run, src + j * run, n * run, run, outer,
-           where.c_str());
-  return out;
-}
-
-/// The inverse of splitPieces.
-Tensor concatPieces(const Tensor &packed, const Shape &pieceShape, int64_t dim,
-                    int64_t n, const std::string &where) {
-  Shape shape;
-  comm::Pieces p =
-      comm::concatPieces(pieceShape, dim, n, dtypeSize(packed.dtype()), shape);
-  int64_t outer = p.outer, run = p.run;
-  if (outer == 1 || !packed.numel())
-    return packed.view(shape);
-  Tensor out(shape, packed.dtype());
-  const char *src = static_cast<const char *>(packed.deviceData());
-  char *dst = static_cast<char *>(out.deviceData());
-  for (int64_t j = 0; j < n; ++j)
-    copy2D(dst + j * run, n * run, src + j * outer * run, run, run, outer,
-           where.c_str());
-  return out;
 }
 
 /// comm::checkPeer, and NCCL cannot send to the calling rank itself.
@@ -289,123 +244,110 @@ void initCommDevice() {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-Tensor all_reduce(const Tensor &xIn, const std::vector<int64_t> &ranks,
-                  ReduceKind kind) {
-  const Group &g = getGroup(ranks, "all_reduce");
-  Tensor x = onDevice(xIn);
-  if (g.size == 1)
-    return clone(x);
-  std::string where =
-      std::string("all_reduce(") + comm::kindName(kind) + ") over " + g.desc;
+namespace comm {
+
+const GroupInfo &group(const std::vector<int64_t> &ranks, const char *op) {
+  return groups().get(
+      ranks, op,
+      [](const std::vector<int64_t> &ranks, int pos, const std::string &,
+         const std::string &where) { return createComm(ranks, pos, where); });
+}
+
+Tensor operand(const Tensor &x) { return onDevice(x); }
+
+/// One 2-d copy on the compute stream.
+void copyRuns(Tensor &dst, int64_t dstOffset, int64_t dstPitch,
+              const Tensor &src, int64_t srcOffset, int64_t srcPitch,
+              int64_t run, int64_t rows, const std::string &where) {
+  copy2D(static_cast<char *>(dst.deviceData()) + dstOffset, dstPitch,
+         static_cast<const char *>(src.deviceData()) + srcOffset, srcPitch,
+         run, rows, where.c_str());
+}
+
+Tensor allReduce(const GroupInfo &g, const Tensor &x, ReduceKind kind,
+                 const std::string &where) {
   Tensor out(x.shape(), x.dtype());
   if (!x.numel())
     return out;
   commAfterCompute(where);
   checkNccl(ncclAllReduce(x.deviceData(), out.deviceData(), x.numel(),
-                          ncclType(x.dtype()), ncclOp(kind, x.dtype()), g.comm,
-                          ctx().comm),
+                          ncclType(x.dtype()), ncclOp(kind, x.dtype()),
+                          commOf(g), ctx().comm),
             where + ": ncclAllReduce");
   computeAfterComm(where);
   return out;
 }
 
-Tensor all_gather(const Tensor &xIn, const std::vector<int64_t> &ranks,
-                  int64_t dim) {
-  const Group &g = getGroup(ranks, "all_gather");
-  std::string where = "all_gather over " + g.desc;
-  Tensor x = onDevice(xIn);
-  dim = comm::normalizeDim(x, dim, where);
-  if (g.size == 1)
-    return clone(x);
+Tensor allGatherPacked(const GroupInfo &g, const Tensor &x,
+                       const std::string &where) {
   Tensor packed({g.size * x.numel()}, x.dtype());
   if (x.numel()) {
     commAfterCompute(where);
     checkNccl(ncclAllGather(x.deviceData(), packed.deviceData(), x.numel(),
-                            ncclType(x.dtype()), g.comm, ctx().comm),
+                            ncclType(x.dtype()), commOf(g), ctx().comm),
               where + ": ncclAllGather");
     computeAfterComm(where);
   }
-  return concatPieces(packed, x.shape(), dim, g.size, where);
+  return packed;
 }
 
-Tensor reduce_scatter(const Tensor &xIn, const std::vector<int64_t> &ranks,
-                      int64_t dim, ReduceKind kind) {
-  const Group &g = getGroup(ranks, "reduce_scatter");
-  std::string where = std::string("reduce_scatter(") + comm::kindName(kind) +
-                      ") over " + g.desc;
-  Tensor x = onDevice(xIn);
-  dim = comm::normalizeDim(x, dim, where);
-  if (g.size == 1)
-    return clone(x);
-  Tensor packed = splitPieces(x, dim, g.size, where);
-  Shape pieceShape = x.shape();
-  pieceShape[dim] /= g.size;
-  Tensor out(pieceShape, x.dtype());
+Tensor reduceScatterPacked(const GroupInfo &g, const Tensor &packed,
+                           const Shape &pieceShape, ReduceKind kind,
+                           const std::string &where) {
+  Tensor out(pieceShape, packed.dtype());
   if (out.numel()) {
     commAfterCompute(where);
     checkNccl(ncclReduceScatter(packed.deviceData(), out.deviceData(),
-                                out.numel(), ncclType(x.dtype()),
-                                ncclOp(kind, x.dtype()), g.comm, ctx().comm),
+                                out.numel(), ncclType(packed.dtype()),
+                                ncclOp(kind, packed.dtype()), commOf(g),
+                                ctx().comm),
               where + ": ncclReduceScatter");
     computeAfterComm(where);
   }
   return out;
 }
 
-Tensor all_to_all(const Tensor &xIn, const std::vector<int64_t> &ranks,
-                  int64_t splitDim, int64_t concatDim) {
-  const Group &g = getGroup(ranks, "all_to_all");
-  std::string where = "all_to_all over " + g.desc;
-  Tensor x = onDevice(xIn);
-  splitDim = comm::normalizeDim(x, splitDim, where);
-  concatDim = comm::normalizeDim(x, concatDim, where);
-  if (g.size == 1)
-    return clone(x);
-  Tensor packed = splitPieces(x, splitDim, g.size, where);
-  Shape pieceShape = x.shape();
-  pieceShape[splitDim] /= g.size;
-  int64_t piece = x.numel() / g.size;
-  Tensor received({x.numel()}, x.dtype());
+Tensor allToAllPacked(const GroupInfo &g, const Tensor &packed,
+                      const std::string &where) {
+  int64_t piece = packed.numel() / g.size;
+  Tensor received({packed.numel()}, packed.dtype());
   if (piece) {
     commAfterCompute(where);
-    int64_t bytes = piece * dtypeSize(x.dtype());
+    int64_t bytes = piece * dtypeSize(packed.dtype());
     const char *src = static_cast<const char *>(packed.deviceData());
     char *dst = static_cast<char *>(received.deviceData());
+    ncclDataType_t type = ncclType(packed.dtype());
     // NCCL has no all-to-all: grouped sends and receives, one per peer.
     checkNccl(ncclGroupStart(), where + ": ncclGroupStart");
     for (int j = 0; j < g.size; ++j) {
-      checkNccl(ncclSend(src + j * bytes, piece, ncclType(x.dtype()), j, g.comm,
-                         ctx().comm),
-                where + ": ncclSend");
-      checkNccl(ncclRecv(dst + j * bytes, piece, ncclType(x.dtype()), j, g.comm,
-                         ctx().comm),
-                where + ": ncclRecv");
+      checkNccl(
+          ncclSend(src + j * bytes, piece, type, j, commOf(g), ctx().comm),
+          where + ": ncclSend");
+      checkNccl(
+          ncclRecv(dst + j * bytes, piece, type, j, commOf(g), ctx().comm),
+          where + ": ncclRecv");
     }
     checkNccl(ncclGroupEnd(), where + ": ncclGroupEnd");
     computeAfterComm(where);
   }
-  return concatPieces(received, pieceShape, concatDim, g.size, where);
+  return received;
 }
 
-Tensor broadcast(const Tensor &xIn, const std::vector<int64_t> &ranks,
-                 int64_t root) {
-  const Group &g = getGroup(ranks, "broadcast");
-  std::string where =
-      "broadcast from rank " + std::to_string(root) + " over " + g.desc;
-  int rootPos = comm::rootPosition(ranks, root, where);
-  Tensor x = onDevice(xIn);
-  if (g.size == 1)
-    return clone(x);
+Tensor broadcastFrom(const GroupInfo &g, const Tensor &x, int rootPos,
+                     const std::string &where) {
   Tensor out(x.shape(), x.dtype());
   if (x.numel()) {
     commAfterCompute(where);
     checkNccl(ncclBroadcast(x.deviceData(), out.deviceData(), x.numel(),
-                            ncclType(x.dtype()), rootPos, g.comm, ctx().comm),
+                            ncclType(x.dtype()), rootPos, commOf(g),
+                            ctx().comm),
               where + ": ncclBroadcast");
     computeAfterComm(where);
   }
   return out;
 }
+
+} // namespace comm
 
 //===----------------------------------------------------------------------===//
 // Point to point

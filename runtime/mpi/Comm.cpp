@@ -1,9 +1,10 @@
 //===- Comm.cpp - collectives and point to point over MPI -----------------===//
 //
-// The CPU backend of Comm.h. Collectives run on one communicator per rank
-// list, created on first use and cached; point to point runs on a private
-// duplicate of MPI_COMM_WORLD so that the driver's own messages (on
-// MPI_COMM_WORLD) can never match a program's.
+// The CPU backend of Comm.h: the data movement under common/Collectives.cpp
+// (CommCommon.h's hooks), and send/recv. Collectives run on one
+// communicator per rank list, created on first use and cached; point to
+// point runs on a private duplicate of MPI_COMM_WORLD so that the driver's
+// own messages (on MPI_COMM_WORLD) can never match a program's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,9 @@ using Group = comm::Group<MPI_Comm>;
 comm::GroupCache<MPI_Comm> &groups() {
   static comm::GroupCache<MPI_Comm> g(MPI_COMM_NULL);
   return g;
+}
+MPI_Comm commOf(const comm::GroupInfo &g) {
+  return static_cast<const Group &>(g).comm;
 }
 
 /// A send in flight: the tensor and header stay alive until it completes.
@@ -81,51 +85,6 @@ MPI_Comm createComm(const std::vector<int64_t> &ranks, const std::string &desc,
   mpi::check(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN),
              where + ": MPI_Comm_set_errhandler");
   return comm;
-}
-
-/// Checks `ranks` and returns its group, creating the communicator on first
-/// use.
-const Group &getGroup(const std::vector<int64_t> &ranks, const char *op) {
-  return groups().get(
-      ranks, op,
-      [](const std::vector<int64_t> &ranks, int, const std::string &desc,
-         const std::string &where) { return createComm(ranks, desc, where); });
-}
-
-/// x cut into n equal pieces along `dim`, laid out one piece after the other
-/// (piece j is elements [j*numel/n, (j+1)*numel/n)), the form MPI sends.
-Tensor splitPieces(const Tensor &x, int64_t dim, int64_t n,
-                   const std::string &where) {
-  comm::Pieces p = comm::splitPieces(x, dim, n, where);
-  int64_t outer = p.outer, run = p.run; // run: bytes of one piece's row
-  if (outer == 1)
-    return x.view({x.numel()}); // already piece after piece
-  Tensor out({x.numel()}, x.dtype());
-  const char *src = static_cast<const char *>(x.rawData());
-  char *dst = static_cast<char *>(out.rawData());
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t o = 0; o < outer; ++o, dst += run)
-      std::memcpy(dst, src + (o * n + j) * run, run);
-  return out;
-}
-
-/// The inverse of splitPieces: n pieces of `pieceShape`, one after the
-/// other in `packed`, concatenated along `dim`.
-Tensor concatPieces(const Tensor &packed, const Shape &pieceShape, int64_t dim,
-                    int64_t n) {
-  Shape shape;
-  comm::Pieces p =
-      comm::concatPieces(pieceShape, dim, n, dtypeSize(packed.dtype()), shape);
-  int64_t outer = p.outer, run = p.run;
-  if (outer == 1)
-    return packed.view(shape);
-  Tensor out(shape, packed.dtype());
-  const char *src = static_cast<const char *>(packed.rawData());
-  char *dst = static_cast<char *>(out.rawData());
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t o = 0; o < outer; ++o, src += run)
-      std::memcpy(dst + (o * n + j) * run, src, run);
-  return out;
 }
 
 template <typename T> T combine(T a, T b, ReduceKind kind) {
@@ -224,33 +183,48 @@ void finishWorld() {
 // Collectives
 //===----------------------------------------------------------------------===//
 
-Tensor all_reduce(const Tensor &x, const std::vector<int64_t> &ranks,
-                  ReduceKind kind) {
-  const Group &g = getGroup(ranks, "all_reduce");
-  if (g.size == 1)
-    return clone(x);
-  std::string where =
-      std::string("all_reduce(") + comm::kindName(kind) + ") over " + g.desc;
-  watchdog::Scope blocked(where);
+namespace comm {
+
+const GroupInfo &group(const std::vector<int64_t> &ranks, const char *op) {
+  return groups().get(
+      ranks, op,
+      [](const std::vector<int64_t> &ranks, int, const std::string &desc,
+         const std::string &where) { return createComm(ranks, desc, where); });
+}
+
+Tensor operand(const Tensor &x) { return x; }
+
+void copyRuns(Tensor &dst, int64_t dstOffset, int64_t dstPitch,
+              const Tensor &src, int64_t srcOffset, int64_t srcPitch,
+              int64_t run, int64_t rows, const std::string &) {
+  char *d = static_cast<char *>(dst.rawData()) + dstOffset;
+  const char *s = static_cast<const char *>(src.rawData()) + srcOffset;
+  for (int64_t o = 0; o < rows; ++o)
+    std::memcpy(d + o * dstPitch, s + o * srcPitch, run);
+}
+
+Tensor allReduce(const GroupInfo &g, const Tensor &x, ReduceKind kind,
+                 const std::string &where) {
+  MPI_Comm c = commOf(g);
   int64_t n = g.size, numel = x.numel(), esize = dtypeSize(x.dtype());
   MPI_Datatype type = mpi::datatype(x.dtype());
   Tensor out(x.shape(), x.dtype());
   if (numel * n * esize <= kSmallAllReduceBytes) {
     Tensor all({n * numel}, x.dtype());
     int count = toCount(numel, where);
-    mpi::check(MPI_Allgather(x.rawData(), count, type, all.rawData(), count,
-                             type, g.comm),
-               where + ": MPI_Allgather");
+    mpi::check(
+        MPI_Allgather(x.rawData(), count, type, all.rawData(), count, type, c),
+        where + ": MPI_Allgather");
     fold(all.rawData(), n, numel, out.rawData(), x.dtype(), kind);
     return out;
   }
   // Chunk j of the flat tensor is folded by the rank at position j.
   std::vector<int> counts(n), displs(n);
   for (int64_t j = 0, offset = 0; j < n; ++j) {
-    int64_t c = numel / n + (j < numel % n ? 1 : 0);
-    counts[j] = toCount(c, where);
+    int64_t cnt = numel / n + (j < numel % n ? 1 : 0);
+    counts[j] = toCount(cnt, where);
     displs[j] = toCount(offset, where);
-    offset += c;
+    offset += cnt;
   }
   int mine = counts[g.pos];
   Tensor chunks({n * mine}, x.dtype());
@@ -259,97 +233,63 @@ Tensor all_reduce(const Tensor &x, const std::vector<int64_t> &ranks,
     recvDispls[j] = toCount(j * mine, where);
   mpi::check(MPI_Alltoallv(x.rawData(), counts.data(), displs.data(), type,
                            chunks.rawData(), recvCounts.data(),
-                           recvDispls.data(), type, g.comm),
+                           recvDispls.data(), type, c),
              where + ": MPI_Alltoallv");
   char *outBytes = static_cast<char *>(out.rawData());
   fold(chunks.rawData(), n, mine, outBytes + displs[g.pos] * esize, x.dtype(),
        kind);
   mpi::check(MPI_Allgatherv(MPI_IN_PLACE, 0, type, outBytes, counts.data(),
-                            displs.data(), type, g.comm),
+                            displs.data(), type, c),
              where + ": MPI_Allgatherv");
   return out;
 }
 
-Tensor all_gather(const Tensor &x, const std::vector<int64_t> &ranks,
-                  int64_t dim) {
-  const Group &g = getGroup(ranks, "all_gather");
-  std::string where = "all_gather over " + g.desc;
-  watchdog::Scope blocked(where);
-  dim = comm::normalizeDim(x, dim, where);
-  if (g.size == 1)
-    return clone(x);
+Tensor allGatherPacked(const GroupInfo &g, const Tensor &x,
+                       const std::string &where) {
   int count = toCount(x.numel(), where);
   MPI_Datatype type = mpi::datatype(x.dtype());
   Tensor packed({g.size * x.numel()}, x.dtype());
   mpi::check(MPI_Allgather(x.rawData(), count, type, packed.rawData(), count,
-                           type, g.comm),
+                           type, commOf(g)),
              where + ": MPI_Allgather");
-  return concatPieces(packed, x.shape(), dim, g.size);
+  return packed;
 }
 
-Tensor reduce_scatter(const Tensor &x, const std::vector<int64_t> &ranks,
-                      int64_t dim, ReduceKind kind) {
-  const Group &g = getGroup(ranks, "reduce_scatter");
-  std::string where = std::string("reduce_scatter(") + comm::kindName(kind) +
-                      ") over " + g.desc;
-  watchdog::Scope blocked(where);
-  dim = comm::normalizeDim(x, dim, where);
-  if (g.size == 1)
-    return clone(x);
-  Tensor packed = splitPieces(x, dim, g.size, where);
-  Shape pieceShape = x.shape();
-  pieceShape[dim] /= g.size;
-  int64_t piece = x.numel() / g.size;
-  int count = toCount(piece, where);
-  MPI_Datatype type = mpi::datatype(x.dtype());
-  Tensor received({x.numel()}, x.dtype());
+Tensor allToAllPacked(const GroupInfo &g, const Tensor &packed,
+                      const std::string &where) {
+  int count = toCount(packed.numel() / g.size, where);
+  MPI_Datatype type = mpi::datatype(packed.dtype());
+  Tensor received({packed.numel()}, packed.dtype());
   mpi::check(MPI_Alltoall(packed.rawData(), count, type, received.rawData(),
-                          count, type, g.comm),
+                          count, type, commOf(g)),
              where + ": MPI_Alltoall");
-  Tensor out(pieceShape, x.dtype());
-  fold(received.rawData(), g.size, piece, out.rawData(), x.dtype(), kind);
+  return received;
+}
+
+Tensor reduceScatterPacked(const GroupInfo &g, const Tensor &packed,
+                           const Shape &pieceShape, ReduceKind kind,
+                           const std::string &where) {
+  // Every member's piece j to member j, then folded in member order.
+  Tensor received = allToAllPacked(g, packed, where);
+  Tensor out(pieceShape, packed.dtype());
+  fold(received.rawData(), g.size, out.numel(), out.rawData(), packed.dtype(),
+       kind);
   return out;
 }
 
-Tensor all_to_all(const Tensor &x, const std::vector<int64_t> &ranks,
-                  int64_t splitDim, int64_t concatDim) {
-  const Group &g = getGroup(ranks, "all_to_all");
-  std::string where = "all_to_all over " + g.desc;
-  watchdog::Scope blocked(where);
-  splitDim = comm::normalizeDim(x, splitDim, where);
-  concatDim = comm::normalizeDim(x, concatDim, where);
-  if (g.size == 1)
-    return clone(x);
-  Tensor packed = splitPieces(x, splitDim, g.size, where);
-  Shape pieceShape = x.shape();
-  pieceShape[splitDim] /= g.size;
-  int count = toCount(x.numel() / g.size, where);
-  MPI_Datatype type = mpi::datatype(x.dtype());
-  Tensor received({x.numel()}, x.dtype());
-  mpi::check(MPI_Alltoall(packed.rawData(), count, type, received.rawData(),
-                          count, type, g.comm),
-             where + ": MPI_Alltoall");
-  return concatPieces(received, pieceShape, concatDim, g.size);
-}
-
-Tensor broadcast(const Tensor &x, const std::vector<int64_t> &ranks,
-                 int64_t root) {
-  const Group &g = getGroup(ranks, "broadcast");
-  std::string where =
-      "broadcast from rank " + std::to_string(root) + " over " + g.desc;
-  watchdog::Scope blocked(where);
-  int rootPos = comm::rootPosition(ranks, root, where);
-  if (g.size == 1)
-    return clone(x);
+Tensor broadcastFrom(const GroupInfo &g, const Tensor &x, int rootPos,
+                     const std::string &where) {
   int count = toCount(x.numel(), where);
   // The root's tensor is only read, so it is sent from in place; the result
   // is a fresh tensor on every rank, as the other collectives return.
   Tensor out = g.pos == rootPos ? clone(x) : Tensor(x.shape(), x.dtype());
   mpi::check(MPI_Bcast(out.rawData(), count, mpi::datatype(x.dtype()), rootPos,
-                       g.comm),
+                       commOf(g)),
              where + ": MPI_Bcast");
   return out;
 }
+
+} // namespace comm
 
 //===----------------------------------------------------------------------===//
 // Point to point
