@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace tessera::onnx_import {
@@ -374,6 +375,24 @@ bool sliceBounds(const std::vector<int64_t> &shape,
     step[ax] = sp;
   }
   return true;
+}
+
+bool canFoldOpType(const std::string &opType) {
+  // The op types of foldNode's branches below.
+  static const char *const kFoldable[] = {
+      "Abs",      "Add",       "And",
+      "Cast",     "Concat",    "ConstantOfShape",
+      "Div",      "Equal",     "Expand",
+      "Gather",   "Greater",   "GreaterOrEqual",
+      "Identity", "Less",      "LessOrEqual",
+      "Max",      "Min",       "Mul",
+      "Neg",      "Not",       "Or",
+      "Range",    "Reshape",   "Shape",
+      "Size",     "Slice",     "Squeeze",
+      "Sub",      "Transpose", "Unsqueeze",
+      "Where",    "Xor"};
+  return std::find(std::begin(kFoldable), std::end(kFoldable), opType) !=
+         std::end(kFoldable);
 }
 
 FoldStatus foldNode(const Node &n, int64_t opset,

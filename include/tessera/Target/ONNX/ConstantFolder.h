@@ -29,6 +29,9 @@ FoldStatus foldNode(const Node &node, int64_t opset,
                     int64_t maxElements = 1 << 20);
 
 /// Numpy broadcast of two shapes; false if they do not broadcast.
+/// Whether foldNode evaluates some nodes of this (ai.onnx) op type.
+bool canFoldOpType(const std::string &opType);
+
 bool broadcastShapes(const std::vector<int64_t> &a,
                      const std::vector<int64_t> &b, std::vector<int64_t> &out);
 

@@ -42,10 +42,12 @@ def main(out):
     os.makedirs(out, exist_ok=True)
     x44 = vi("x", F, [4, 4])
 
-    # An operator Tessera lacks.
-    save(out, "trilu", [
+    # Operators Tessera lacks: two types, three nodes, one unnamed.
+    save(out, "unsupported", [
         helper.make_node("Relu", ["x"], ["r"], name="Relu_1"),
-        helper.make_node("Trilu", ["r"], ["y"], name="Trilu_12"),
+        helper.make_node("Hardmax", ["r"], ["h"], name="Hardmax_2"),
+        helper.make_node("Softsign", ["h"], ["s"]),
+        helper.make_node("Hardmax", ["s"], ["y"], name="Hardmax_4"),
     ], [x44], [vi("y", F, [4, 4])])
 
     # No rank-0 float output; two of them.

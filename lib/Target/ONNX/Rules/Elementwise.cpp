@@ -1,0 +1,171 @@
+//===- Elementwise.cpp - ONNX import rules: elementwise ops
+//-----------------===//
+//
+// One function per op family; registerImportRules below maps ONNX op
+// types to them (ImportRules.h says what a rule may use).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Target/ONNX/ImportRules.h"
+
+#include <cmath>
+
+namespace tessera::onnx_import {
+namespace {
+
+template <typename OpTy> LogicalResult importUnary(ImportContext &cx) {
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+    return failure();
+  auto op = cx.createTyped<OpTy>(x->getType(), *x);
+  if (failed(op))
+    return failure();
+  return cx.setOutput(0, op->getResult());
+}
+
+LogicalResult importGelu(ImportContext &cx) {
+  if (failed(cx.checkAttributes({"approximate"})))
+    return failure();
+  std::string approx = cx.attrString("approximate", "none");
+  tsr::GeluApproximation mode;
+  if (approx == "none")
+    mode = tsr::GeluApproximation::exact;
+  else if (approx == "tanh")
+    mode = tsr::GeluApproximation::tanh;
+  else
+    return cx.err() << "unsupported value '" << approx
+                    << "' of attribute 'approximate'";
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+    return failure();
+  auto op = cx.createTyped<tsr::GeluOp>(x->getType(), mode, *x);
+  if (failed(op))
+    return failure();
+  return cx.setOutput(0, op->getResult());
+}
+
+LogicalResult importReciprocal(ImportContext &cx) {
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+    return failure();
+  // tsr has no reciprocal op: 1 / x.
+  FailureOr<Value> one = cx.scalarConstant(1.0, cx.typeOf(*x).getElementType());
+  FailureOr<Value> r = cx.binary<tsr::DivOp>(*one, *x);
+  if (failed(r))
+    return failure();
+  return cx.setOutput(0, *r);
+}
+
+template <typename OpTy> LogicalResult importArith(ImportContext &cx) {
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> lhs = cx.input(0), rhs = cx.input(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  if (!isa<FloatType>(cx.typeOf(*lhs).getElementType()))
+    return cx.err() << "arithmetic on " << cx.typeOf(*lhs).getElementType()
+                    << " values computed at run time is not supported (tsr "
+                       "arithmetic is floating-point; integer shape arithmetic "
+                       "must be computable at import time)";
+  // Pow's exponent may have another type (Pow(float, int64) is valid ONNX).
+  Value r = *rhs;
+  if (cx.typeOf(r).getElementType() != cx.typeOf(*lhs).getElementType()) {
+    FailureOr<Value> c = cx.castTo(r, cx.typeOf(*lhs).getElementType());
+    if (failed(c))
+      return failure();
+    r = *c;
+  }
+  FailureOr<Value> res = cx.binary<OpTy>(*lhs, r);
+  if (failed(res))
+    return failure();
+  return cx.setOutput(0, *res);
+}
+
+LogicalResult importCompare(ImportContext &cx, tsr::ComparePredicate pred) {
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> lhs = cx.input(0), rhs = cx.input(1);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  Value l = *lhs, r = *rhs;
+  // tsr.compare takes numbers; booleans compare as i32 0/1.
+  if (cx.typeOf(l).getElementType().isInteger(1)) {
+    FailureOr<Value> lc = cx.castTo(l, cx.b.getI32Type());
+    if (failed(lc))
+      return failure();
+    l = *lc;
+  }
+  if (cx.typeOf(r).getElementType().isInteger(1)) {
+    FailureOr<Value> rc = cx.castTo(r, cx.b.getI32Type());
+    if (failed(rc))
+      return failure();
+    r = *rc;
+  }
+  auto op = cx.createInferred<tsr::CompareOp>(1, pred, l, r);
+  if (failed(op))
+    return failure();
+  return cx.setOutput(0, op->getResult());
+}
+
+LogicalResult importWhere(ImportContext &cx) {
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> c = cx.input(0), x = cx.input(1), y = cx.input(2);
+  if (failed(c) || failed(x) || failed(y))
+    return failure();
+  auto op = cx.createInferred<tsr::WhereOp>(1, *c, *x, *y);
+  if (failed(op))
+    return failure();
+  return cx.setOutput(0, op->getResult());
+}
+
+LogicalResult importCast(ImportContext &cx) {
+  if (failed(cx.checkAttributes({"to"})))
+    return failure();
+  DType to = static_cast<DType>(cx.attrInt("to", 0));
+  Type elem = cx.elementType(to);
+  if (!elem)
+    return cx.err() << "unsupported element type " << dtypeName(to)
+                    << " (attribute 'to')";
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> r = cx.castTo(*x, elem);
+  if (failed(r))
+    return failure();
+  return cx.setOutput(0, *r);
+}
+
+} // namespace
+
+void registerElementwiseImportRules(ImportRuleRegistry &r) {
+  r.add("Add", importArith<tsr::AddOp>);
+  r.add("Sub", importArith<tsr::SubOp>);
+  r.add("Mul", importArith<tsr::MulOp>);
+  r.add("Div", importArith<tsr::DivOp>);
+  r.add("Pow", importArith<tsr::PowOp>);
+  r.add("Sqrt", importUnary<tsr::SqrtOp>);
+  r.add("Erf", importUnary<tsr::ErfOp>);
+  r.add("Tanh", importUnary<tsr::TanhOp>);
+  r.add("Relu", importUnary<tsr::ReluOp>);
+  r.add("Neg", importUnary<tsr::NegOp>);
+  r.add("Exp", importUnary<tsr::ExpOp>);
+  r.add("Log", importUnary<tsr::LogOp>);
+  r.add("Reciprocal", importReciprocal);
+  r.add("Gelu", importGelu);
+  using P = tsr::ComparePredicate;
+  for (auto [name, pred] :
+       {std::pair{"Equal", P::eq}, std::pair{"Less", P::lt},
+        std::pair{"LessOrEqual", P::le}, std::pair{"Greater", P::gt},
+        std::pair{"GreaterOrEqual", P::ge}})
+    r.add(name,
+          [pred = pred](ImportContext &cx) { return importCompare(cx, pred); });
+  r.add("Where", importWhere);
+  r.add("Cast", importCast);
+}
+
+} // namespace tessera::onnx_import
