@@ -149,6 +149,9 @@ public:
         .Case([&](ErfOp) { set(op, rt::erf(x(0))); })
         .Case([&](TanhOp) { set(op, rt::tanh(x(0))); })
         .Case([&](ReluOp) { set(op, rt::relu(x(0))); })
+        .Case([&](SigmoidOp) { set(op, rt::sigmoid(x(0))); })
+        .Case([&](SinOp) { set(op, rt::sin(x(0))); })
+        .Case([&](CosOp) { set(op, rt::cos(x(0))); })
         .Case([&](GeluOp o) {
           set(op,
               rt::gelu(x(0), o.getApproximate() == GeluApproximation::tanh));

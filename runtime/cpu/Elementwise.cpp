@@ -108,6 +108,19 @@ Tensor erf(const Tensor &x) {
 Tensor tanh(const Tensor &x) {
   return unaryFloat(x, "tanh", [](auto v) { return std::tanh(v); });
 }
+Tensor sigmoid(const Tensor &x) {
+  // As torch's CPU kernel: 0 (not NaN) below the range of exp.
+  return unaryFloat(x, "sigmoid", [](auto v) {
+    using T = decltype(v);
+    return T(1) / (T(1) + std::exp(-v));
+  });
+}
+Tensor sin(const Tensor &x) {
+  return unaryFloat(x, "sin", [](auto v) { return std::sin(v); });
+}
+Tensor cos(const Tensor &x) {
+  return unaryFloat(x, "cos", [](auto v) { return std::cos(v); });
+}
 Tensor relu(const Tensor &x) {
   // NaN stays NaN (as torch.relu).
   return unaryFloat(x, "relu", [](auto v) {

@@ -110,6 +110,10 @@ __device__ inline float erf(float v) { return ::erff(v); }
 __device__ inline double erf(double v) { return ::erf(v); }
 __device__ inline float tanh(float v) { return ::tanhf(v); }
 __device__ inline double tanh(double v) { return ::tanh(v); }
+__device__ inline float sin(float v) { return ::sinf(v); }
+__device__ inline double sin(double v) { return ::sin(v); }
+__device__ inline float cos(float v) { return ::cosf(v); }
+__device__ inline double cos(double v) { return ::cos(v); }
 __device__ inline float pow(float a, float b) { return ::powf(a, b); }
 __device__ inline double pow(double a, double b) { return ::pow(a, b); }
 __device__ inline bool isnan(float v) { return ::isnan(v); }

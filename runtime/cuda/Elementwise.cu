@@ -102,6 +102,21 @@ struct TanhOp {
     return dm::tanh(v);
   }
 };
+struct SigmoidOp {
+  template <typename T> __device__ T operator()(T v) const {
+    return T(1) / (T(1) + dm::exp(-v));
+  }
+};
+struct SinOp {
+  template <typename T> __device__ T operator()(T v) const {
+    return dm::sin(v);
+  }
+};
+struct CosOp {
+  template <typename T> __device__ T operator()(T v) const {
+    return dm::cos(v);
+  }
+};
 struct ReluOp {
   // NaN stays NaN (as torch.relu).
   template <typename T> __device__ T operator()(T v) const {
@@ -375,6 +390,11 @@ Tensor rsqrt(const Tensor &x) { return unaryFloat(x, "rsqrt", RsqrtOp{}); }
 Tensor erf(const Tensor &x) { return unaryFloat(x, "erf", ErfOp{}); }
 Tensor tanh(const Tensor &x) { return unaryFloat(x, "tanh", TanhOp{}); }
 Tensor relu(const Tensor &x) { return unaryFloat(x, "relu", ReluOp{}); }
+Tensor sigmoid(const Tensor &x) {
+  return unaryFloat(x, "sigmoid", SigmoidOp{});
+}
+Tensor sin(const Tensor &x) { return unaryFloat(x, "sin", SinOp{}); }
+Tensor cos(const Tensor &x) { return unaryFloat(x, "cos", CosOp{}); }
 
 Tensor gelu(const Tensor &x, bool tanhApproximation) {
   if (tanhApproximation)

@@ -377,7 +377,8 @@ private:
   LogicalResult lower(Operation *op) {
     auto ln = [&](auto o) { return simple(o, o->getName().stripDialect()); };
     return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-        .Case<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ErfOp, TanhOp, ReluOp,
+        .Case<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ErfOp, TanhOp, ReluOp, SigmoidOp,
+              SinOp, CosOp,
               AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, MatmulOp>(ln)
         .Case([&](GeluOp o) {
           return simple(

@@ -191,7 +191,10 @@ TEST(CudaOps, Unary) {
               {"rsqrt", cpu::rsqrt, gpu::rsqrt, true},
               {"erf", cpu::erf, gpu::erf, false},
               {"tanh", cpu::tanh, gpu::tanh, false},
-              {"relu", cpu::relu, gpu::relu, false}};
+              {"relu", cpu::relu, gpu::relu, false},
+              {"sigmoid", cpu::sigmoid, gpu::sigmoid, false},
+              {"sin", cpu::sin, gpu::sin, false},
+              {"cos", cpu::cos, gpu::cos, false}};
   for (cpu::DType dt : kFloats)
     for (const Op &op : ops) {
       Pair x =

@@ -54,7 +54,9 @@ SELECTION = [
     "test_where_*", "test_equal", "test_equal_*", "test_cast_*",
     "test_constant", "test_constantofshape_*", "test_expand_*", "test_shape",
     "test_shape_*", "test_dropout_*", "test_sce_*", "test_reduce_mean_*",
-    "test_identity", "test_identity_*",
+    "test_identity", "test_identity_*", "test_sigmoid", "test_sigmoid_*",
+    "test_sin", "test_sin_example", "test_cos", "test_cos_example",
+    "test_tril*", "test_triu*",
     # Function-expanded variants: the op's definition in terms of others,
     # with Shape/Size/Slice/Neg/Concat shape arithmetic the importer folds.
     "test_layer_normalization_*_expanded", "test_softmax_*_expanded",
@@ -104,6 +106,8 @@ EXPECTED_REJECT = {
     "test_sce_mean_weight_log_prob": ("class weights", "class weights"),
     "test_sce_none_weights": ("class weights", "class weights"),
     "test_sce_none_weights_log_prob": ("class weights", "class weights"),
+    "test_tril_zero": ("empty tensors are not supported", "empty input"),
+    "test_triu_zero": ("empty tensors are not supported", "empty input"),
     # Sequence values.
     "test_identity_sequence": ("is not a tensor", "sequence values"),
     "test_identity_opt": ("is not a tensor", "optional values"),
@@ -114,6 +118,7 @@ CONST_OPERANDS = {
     "Reshape": [1], "Slice": [1, 2, 3, 4], "Split": [1], "Unsqueeze": [1],
     "Squeeze": [1], "Expand": [1], "ReduceMean": [1], "ReduceSum": [1],
     "ReduceMax": [1], "ConstantOfShape": [0], "Dropout": [1, 2], "Tile": [1],
+    "Trilu": [1],
 }
 
 # Node tests whose numeric check cannot pass by construction (with why).

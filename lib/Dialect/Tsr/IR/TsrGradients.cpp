@@ -144,6 +144,34 @@ LogicalResult TanhOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
   return success();
 }
 
+LogicalResult SigmoidOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  // d/dx sigmoid(x) = y (1 - y): finite for every x, where the derivative
+  // of the composition 1 / (1 + exp(-x)) is inf / inf below x = -88.
+  Location loc = getLoc();
+  Value y = getResult();
+  Value oneMinusY = SubOp::create(b, loc, scalar(b, loc, y, 1.0), y);
+  dxs.push_back(
+      MulOp::create(b, loc, dys[0], MulOp::create(b, loc, y, oneMinusY)));
+  return success();
+}
+
+LogicalResult SinOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
+                                   SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  dxs.push_back(
+      MulOp::create(b, loc, dys[0], CosOp::create(b, loc, getInput())));
+  return success();
+}
+
+LogicalResult CosOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
+                                   SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  Value sin = SinOp::create(b, loc, getInput());
+  dxs.push_back(MulOp::create(b, loc, dys[0], NegOp::create(b, loc, sin)));
+  return success();
+}
+
 LogicalResult ReluOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
                                     SmallVectorImpl<Value> &dxs) {
   Location loc = getLoc();

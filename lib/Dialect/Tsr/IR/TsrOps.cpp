@@ -187,6 +187,18 @@ OpFoldResult TanhOp::fold(FoldAdaptor adaptor) {
   return foldUnaryF32(adaptor.getInput(), getType(),
                       [](float x) { return std::tanh(x); });
 }
+OpFoldResult SigmoidOp::fold(FoldAdaptor adaptor) {
+  return foldUnaryF32(adaptor.getInput(), getType(),
+                      [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+}
+OpFoldResult SinOp::fold(FoldAdaptor adaptor) {
+  return foldUnaryF32(adaptor.getInput(), getType(),
+                      [](float x) { return std::sin(x); });
+}
+OpFoldResult CosOp::fold(FoldAdaptor adaptor) {
+  return foldUnaryF32(adaptor.getInput(), getType(),
+                      [](float x) { return std::cos(x); });
+}
 OpFoldResult ReluOp::fold(FoldAdaptor adaptor) {
   if (auto inner = getInput().getDefiningOp<ReluOp>())
     return inner.getResult();

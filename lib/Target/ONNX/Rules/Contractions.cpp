@@ -9,6 +9,9 @@
 #include "tessera/Target/ONNX/ConstantFolder.h"
 #include "tessera/Target/ONNX/ImportRules.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
+
 #include <cmath>
 
 namespace tessera::onnx_import {
@@ -262,11 +265,228 @@ template <typename OpTy> LogicalResult importReduce(ImportContext &cx) {
   return cx.setOutput(0, op->getResult());
 }
 
+/// The subscripts of one einsum operand: a label per dimension (letters,
+/// and 256 + i for the i-th dimension an ellipsis stands for, counted from
+/// the right so that ellipses broadcast as in numpy).
+using Labels = SmallVector<int>;
+
+FailureOr<Labels> parseLabels(ImportContext &cx, StringRef term, int64_t rank,
+                              int64_t &ellipsisDims) {
+  Labels labels;
+  size_t dots = term.find("...");
+  StringRef before = dots == StringRef::npos ? term : term.take_front(dots);
+  StringRef after =
+      dots == StringRef::npos ? StringRef() : term.drop_front(dots + 3);
+  for (StringRef part : {before, after})
+    for (char ch : part)
+      if (!llvm::isAlpha(ch))
+        return cx.err() << "invalid subscript '" << ch << "' in equation";
+  int64_t letters = static_cast<int64_t>(before.size() + after.size());
+  if (dots == StringRef::npos) {
+    if (rank >= 0 && letters != rank)
+      return cx.err() << "subscripts '" << term << "' name " << letters
+                      << " dimensions of an operand of rank " << rank;
+    ellipsisDims = 0;
+  } else {
+    if (rank >= 0) {
+      if (letters > rank)
+        return cx.err() << "subscripts '" << term << "' name more dimensions "
+                        << "than the operand's rank " << rank;
+      ellipsisDims = rank - letters;
+    }
+  }
+  for (char ch : before)
+    labels.push_back(ch);
+  for (int64_t i = 0; i < ellipsisDims; ++i)
+    labels.push_back(256 + static_cast<int>(ellipsisDims - 1 - i));
+  for (char ch : after)
+    labels.push_back(ch);
+  return labels;
+}
+
+/// Einsum of one or two float operands, as transposes, reshapes, sums and
+/// one (batched) matmul: the forms torch exports for torch.outer, bmm and
+/// the usual attention contractions. Repeated subscripts in one operand
+/// (diagonals) and three or more operands are rejected.
+LogicalResult importEinsum(ImportContext &cx) {
+  if (failed(cx.checkAttributes({"equation"})))
+    return failure();
+  std::string eq;
+  for (char ch : cx.attrString("equation", ""))
+    if (ch != ' ')
+      eq += ch;
+  StringRef equation(eq);
+  auto [lhs, rhs] = equation.split("->");
+  bool explicitOut = equation.contains("->");
+  SmallVector<StringRef> terms;
+  lhs.split(terms, ',');
+  size_t n = cx.node->inputs.size();
+  if (terms.size() != n)
+    return cx.err() << "the equation '" << eq << "' has " << terms.size()
+                    << " operand terms for " << n << " inputs";
+  if (n < 1 || n > 2)
+    return cx.err() << "einsum of " << n
+                    << " operands is not supported (one or two)";
+  SmallVector<Value> xs;
+  SmallVector<Labels> ins;
+  int64_t maxEllipsis = 0;
+  for (size_t i = 0; i < n; ++i) {
+    FailureOr<Value> x = cx.input(i);
+    if (failed(x) || failed(cx.requireFloat(*x, "operand")))
+      return failure();
+    int64_t ell = 0;
+    FailureOr<Labels> l =
+        parseLabels(cx, terms[i], cx.typeOf(*x).getRank(), ell);
+    if (failed(l))
+      return failure();
+    maxEllipsis = std::max(maxEllipsis, ell);
+    Labels seen;
+    for (int label : *l) {
+      if (llvm::is_contained(seen, label))
+        return cx.err() << "repeated subscript '" << char(label)
+                        << "' in one operand (a diagonal) is not supported";
+      seen.push_back(label);
+    }
+    xs.push_back(*x);
+    ins.push_back(*l);
+  }
+  // The output's labels: as written, else the ellipsis then every letter
+  // that appears once, in alphabetical order.
+  Labels out;
+  if (explicitOut) {
+    int64_t ell = maxEllipsis;
+    FailureOr<Labels> l = parseLabels(cx, rhs, -1, ell);
+    if (failed(l))
+      return failure();
+    out = *l;
+  } else {
+    for (int64_t i = 0; i < maxEllipsis; ++i)
+      out.push_back(256 + static_cast<int>(maxEllipsis - 1 - i));
+    for (int ch = 'A'; ch <= 'z'; ++ch) {
+      int count = 0;
+      for (const Labels &l : ins)
+        count += llvm::count(l, ch);
+      if (count == 1)
+        out.push_back(ch);
+    }
+  }
+  // Sizes agree between operands.
+  llvm::DenseMap<int, int64_t> size;
+  for (size_t i = 0; i < n; ++i)
+    for (auto [d, label] : llvm::enumerate(ins[i])) {
+      int64_t s = cx.typeOf(xs[i]).getDimSize(d);
+      auto [it, inserted] = size.try_emplace(label, s);
+      if (!inserted && it->second != s)
+        return cx.err() << "subscript sizes disagree (" << it->second << " and "
+                        << s << "); broadcasting is not supported";
+    }
+  for (int label : out)
+    if (!size.count(label))
+      return cx.err() << "output subscript '" << char(label)
+                      << "' names no input dimension";
+  auto inLabels = [&](const Labels &l, int label) {
+    return llvm::is_contained(l, label);
+  };
+  // Sum each operand over the labels no one else needs.
+  for (size_t i = 0; i < n; ++i) {
+    SmallVector<int64_t> axes;
+    Labels kept;
+    for (auto [d, label] : llvm::enumerate(ins[i])) {
+      bool needed =
+          inLabels(out, label) || (n == 2 && inLabels(ins[1 - i], label));
+      if (needed)
+        kept.push_back(label);
+      else
+        axes.push_back(static_cast<int64_t>(d));
+    }
+    if (axes.empty())
+      continue;
+    auto op = cx.createInferred<tsr::ReduceSumOp>(
+        1, xs[i], cx.b.getDenseI64ArrayAttr(axes), cx.b.getBoolAttr(false));
+    if (failed(op))
+      return failure();
+    xs[i] = op->getResult();
+    ins[i] = kept;
+  }
+  auto permuteTo = [&](Value v, const Labels &from,
+                       const Labels &to) -> FailureOr<Value> {
+    SmallVector<int64_t> perm;
+    for (int label : to)
+      perm.push_back(llvm::find(from, label) - from.begin());
+    bool identity = true;
+    for (auto [i, p] : llvm::enumerate(perm))
+      identity &= p == static_cast<int64_t>(i);
+    return identity ? FailureOr<Value>(v) : cx.transpose(v, perm);
+  };
+  auto sizes = [&](const Labels &l) {
+    SmallVector<int64_t> s;
+    for (int label : l)
+      s.push_back(size[label]);
+    return s;
+  };
+  Value result;
+  Labels resultLabels;
+  if (n == 1) {
+    result = xs[0];
+    resultLabels = ins[0];
+  } else {
+    Labels batch, left, contracted, right;
+    for (int label : ins[0]) {
+      bool inB = inLabels(ins[1], label), inOut = inLabels(out, label);
+      if (inB && inOut)
+        batch.push_back(label);
+      else if (inB)
+        contracted.push_back(label);
+      else
+        left.push_back(label);
+    }
+    for (int label : ins[1])
+      if (!inLabels(ins[0], label))
+        right.push_back(label);
+    auto concat = [](std::initializer_list<const Labels *> parts) {
+      Labels all;
+      for (const Labels *p : parts)
+        all.append(p->begin(), p->end());
+      return all;
+    };
+    int64_t b = product(sizes(batch)), l = product(sizes(left)),
+            c = product(sizes(contracted)), r = product(sizes(right));
+    FailureOr<Value> a =
+        permuteTo(xs[0], ins[0], concat({&batch, &left, &contracted}));
+    FailureOr<Value> bv =
+        permuteTo(xs[1], ins[1], concat({&batch, &contracted, &right}));
+    if (failed(a) || failed(bv))
+      return failure();
+    SmallVector<int64_t> aShape{l, c}, bShape{c, r};
+    if (!batch.empty()) {
+      aShape.insert(aShape.begin(), b);
+      bShape.insert(bShape.begin(), b);
+    }
+    a = cx.reshapeTo(*a, aShape);
+    bv = cx.reshapeTo(*bv, bShape);
+    if (failed(a) || failed(bv))
+      return failure();
+    FailureOr<Value> m = cx.binary<tsr::MatmulOp>(*a, *bv);
+    if (failed(m))
+      return failure();
+    resultLabels = concat({&batch, &left, &right});
+    FailureOr<Value> shaped = cx.reshapeTo(*m, sizes(resultLabels));
+    if (failed(shaped))
+      return failure();
+    result = *shaped;
+  }
+  FailureOr<Value> r = permuteTo(result, resultLabels, out);
+  if (failed(r))
+    return failure();
+  return cx.setOutput(0, *r);
+}
+
 } // namespace
 
 void registerContractionImportRules(ImportRuleRegistry &r) {
   r.add("MatMul", importMatMul);
   r.add("Gemm", importGemm);
+  r.add("Einsum", importEinsum, 12);
   r.add("LayerNormalization", importLayerNorm);
   r.add("Softmax", importSoftmax<tsr::SoftmaxOp>);
   r.add("LogSoftmax", importSoftmax<tsr::LogSoftmaxOp>);

@@ -123,6 +123,74 @@ LogicalResult importWhere(ImportContext &cx) {
   return cx.setOutput(0, op->getResult());
 }
 
+/// Trilu: the lower (upper = 0) or upper triangle of the last two
+/// dimensions from diagonal k on, zeros elsewhere. A constant input (torch's
+/// tril(ones(T, T)) causal mask) is evaluated here; a run-time one becomes
+/// where(mask, x, 0) with the mask a constant.
+LogicalResult importTrilu(ImportContext &cx) {
+  if (failed(cx.checkAttributes({"upper"})))
+    return failure();
+  bool upper = cx.attrInt("upper", 1) != 0;
+  int64_t k = 0;
+  if (cx.hasInput(1)) {
+    FailureOr<std::vector<int64_t>> ks = cx.constInts(1, "k");
+    if (failed(ks))
+      return failure();
+    if (ks->size() != 1)
+      return cx.err() << "input 'k' must hold one integer, found "
+                      << ks->size();
+    k = (*ks)[0];
+  }
+  auto keep = [&](int64_t i, int64_t j) {
+    return upper ? j - i >= k : j - i <= k;
+  };
+  std::vector<int64_t> shape;
+  if (const Tensor *t = cx.constInput(0))
+    shape = t->shape;
+  else if (FailureOr<Value> x = cx.input(0); succeeded(x))
+    shape.assign(cx.typeOf(*x).getShape().begin(),
+                 cx.typeOf(*x).getShape().end());
+  else
+    return failure();
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank < 2)
+    return cx.err() << "the input must have rank 2 or more, found rank "
+                    << rank;
+  int64_t rows = shape[rank - 2], cols = shape[rank - 1];
+  if (const Tensor *t = cx.constInput(0)) {
+    Tensor r = *t;
+    size_t es = dtypeSize(r.dtype);
+    int64_t n = r.numElements();
+    for (int64_t e = 0; e < n; ++e) {
+      int64_t i = (e / cols) % rows, j = e % cols;
+      if (!keep(i, j))
+        std::fill_n(r.data.begin() + e * es, es, 0);
+    }
+    return cx.setConstOutput(0, std::move(r));
+  }
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x))
+    return failure();
+  if (failed(cx.checkNotEmpty(shape, cx.node->outputs[0])))
+    return failure();
+  SmallVector<bool> bits;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      bits.push_back(keep(i, j));
+  auto maskType = cx.tensorOf({rows, cols}, cx.b.getI1Type());
+  Value mask = tsr::ConstantOp::create(
+      cx.b, cx.loc, maskType,
+      cast<ElementsAttr>(DenseElementsAttr::get(maskType, bits)));
+  FailureOr<Value> zero =
+      cx.scalarConstant(0.0, cx.typeOf(*x).getElementType());
+  if (failed(zero))
+    return failure();
+  auto op = cx.createInferred<tsr::WhereOp>(1, mask, *x, *zero);
+  if (failed(op))
+    return failure();
+  return cx.setOutput(0, op->getResult());
+}
+
 LogicalResult importCast(ImportContext &cx) {
   if (failed(cx.checkAttributes({"to"})))
     return failure();
@@ -155,6 +223,9 @@ void registerElementwiseImportRules(ImportRuleRegistry &r) {
   r.add("Neg", importUnary<tsr::NegOp>);
   r.add("Exp", importUnary<tsr::ExpOp>);
   r.add("Log", importUnary<tsr::LogOp>);
+  r.add("Sigmoid", importUnary<tsr::SigmoidOp>);
+  r.add("Sin", importUnary<tsr::SinOp>);
+  r.add("Cos", importUnary<tsr::CosOp>);
   r.add("Reciprocal", importReciprocal);
   r.add("Gelu", importGelu);
   using P = tsr::ComparePredicate;
@@ -166,6 +237,7 @@ void registerElementwiseImportRules(ImportRuleRegistry &r) {
           [pred = pred](ImportContext &cx) { return importCompare(cx, pred); });
   r.add("Where", importWhere);
   r.add("Cast", importCast);
+  r.add("Trilu", importTrilu, 14);
 }
 
 } // namespace tessera::onnx_import

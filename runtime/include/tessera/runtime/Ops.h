@@ -31,6 +31,10 @@ Tensor rsqrt(const Tensor &x);
 Tensor erf(const Tensor &x);
 Tensor tanh(const Tensor &x);
 Tensor relu(const Tensor &x);
+/// 1 / (1 + exp(-x)).
+Tensor sigmoid(const Tensor &x);
+Tensor sin(const Tensor &x);
+Tensor cos(const Tensor &x);
 Tensor gelu(const Tensor &x, bool tanhApproximation);
 
 // Binary with numpy broadcasting; the result has the broadcast shape.

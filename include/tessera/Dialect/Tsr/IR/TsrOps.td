@@ -141,6 +141,10 @@ def Tsr_RsqrtOp : Tsr_UnaryOp<"rsqrt", "elementwise reciprocal square root">;
 def Tsr_ErfOp : Tsr_UnaryOp<"erf", "elementwise Gauss error function">;
 def Tsr_TanhOp : Tsr_UnaryOp<"tanh", "elementwise hyperbolic tangent">;
 def Tsr_ReluOp : Tsr_UnaryOp<"relu", "elementwise max(x, 0)">;
+def Tsr_SigmoidOp : Tsr_UnaryOp<"sigmoid",
+    "elementwise logistic sigmoid 1 / (1 + exp(-x))">;
+def Tsr_SinOp : Tsr_UnaryOp<"sin", "elementwise sine">;
+def Tsr_CosOp : Tsr_UnaryOp<"cos", "elementwise cosine">;
 
 def Tsr_GeluOp : Tsr_Op<"gelu", "* -> *", [Tsr_Differentiable, Pure, SameOperandsAndResultType]> {
   let summary = "Gaussian error linear unit (exact or tanh approximation)";
