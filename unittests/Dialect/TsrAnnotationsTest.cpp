@@ -36,6 +36,9 @@ func.func @all(%f: tensor<4x8xf32>, %g: tensor<8xf32>, %h: tensor<2x4x8xf32>,
   %5 = tsr.erf %f : tensor<4x8xf32>
   %6 = tsr.tanh %f : tensor<4x8xf32>
   %7 = tsr.relu %f : tensor<4x8xf32>
+  %sig = tsr.sigmoid %f : tensor<4x8xf32>
+  %sin = tsr.sin %f : tensor<4x8xf32>
+  %cos = tsr.cos %f : tensor<4x8xf32>
   %8 = tsr.gelu exact %f : tensor<4x8xf32>
   %9 = tsr.add %f, %g : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
   %10 = tsr.sub %h, %f : (tensor<2x4x8xf32>, tensor<4x8xf32>) -> tensor<2x4x8xf32>

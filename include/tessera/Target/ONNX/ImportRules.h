@@ -372,6 +372,20 @@ public:
     return a->ints;
   }
 
+  /// Integers given as constant input `i` (where a newer opset moved an
+  /// attribute to an input) or else as attribute `name`; nullopt when the
+  /// node has neither.
+  FailureOr<std::optional<std::vector<int64_t>>>
+  intsFromInputOrAttr(size_t i, const char *name) {
+    if (hasInput(i)) {
+      FailureOr<std::vector<int64_t>> v = constInts(i, name);
+      if (failed(v))
+        return failure();
+      return std::optional<std::vector<int64_t>>(std::move(*v));
+    }
+    return attrInts(name);
+  }
+
   FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,
                                    StringRef what = "axis") {
     if (axis < -rank || axis >= rank)

@@ -227,18 +227,12 @@ template <typename OpTy> LogicalResult importReduce(ImportContext &cx) {
     return failure();
   auto xt = cx.typeOf(*x);
   int64_t rank = xt.getRank();
-  std::vector<int64_t> axes;
-  bool given = false;
-  if (cx.hasInput(1)) {
-    FailureOr<std::vector<int64_t>> a = cx.constInts(1, "axes");
-    if (failed(a))
-      return failure();
-    axes = *a;
-    given = true;
-  } else if (auto a = cx.attrInts("axes")) {
-    axes = *a;
-    given = true;
-  }
+  FailureOr<std::optional<std::vector<int64_t>>> axesGiven =
+      cx.intsFromInputOrAttr(1, "axes");
+  if (failed(axesGiven))
+    return failure();
+  bool given = axesGiven->has_value();
+  std::vector<int64_t> axes = axesGiven->value_or(std::vector<int64_t>());
   if (axes.empty()) {
     if (given && cx.attrInt("noop_with_empty_axes", 0))
       return cx.setOutput(0, *x);

@@ -59,18 +59,12 @@ LogicalResult importUnsqueezeSqueeze(ImportContext &cx, bool unsqueeze) {
   FailureOr<Value> x = cx.input(0);
   if (failed(x))
     return failure();
-  std::vector<int64_t> axes;
-  bool given = false;
-  if (cx.hasInput(1)) {
-    FailureOr<std::vector<int64_t>> a = cx.constInts(1, "axes");
-    if (failed(a))
-      return failure();
-    axes = *a;
-    given = true;
-  } else if (auto a = cx.attrInts("axes")) {
-    axes = *a;
-    given = true;
-  }
+  FailureOr<std::optional<std::vector<int64_t>>> axesGiven =
+      cx.intsFromInputOrAttr(1, "axes");
+  if (failed(axesGiven))
+    return failure();
+  bool given = axesGiven->has_value();
+  std::vector<int64_t> axes = axesGiven->value_or(std::vector<int64_t>());
   std::vector<int64_t> in(cx.typeOf(*x).getShape().begin(),
                           cx.typeOf(*x).getShape().end()),
       out;
@@ -126,13 +120,12 @@ LogicalResult importSplit(ImportContext &cx) {
   if (n == 0)
     return cx.err() << "has no outputs";
   std::vector<int64_t> sizes;
-  if (cx.hasInput(1)) {
-    FailureOr<std::vector<int64_t>> s = cx.constInts(1, "split");
-    if (failed(s))
-      return failure();
-    sizes = *s;
-  } else if (auto s = cx.attrInts("split")) {
-    sizes = *s;
+  FailureOr<std::optional<std::vector<int64_t>>> split =
+      cx.intsFromInputOrAttr(1, "split");
+  if (failed(split))
+    return failure();
+  if (*split) {
+    sizes = **split;
   } else {
     // Equal parts; opset 18's num_outputs lets the last part be smaller.
     int64_t parts = cx.attrInt("num_outputs", n);
