@@ -18,13 +18,13 @@
 
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/InitAll.h"
 #include "tessera/Package/Package.h"
 #include "tessera/Pipelines/TrainPipeline.h"
 #include "tessera/Support/InputFile.h"
 #include "tessera/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
-#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -217,9 +217,7 @@ int main(int argc, char **argv) {
   };
 
   DialectRegistry registry;
-  registry.insert<tsr::TsrDialect, dist::DistDialect, func::FuncDialect,
-                  emitc::EmitCDialect>();
-  func::registerInlinerExtension(registry);
+  registerAllDialects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 

@@ -13,10 +13,10 @@
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 
-#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "tessera/InitAll.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -31,9 +31,7 @@ namespace tessera::fuzz {
 /// would only add noise to coverage).
 inline std::unique_ptr<mlir::MLIRContext> quietContext() {
   mlir::DialectRegistry registry;
-  registry
-      .insert<tsr::TsrDialect, dist::DistDialect, mlir::func::FuncDialect>();
-  mlir::func::registerInlinerExtension(registry);
+  registerAllDialects(registry);
   auto ctx = std::make_unique<mlir::MLIRContext>(
       registry, mlir::MLIRContext::Threading::DISABLED);
   ctx->loadAllAvailableDialects();

@@ -8,7 +8,6 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
-#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -19,6 +18,7 @@
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
+#include "tessera/InitAll.h"
 #include "tessera/Pipelines/TrainPipeline.h"
 #include "tessera/Support/InputFile.h"
 
@@ -45,10 +45,9 @@ int main(int argc, char **argv) {
   tessera::test::registerTestAnnotationPass();
 
   mlir::DialectRegistry registry;
-  registry.insert<tessera::tsr::TsrDialect, tessera::dist::DistDialect,
-                  mlir::func::FuncDialect, mlir::arith::ArithDialect,
-                  mlir::tensor::TensorDialect, mlir::emitc::EmitCDialect>();
-  mlir::func::registerInlinerExtension(registry);
+  tessera::registerAllDialects(registry);
+  // arith and tensor: for tests of inputs that use them (and are rejected).
+  registry.insert<mlir::arith::ArithDialect, mlir::tensor::TensorDialect>();
 
   // MlirOptMain's own reading of the input, with two checks first: the
   // input must be a regular file (not /dev/zero, a FIFO, a directory) of

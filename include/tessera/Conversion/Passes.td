@@ -11,12 +11,15 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
     Every `func.func` of tsr ops becomes an `emitc.func` with the runtime's
     step ABI, `void f(const std::vector<Tensor>& args, std::vector<Tensor>&
     results)`: argument i is `args[i]` and result i is stored to
-    `results[i]` (the caller sizes `results`). Each tsr
-    op becomes one call of the runtime function of the same name
-    (runtime/include/tessera/runtime/Runtime.h), preceded by a comment with
-    the op's source location (the ONNX node), and each tensor is released
-    after its last use so that memory follows liveness. Multi-result ops
-    return a std::tuple read with std::get.
+    `results[i]` (the caller sizes `results`). Each op becomes the call of
+    the runtime function its record describes (RuntimeCallOpInterface;
+    runtime/include/tessera/runtime/Runtime.h for tsr and dist), through
+    the conversion patterns that every loaded dialect provides with
+    ConvertToEmitCPatternInterface (an op of a dialect without one is an
+    error). Each call is preceded by a comment with the op's source
+    location (the ONNX node), and each tensor is released after its last
+    use so that memory follows liveness. Multi-result ops return a
+    std::tuple read with std::get (or a std::vector, as split).
 
     Training steps (functions with `tsr.train_step = "<optimizer>"`) are
     registered under their optimizer's name in a

@@ -1,24 +1,34 @@
 //===- TsrToEmitC.cpp - tsr functions to EmitC runtime calls --------------===//
 //
-// Lowers each tsr function to a C++ function of straight-line calls into the
-// Tessera runtime (runtime/include/tessera/runtime/Runtime.h), keeping the
-// ONNX node names as comments and releasing tensors after their last use.
-// Lowering is a direct walk rather than a dialect conversion: the program is
-// one block of value-semantic ops, each mapping to exactly one call, and the
-// release points need a view of the whole emitted function.
+// Lowers each function of tsr and dist ops to a C++ function of
+// straight-line calls into the Tessera runtime
+// (runtime/include/tessera/runtime/Runtime.h), keeping the ONNX node names
+// as comments and releasing tensors after their last use.
+//
+// The ops themselves are lowered by the conversion patterns that their
+// dialects provide through ConvertToEmitCPatternInterface (tsr's is here,
+// dist's in lib/Conversion/DistToEmitC, extensions bring theirs); most are
+// the common pattern of lib/Conversion/RuntimeCallToEmitC, which writes
+// the call that each op's record describes. This pass builds what is not
+// one op's business: the function frame (the step ABI), constants (inline
+// literals or the constants file), the releases, and the Program table.
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessera/Conversion/TsrToEmitC.h"
 #include "tessera/Conversion/OutlinedConstants.h"
 #include "tessera/Conversion/Passes.h"
+#include "tessera/Conversion/RuntimeCallToEmitC.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
+#include "mlir/Conversion/ConvertToEmitC/ToEmitCInterface.h"
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
@@ -35,15 +45,6 @@ using namespace tessera::tsr;
 
 namespace {
 
-constexpr const char *kTensor = "tessera::rt::Tensor";
-
-std::string joinInts(ArrayRef<int64_t> values) {
-  std::string s;
-  for (auto [i, v] : llvm::enumerate(values))
-    s += (i ? ", " : "") + std::to_string(v);
-  return s;
-}
-
 /// A C++ string literal.
 std::string cppString(StringRef s) {
   std::string out = "\"";
@@ -53,21 +54,6 @@ std::string cppString(StringRef s) {
     out += c;
   }
   return out + "\"";
-}
-
-/// The runtime's name for an element type, or "" if it has none.
-std::string dtypeName(Type t) {
-  if (t.isF32())
-    return "f32";
-  if (t.isF64())
-    return "f64";
-  if (t.isInteger(64))
-    return "i64";
-  if (t.isInteger(32))
-    return "i32";
-  if (t.isInteger(1))
-    return "i1";
-  return "";
 }
 
 /// A readable name for a location: the ONNX node name where there is one.
@@ -123,479 +109,253 @@ std::optional<Role> roleOf(DictionaryAttr attrs) {
   return std::nullopt;
 }
 
-class FunctionLowering {
-public:
-  /// `outlineAbove` < 0: no constants file, every constant inline.
-  FunctionLowering(func::FuncOp fn, int64_t maxInlineConstant,
-                   int64_t outlineAbove)
-      : fn(fn), ctx(fn.getContext()), b(fn),
-        maxInlineConstant(maxInlineConstant), outlineAbove(outlineAbove) {
-    tensorType = emitc::OpaqueType::get(ctx, kTensor);
+struct TsrToEmitCInterface : public ConvertToEmitCPatternInterface {
+  using ConvertToEmitCPatternInterface::ConvertToEmitCPatternInterface;
+  void populateConvertToEmitCConversionPatterns(
+      ConversionTarget &target, TypeConverter &typeConverter,
+      RewritePatternSet &patterns) const final {
+    populateRuntimeCallToEmitCPatterns(target, typeConverter, patterns,
+                                       TsrDialect::getDialectNamespace());
   }
+};
 
-  /// Whether the lowered function reads the constants file.
-  bool readsConstantsFile() const { return outlined; }
+/// A constant's element as a C++ literal.
+std::string scalarText(Attribute a, Type elementType) {
+  if (auto f = dyn_cast<FloatAttr>(a)) {
+    double v = f.getValueAsDouble();
+    if (std::isinf(v))
+      return v > 0 ? "INFINITY" : "-INFINITY";
+    if (std::isnan(v))
+      return "NAN";
+    std::ostringstream os;
+    os.precision(17);
+    os << v;
+    return os.str();
+  }
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return elementType.isInteger(1)
+               ? std::to_string(i.getValue().getBoolValue())
+               : std::to_string(i.getValue().getSExtValue());
+  return "0";
+}
 
-  LogicalResult run() {
-    auto argsType =
-        emitc::OpaqueType::get(ctx, "const std::vector<tessera::rt::Tensor>&");
-    auto resultsType =
-        emitc::OpaqueType::get(ctx, "std::vector<tessera::rt::Tensor>&");
-    b.setInsertionPoint(fn);
-    auto efn = emitc::FuncOp::create(
-        b, fn.getLoc(), fn.getSymName(),
-        FunctionType::get(ctx, {argsType, resultsType}, {}));
-    Block *entry = efn.addEntryBlock();
-    b.setInsertionPointToStart(entry);
-    Value args = entry->getArgument(0), results = entry->getArgument(1);
+/// tsr.constant: `full` for a splat, a read of the constants file
+/// (`outlineAbove` >= 0), or the values as literals (checked against
+/// max-inline-constant by validateFunction).
+class ConstantLowering : public OpConversionPattern<ConstantOp> {
+public:
+  ConstantLowering(const TypeConverter &converter, MLIRContext *ctx,
+                   int64_t outlineAbove)
+      : OpConversionPattern(converter, ctx), outlineAbove(outlineAbove) {}
 
-    for (BlockArgument arg : fn.getArguments()) {
-      Value index =
-          emitc::LiteralOp::create(b, fn.getLoc(), emitc::SizeTType::get(ctx),
-                                   std::to_string(arg.getArgNumber()));
-      Value lvalue = emitc::SubscriptOp::create(
-          b, fn.getLoc(), emitc::LValueType::get(tensorType), args,
-          ValueRange{index});
-      map[arg] = emitc::LoadOp::create(b, fn.getLoc(), tensorType, lvalue);
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    MLIRContext *ctx = op.getContext();
+    auto type = cast<RankedTensorType>(op.getType());
+    auto dense = cast<DenseElementsAttr>(op.getValue());
+    auto opaque = [&](const Twine &text) -> Attribute {
+      return emitc::OpaqueAttr::get(ctx, text.str());
+    };
+    Attribute shape =
+        opaque("tessera::rt::Shape{" + joinInts(type.getShape()) + "}");
+    Attribute dtype = opaque("tessera::rt::DType::" +
+                             runtimeDTypeName(type.getElementType()));
+    SmallVector<Attribute> args;
+    StringRef callee;
+    if (dense.isSplat()) {
+      callee = "tessera::rt::full";
+      args = {shape, dtype,
+              opaque(scalarText(dense.getSplatValue<Attribute>(),
+                                type.getElementType()))};
+    } else if (outlineAbove >= 0 && isOutlinedConstant(dense, outlineAbove)) {
+      callee = "tessera::rt::constant";
+      args = {opaque(cppString(outlinedConstantKey(dense)))};
+    } else {
+      std::string values = "std::vector<double>{";
+      int64_t i = 0;
+      for (Attribute a : dense.getValues<Attribute>())
+        values += (i++ ? ", " : "") + scalarText(a, type.getElementType());
+      callee = "tessera::rt::fromValues";
+      args = {shape, dtype, opaque(values + "}")};
     }
-
-    for (Operation &op : fn.getBody().front()) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        // The caller sizes `results` (one slot per result).
-        for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
-          Value index = emitc::LiteralOp::create(
-              b, op.getLoc(), emitc::SizeTType::get(ctx), std::to_string(i));
-          Value slot = emitc::SubscriptOp::create(
-              b, op.getLoc(), emitc::LValueType::get(tensorType), results,
-              ValueRange{index});
-          emitc::AssignOp::create(b, op.getLoc(), slot, lookup(v));
-        }
-        continue;
-      }
-      if (isa<func::CallOp>(op))
-        return op.emitError("convert-tsr-to-emitc: inline calls before "
-                            "emission");
-      Dialect *d = op.getDialect();
-      if (!d || (d->getNamespace() != "tsr" && d->getNamespace() != "dist"))
-        return op.emitError("convert-tsr-to-emitc: no lowering for '")
-               << op.getName() << "'";
-      std::string where = locationText(op.getLoc());
-      std::string what = op.getName().getStringRef().str();
-      if (auto rvd = getAttr<Dist::RvdAttrHelper>(&op))
-        what += " (" + rvd.str() + ")";
-      verbatim(op.getLoc(), "// " + (where.empty() ? "" : where + ": ") + what);
-      if (failed(lower(&op)))
-        return failure();
-    }
-    emitc::ReturnOp::create(b, fn.getLoc(), Value());
-    insertReleases(efn);
+    auto call = emitc::CallOpaqueOp::create(
+        rewriter, op.getLoc(),
+        TypeRange{emitc::OpaqueType::get(ctx, kRuntimeTensorType)},
+        rewriter.getStringAttr(callee), ValueRange{},
+        rewriter.getArrayAttr(args), ArrayAttr());
+    rewriter.replaceOp(op, call.getResults());
     return success();
   }
 
 private:
-  func::FuncOp fn;
-  MLIRContext *ctx;
-  OpBuilder b;
-  int64_t maxInlineConstant;
   int64_t outlineAbove;
-  /// Whether a constant was read from the constants file.
-  bool outlined = false;
-  /// The rank-value tables declared so far in this function.
-  int64_t rankTables = 0;
-  Type tensorType;
-  DenseMap<Value, Value> map;
+};
 
-  Value lookup(Value v) { return map.lookup(v); }
+/// func.return in the emitted function: result i is stored to
+/// `results[i]` (the caller sizes `results`).
+class ReturnLowering : public OpConversionPattern<func::ReturnOp> {
+public:
+  using OpConversionPattern::OpConversionPattern;
 
-  void verbatim(Location loc, StringRef text, ValueRange fmtArgs = {}) {
-    std::string escaped = text.str();
-    if (fmtArgs.empty()) {
-      // A verbatim without arguments is not a format string: no escaping.
-      emitc::VerbatimOp::create(b, loc, b.getStringAttr(escaped), ValueRange{});
-      return;
-    }
-    emitc::VerbatimOp::create(b, loc, b.getStringAttr(escaped), fmtArgs);
-  }
-
-  Attribute opaque(const Twine &text) {
-    return emitc::OpaqueAttr::get(ctx, text.str());
-  }
-  Attribute i64(int64_t v) { return b.getI64IntegerAttr(v); }
-  Attribute f64(double v) { return b.getF64FloatAttr(v); }
-  Attribute boolean(bool v) { return opaque(v ? "true" : "false"); }
-  Attribute ints(ArrayRef<int64_t> v) {
-    return opaque("std::vector<int64_t>{" + joinInts(v) + "}");
-  }
-  /// A rank-variant argument (RankVariantOpInterface): the op's own value,
-  /// or in a function shared by several ranks, where the values differ
-  /// (dist.rank_values), a table of one value per rank declared before the
-  /// call and indexed at run time by the running rank's position in the
-  /// program's ranks.
-  Attribute perRank(Operation *op, StringRef name, Attribute own) {
-    auto values = getAttr<Dist::RankValuesAttrHelper>(op);
-    auto rows = values ? values.getAs<ArrayAttr>(name) : ArrayAttr();
-    if (!rows)
-      return own;
-    std::string table = "kRankValues" + std::to_string(rankTables++);
-    std::string text = "static const ";
-    if (isa<DenseI64ArrayAttr>(rows[0])) {
-      text += "std::vector<int64_t> " + table + "[] = {";
-      for (auto [i, row] : llvm::enumerate(rows))
-        text += std::string(i ? ", " : "") + "{" +
-                joinInts(cast<DenseI64ArrayAttr>(row).asArrayRef()) + "}";
-    } else {
-      text += "int64_t " + table + "[] = {";
-      for (auto [i, row] : llvm::enumerate(rows))
-        text += std::string(i ? ", " : "") +
-                std::to_string(cast<IntegerAttr>(row).getInt());
-    }
-    verbatim(op->getLoc(), text + "};");
-    return opaque("tessera::rt::rankValue(" + table + ")");
-  }
-  Attribute ints(Operation *op, StringRef name, ArrayRef<int64_t> v) {
-    return perRank(op, name, ints(v));
-  }
-  Attribute i64(Operation *op, StringRef name, int64_t v) {
-    return perRank(op, name, i64(v));
-  }
-  Attribute shape(Type t) {
-    return opaque("tessera::rt::Shape{" +
-                  joinInts(cast<RankedTensorType>(t).getShape()) + "}");
-  }
-  FailureOr<Attribute> dtype(Operation *op, Type t) {
-    Type e = cast<RankedTensorType>(t).getElementType();
-    std::string name = dtypeName(e);
-    if (name.empty())
-      return op->emitError("convert-tsr-to-emitc: the CPU runtime has no ")
-             << e << " tensors";
-    return opaque("tessera::rt::DType::" + name);
-  }
-
-  /// One runtime call: `args` lists call arguments, where an operand is
-  /// written as its index into `operands` (an IndexAttr).
-  Value call(Operation *op, StringRef callee, ValueRange operands,
-             ArrayRef<Attribute> args, Type resultType = {}) {
-    SmallVector<Value> mapped;
-    for (Value v : operands)
-      mapped.push_back(lookup(v));
-    auto c = emitc::CallOpaqueOp::create(
-        b, op->getLoc(), TypeRange{resultType ? resultType : tensorType},
-        b.getStringAttr(("tessera::rt::" + callee).str()), mapped,
-        b.getArrayAttr(args), ArrayAttr());
-    return c.getResult(0);
-  }
-
-  Attribute operand(unsigned i) { return b.getIndexAttr(i); }
-
-  Attribute reduceKind(dist::ReductionKind kind) {
-    return opaque("tessera::rt::ReduceKind::" +
-                  dist::stringifyReductionKind(kind));
-  }
-
-  /// A call returning one tensor, with the operands first then `extra`.
-  LogicalResult simple(Operation *op, StringRef callee,
-                       ArrayRef<Attribute> extra = {}) {
-    SmallVector<Attribute> args;
-    for (unsigned i = 0; i < op->getNumOperands(); ++i)
-      args.push_back(operand(i));
-    llvm::append_range(args, extra);
-    map[op->getResult(0)] = call(op, callee, op->getOperands(), args);
-    return success();
-  }
-
-  /// A call returning a std::tuple of tensors, unpacked with std::get.
-  LogicalResult tuple(Operation *op, StringRef callee, ValueRange operands,
-                      ArrayRef<Attribute> args) {
-    std::string tupleType = "std::tuple<";
-    for (unsigned i = 0; i < op->getNumResults(); ++i)
-      tupleType += std::string(i ? ", " : "") + kTensor;
-    tupleType += ">";
-    Value t = call(op, callee, operands, args,
-                   emitc::OpaqueType::get(ctx, tupleType));
-    for (unsigned i = 0; i < op->getNumResults(); ++i) {
-      auto get = emitc::CallOpaqueOp::create(
-          b, op->getLoc(), TypeRange{tensorType}, "std::get", ValueRange{t},
-          ArrayAttr(), b.getArrayAttr({b.getI32IntegerAttr(i)}));
-      map[op->getResult(i)] = get.getResult(0);
-    }
-    return success();
-  }
-
-  LogicalResult lowerConstant(ConstantOp op) {
-    auto type = cast<RankedTensorType>(op.getType());
-    auto dt = dtype(op, type);
-    if (failed(dt))
+  LogicalResult
+  matchAndRewrite(func::ReturnOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto efn = op->getParentOfType<emitc::FuncOp>();
+    if (!efn)
       return failure();
-    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
-    if (!dense)
-      return op.emitError("convert-tsr-to-emitc: only dense constants");
-    auto scalarText = [&](Attribute a) -> std::string {
-      if (auto f = dyn_cast<FloatAttr>(a)) {
-        double v = f.getValueAsDouble();
-        if (std::isinf(v))
-          return v > 0 ? "INFINITY" : "-INFINITY";
-        if (std::isnan(v))
-          return "NAN";
-        std::ostringstream os;
-        os.precision(17);
-        os << v;
-        return os.str();
-      }
-      if (auto i = dyn_cast<IntegerAttr>(a))
-        return type.getElementType().isInteger(1)
-                   ? std::to_string(i.getValue().getBoolValue())
-                   : std::to_string(i.getValue().getSExtValue());
-      return "0";
-    };
-    if (dense.isSplat()) {
-      map[op.getResult()] =
-          call(op, "full", {},
-               {shape(type), *dt,
-                opaque(scalarText(dense.getSplatValue<Attribute>()))});
-      return success();
+    MLIRContext *ctx = op.getContext();
+    Type tensorType = emitc::OpaqueType::get(ctx, kRuntimeTensorType);
+    Value results = efn.getArgument(1);
+    for (auto [i, v] : llvm::enumerate(adaptor.getOperands())) {
+      Value index = emitc::LiteralOp::create(
+          rewriter, op.getLoc(), emitc::SizeTType::get(ctx), std::to_string(i));
+      Value slot = emitc::SubscriptOp::create(
+          rewriter, op.getLoc(), emitc::LValueType::get(tensorType), results,
+          ValueRange{index});
+      emitc::AssignOp::create(rewriter, op.getLoc(), slot, v);
     }
-    if (outlineAbove >= 0 && isOutlinedConstant(dense, outlineAbove)) {
-      outlined = true;
-      map[op.getResult()] = call(
-          op, "constant", {}, {opaque(cppString(outlinedConstantKey(dense)))});
-      return success();
-    }
-    if (dense.getNumElements() > maxInlineConstant)
-      return op.emitError("convert-tsr-to-emitc: constant of ")
-             << dense.getNumElements()
-             << " elements exceeds max-inline-constant=" << maxInlineConstant;
-    std::string values = "std::vector<double>{";
-    int64_t i = 0;
-    for (Attribute a : dense.getValues<Attribute>())
-      values += (i++ ? ", " : "") + scalarText(a);
-    values += "}";
-    map[op.getResult()] =
-        call(op, "fromValues", {}, {shape(type), *dt, opaque(values)});
+    rewriter.replaceOpWithNewOp<emitc::ReturnOp>(op, Value());
     return success();
-  }
-
-  LogicalResult lower(Operation *op) {
-    auto ln = [&](auto o) { return simple(o, o->getName().stripDialect()); };
-    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
-        .Case<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ErfOp, TanhOp, ReluOp, SigmoidOp,
-              SinOp, CosOp,
-              AddOp, SubOp, MulOp, DivOp, PowOp, WhereOp, MatmulOp>(ln)
-        .Case([&](GeluOp o) {
-          return simple(
-              o, "gelu",
-              {boolean(o.getApproximate() == GeluApproximation::tanh)});
-        })
-        .Case([&](CompareOp o) {
-          std::string pred = stringifyComparePredicate(o.getPredicate()).str();
-          map[o.getResult()] = call(o, "compare", o->getOperands(),
-                                    {opaque("tessera::rt::Compare::" + pred),
-                                     operand(0), operand(1)});
-          return success();
-        })
-        .Case([&](CastOp o) {
-          auto dt = dtype(o, o.getType());
-          if (failed(dt))
-            return failure();
-          return simple(o, "cast", {*dt});
-        })
-        .Case([&](ConstantOp o) { return lowerConstant(o); })
-        .Case([&](DropoutOp o) {
-          return tuple(o, "dropout", o->getOperands(),
-                       {operand(0), f64(o.getRatio().convertToDouble()),
-                        i64(o.getSeed())});
-        })
-        .Case([&](SoftmaxOp o) {
-          return simple(o, "softmax", {i64(o.getAxis())});
-        })
-        .Case([&](LogSoftmaxOp o) {
-          return simple(o, "log_softmax", {i64(o.getAxis())});
-        })
-        .Case([&](LayerNormOp o) {
-          SmallVector<Attribute> args{operand(0), operand(1)};
-          args.push_back(o.getBias() ? operand(2)
-                                     : opaque("tessera::rt::Tensor()"));
-          args.push_back(i64(o.getAxis()));
-          args.push_back(f64(o.getEpsilon().convertToDouble()));
-          return tuple(o, "layer_norm", o->getOperands(), args);
-        })
-        .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto o) {
-          return simple(o, o->getName().stripDialect(),
-                        {ints(o.getAxes()), boolean(o.getKeepdims())});
-        })
-        .Case([&](ReshapeOp o) {
-          return simple(o, "reshape", {shape(o.getType())});
-        })
-        .Case([&](TransposeOp o) {
-          return simple(o, "transpose", {ints(o.getPerm())});
-        })
-        .Case([&](BroadcastToOp o) {
-          return simple(o, "broadcast_to", {shape(o.getType())});
-        })
-        .Case([&](SliceOp o) {
-          return simple(o, "slice",
-                        {ints(o, "starts", o.getStarts()),
-                         ints(o, "limits", o.getLimits()), ints(o.getSteps())});
-        })
-        .Case([&](SplitOp o) {
-          auto vecType =
-              emitc::OpaqueType::get(ctx, "std::vector<tessera::rt::Tensor>");
-          Value pieces =
-              call(o, "split", o->getOperands(),
-                   {operand(0), i64(o.getAxis()), ints(o.getSizes())}, vecType);
-          for (auto [i, r] : llvm::enumerate(o.getResults())) {
-            Value index = emitc::LiteralOp::create(
-                b, o.getLoc(), emitc::SizeTType::get(ctx), std::to_string(i));
-            Value lv = emitc::SubscriptOp::create(
-                b, o.getLoc(), emitc::LValueType::get(tensorType), pieces,
-                ValueRange{index});
-            map[r] = emitc::LoadOp::create(b, o.getLoc(), tensorType, lv);
-          }
-          return success();
-        })
-        .Case([&](ConcatOp o) {
-          // tensorList(a, b, ...) builds the std::vector<Tensor> operand.
-          auto list = emitc::CallOpaqueOp::create(
-              b, o.getLoc(),
-              TypeRange{emitc::OpaqueType::get(
-                  ctx, "std::vector<tessera::rt::Tensor>")},
-              "tessera::rt::tensorList",
-              llvm::map_to_vector(o.getInputs(),
-                                  [&](Value v) { return lookup(v); }),
-              ArrayAttr(), ArrayAttr());
-          auto c = emitc::CallOpaqueOp::create(
-              b, o.getLoc(), TypeRange{tensorType}, "tessera::rt::concat",
-              ValueRange{list.getResult(0)},
-              b.getArrayAttr({operand(0), i64(o.getAxis())}), ArrayAttr());
-          map[o.getResult()] = c.getResult(0);
-          return success();
-        })
-        .Case(
-            [&](GatherOp o) { return simple(o, "gather", {i64(o.getAxis())}); })
-        .Case([&](SoftmaxCrossEntropyOp o) {
-          std::string red = stringifyLossReduction(o.getReduction()).str();
-          return simple(o, "softmax_cross_entropy",
-                        {i64(o.getIgnoreIndex()),
-                         opaque("tessera::rt::Reduction::" + red)});
-        })
-        .Case([&](SoftmaxGradOp o) {
-          return simple(o, "softmax_grad", {i64(o.getAxis())});
-        })
-        .Case([&](LogSoftmaxGradOp o) {
-          return simple(o, "log_softmax_grad", {i64(o.getAxis())});
-        })
-        .Case([&](GeluGradOp o) {
-          return simple(
-              o, "gelu_grad",
-              {boolean(o.getApproximate() == GeluApproximation::tanh)});
-        })
-        .Case([&](LayerNormGradOp o) {
-          SmallVector<Attribute> args;
-          for (unsigned i = 0; i < 5; ++i)
-            args.push_back(operand(i));
-          args.push_back(i64(o.getAxis()));
-          return tuple(o, "layer_norm_grad", o->getOperands(), args);
-        })
-        .Case([&](SoftmaxCrossEntropyGradOp o) {
-          std::string red = stringifyLossReduction(o.getReduction()).str();
-          return simple(o, "softmax_cross_entropy_grad",
-                        {i64(o.getIgnoreIndex()),
-                         opaque("tessera::rt::Reduction::" + red)});
-        })
-        .Case([&](EmbeddingGradOp o) {
-          return simple(o, "embedding_grad", {shape(o.getType())});
-        })
-        .Case([&](SgdUpdateOp o) { return simple(o, "sgd_update"); })
-        .Case([&](AdamwUpdateOp o) {
-          SmallVector<Attribute> args;
-          for (unsigned i = 0; i < o->getNumOperands(); ++i)
-            args.push_back(operand(i));
-          return tuple(o, "adamw_update", o->getOperands(), args);
-        })
-        .Case([&](dist::AllReduceOp o) {
-          return simple(
-              o, "all_reduce",
-              {ints(o, "ranks", o.getRanks()), reduceKind(o.getKind())});
-        })
-        .Case([&](dist::AllGatherOp o) {
-          return simple(o, "all_gather",
-                        {ints(o, "ranks", o.getRanks()), i64(o.getDim())});
-        })
-        .Case([&](dist::ReduceScatterOp o) {
-          return simple(o, "reduce_scatter",
-                        {ints(o, "ranks", o.getRanks()), i64(o.getDim()),
-                         reduceKind(o.getKind())});
-        })
-        .Case([&](dist::AllToAllOp o) {
-          return simple(o, "all_to_all",
-                        {ints(o, "ranks", o.getRanks()), i64(o.getSplitDim()),
-                         i64(o.getConcatDim())});
-        })
-        .Case([&](dist::BroadcastOp o) {
-          return simple(
-              o, "broadcast",
-              {ints(o, "ranks", o.getRanks()), i64(o, "root", o.getRoot())});
-        })
-        .Case([&](dist::SendOp o) {
-          emitc::CallOpaqueOp::create(
-              b, o.getLoc(), TypeRange{}, "tessera::rt::send",
-              ValueRange{lookup(o.getInput())},
-              b.getArrayAttr({operand(0), i64(o, "peer", o.getPeer()),
-                              i64(o, "tag", o.getTag())}),
-              ArrayAttr());
-          return success();
-        })
-        .Case([&](dist::RecvOp o) {
-          auto dt = dtype(o, o.getType());
-          if (failed(dt))
-            return failure();
-          map[o.getResult()] =
-              call(o, "recv", {},
-                   {shape(o.getType()), *dt, i64(o, "peer", o.getPeer()),
-                    i64(o, "tag", o.getTag())});
-          return success();
-        })
-        .Default([&](Operation *o) {
-          return o->emitError("convert-tsr-to-emitc: no lowering for '")
-                 << o->getName() << "'";
-        });
-  }
-
-  /// Drops each tensor (or tuple/vector of tensors) after its last use, so
-  /// the runtime's allocator can reuse its storage.
-  void insertReleases(emitc::FuncOp efn) {
-    Block &body = efn.getBody().front();
-    SmallVector<std::pair<Operation *, Value>> releases;
-    for (Operation &op : body) {
-      for (Value v : op.getResults()) {
-        auto type = dyn_cast<emitc::OpaqueType>(v.getType());
-        if (!type)
-          continue;
-        // The last user in block order; a subscript's load counts as its use.
-        Operation *last = &op;
-        for (Operation *user : v.getUsers()) {
-          Operation *u = user;
-          if (isa<emitc::SubscriptOp>(u))
-            for (Operation *load : u->getUsers())
-              if (last->isBeforeInBlock(load))
-                last = load;
-          if (last->isBeforeInBlock(u))
-            last = u;
-        }
-        releases.push_back({last, v});
-      }
-    }
-    for (auto [after, v] : releases) {
-      if (isa<emitc::ReturnOp>(after))
-        continue;
-      OpBuilder rb(after->getContext());
-      rb.setInsertionPointAfter(after);
-      StringRef type = cast<emitc::OpaqueType>(v.getType()).getValue();
-      const char *text = type == kTensor ? "{}.release();" : "{} = {{};";
-      emitc::VerbatimOp::create(rb, v.getLoc(), rb.getStringAttr(text),
-                                ValueRange{v});
-    }
   }
 };
+
+/// Reports, before any rewriting, every reason a function cannot be
+/// emitted. Sets `outlined` when a constant goes to the constants file and
+/// adds the headers that runtime calls name.
+LogicalResult validateFunction(func::FuncOp fn, int64_t maxInlineConstant,
+                               int64_t outlineAbove, bool &outlined,
+                               SmallVectorImpl<std::string> &headers) {
+  for (Operation &op : fn.getBody().front()) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    if (isa<func::CallOp>(op))
+      return op.emitError("convert-tsr-to-emitc: inline calls before "
+                          "emission");
+    Dialect *d = op.getDialect();
+    if (!d || !isa<ConvertToEmitCPatternInterface>(d))
+      return op.emitError("convert-tsr-to-emitc: no lowering for '")
+             << op.getName() << "'";
+    if (auto c = dyn_cast<ConstantOp>(op)) {
+      auto type = cast<RankedTensorType>(c.getType());
+      if (runtimeDTypeName(type.getElementType()).empty())
+        return op.emitError("convert-tsr-to-emitc: the CPU runtime has no ")
+               << type.getElementType() << " tensors";
+      auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
+      if (!dense)
+        return op.emitError("convert-tsr-to-emitc: only dense constants");
+      if (dense.isSplat())
+        continue;
+      if (outlineAbove >= 0 && isOutlinedConstant(dense, outlineAbove)) {
+        outlined = true;
+        continue;
+      }
+      if (dense.getNumElements() > maxInlineConstant)
+        return op.emitError("convert-tsr-to-emitc: constant of ")
+               << dense.getNumElements()
+               << " elements exceeds max-inline-constant=" << maxInlineConstant;
+      continue;
+    }
+    if (auto iface = dyn_cast<RuntimeCallOpInterface>(op)) {
+      RuntimeCall call = iface.getRuntimeCall();
+      if (!call.isCall())
+        return op.emitError("convert-tsr-to-emitc: no lowering for '")
+               << op.getName() << "'";
+      if (failed(verifyEmittable(call)))
+        return failure();
+      if (!call.headerPath().empty() &&
+          !llvm::is_contained(headers, call.headerPath()))
+        headers.push_back(call.headerPath().str());
+    }
+  }
+  return success();
+}
+
+/// The emitted function with the runtime's step ABI, `void f(const
+/// std::vector<Tensor>& args, std::vector<Tensor>& results)`, holding
+/// `fn`'s ops (still to be converted) after a comment naming each: argument
+/// i is loaded from `args[i]` and cast back to its tensor type until the
+/// conversion replaces its users.
+emitc::FuncOp buildFrame(func::FuncOp fn) {
+  MLIRContext *ctx = fn.getContext();
+  OpBuilder b(fn);
+  Type tensorType = emitc::OpaqueType::get(ctx, kRuntimeTensorType);
+  auto argsType =
+      emitc::OpaqueType::get(ctx, "const std::vector<tessera::rt::Tensor>&");
+  auto resultsType =
+      emitc::OpaqueType::get(ctx, "std::vector<tessera::rt::Tensor>&");
+  auto efn = emitc::FuncOp::create(
+      b, fn.getLoc(), fn.getSymName(),
+      FunctionType::get(ctx, {argsType, resultsType}, {}));
+  Block *entry = efn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value args = entry->getArgument(0);
+  Block &body = fn.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    Value index =
+        emitc::LiteralOp::create(b, fn.getLoc(), emitc::SizeTType::get(ctx),
+                                 std::to_string(arg.getArgNumber()));
+    Value lvalue = emitc::SubscriptOp::create(
+        b, fn.getLoc(), emitc::LValueType::get(tensorType), args,
+        ValueRange{index});
+    Value loaded = emitc::LoadOp::create(b, fn.getLoc(), tensorType, lvalue);
+    arg.replaceAllUsesWith(UnrealizedConversionCastOp::create(
+                               b, fn.getLoc(), arg.getType(), loaded)
+                               .getResult(0));
+  }
+  for (Operation &op : body) {
+    if (isa<func::ReturnOp>(op))
+      continue;
+    std::string where = locationText(op.getLoc());
+    std::string what = op.getName().getStringRef().str();
+    if (auto rvd = getAttr<Dist::RvdAttrHelper>(&op))
+      what += " (" + rvd.str() + ")";
+    OpBuilder cb(&op);
+    emitc::VerbatimOp::create(
+        cb, op.getLoc(),
+        cb.getStringAttr("// " + (where.empty() ? "" : where + ": ") + what),
+        ValueRange{});
+  }
+  entry->getOperations().splice(entry->end(), body.getOperations());
+  return efn;
+}
+
+/// Drops each tensor (or tuple/vector of tensors) after its last use, so
+/// the runtime's allocator can reuse its storage.
+void insertReleases(emitc::FuncOp efn) {
+  Block &body = efn.getBody().front();
+  SmallVector<std::pair<Operation *, Value>> releases;
+  for (Operation &op : body) {
+    for (Value v : op.getResults()) {
+      auto type = dyn_cast<emitc::OpaqueType>(v.getType());
+      if (!type)
+        continue;
+      // The last user in block order; a subscript's load counts as its use.
+      Operation *last = &op;
+      for (Operation *user : v.getUsers()) {
+        Operation *u = user;
+        if (isa<emitc::SubscriptOp>(u))
+          for (Operation *load : u->getUsers())
+            if (last->isBeforeInBlock(load))
+              last = load;
+        if (last->isBeforeInBlock(u))
+          last = u;
+      }
+      releases.push_back({last, v});
+    }
+  }
+  for (auto [after, v] : releases) {
+    if (isa<emitc::ReturnOp>(after))
+      continue;
+    OpBuilder rb(after->getContext());
+    rb.setInsertionPointAfter(after);
+    StringRef type = cast<emitc::OpaqueType>(v.getType()).getValue();
+    const char *text =
+        type == kRuntimeTensorType ? "{}.release();" : "{} = {{};";
+    emitc::VerbatimOp::create(rb, v.getLoc(), rb.getStringAttr(text),
+                              ValueRange{v});
+  }
+}
 
 /// For an integer input of a step function: the exclusive upper bound of
 /// its values, from the ops that index with it (gather's data dimension,
@@ -672,7 +432,7 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
                                                  : f.getArgumentTypes()[i]);
       os << "      {tessera::rt::Role::" << role->role << ", "
          << cppString(role->name)
-         << ", tessera::rt::DType::" << dtypeName(type.getElementType())
+         << ", tessera::rt::DType::" << runtimeDTypeName(type.getElementType())
          << ", {" << joinInts(type.getShape()) << "}";
       if (!results && role->role == "Input" &&
           isa<IntegerType>(type.getElementType()))
@@ -722,32 +482,42 @@ struct ConvertTsrToEmitCPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    emitc::IncludeOp::create(b, module.getLoc(), "tessera/runtime/Runtime.h",
-                             /*is_standard_include=*/false);
-    for (const char *header : {"cmath", "cstdint", "tuple", "vector"})
-      emitc::IncludeOp::create(b, module.getLoc(), header,
-                               /*is_standard_include=*/true);
-
-    SmallVector<func::FuncOp> funcs(module.getOps<func::FuncOp>());
-    SmallVector<func::FuncOp> steps;
-    func::FuncOp gradStep;
+    MLIRContext *ctx = &getContext();
     if (outlineConstantsAbove < 0) {
       module.emitError("convert-tsr-to-emitc: outline-constants-above must "
                        "be >= 0, got ")
           << int64_t(outlineConstantsAbove);
       return signalPassFailure();
     }
+    int64_t outlineAbove =
+        constantsFile.empty() ? -1 : int64_t(outlineConstantsAbove);
+
+    SmallVector<func::FuncOp> funcs;
+    for (func::FuncOp f : module.getOps<func::FuncOp>())
+      if (!f.isExternal())
+        funcs.push_back(f);
     bool outlined = false;
-    for (func::FuncOp f : funcs) {
-      if (f.isExternal())
-        continue;
-      FunctionLowering lowering(
-          f, maxInlineConstant,
-          constantsFile.empty() ? -1 : int64_t(outlineConstantsAbove));
-      if (failed(lowering.run()))
+    SmallVector<std::string> headers;
+    for (func::FuncOp f : funcs)
+      if (failed(validateFunction(f, maxInlineConstant, outlineAbove, outlined,
+                                  headers)))
         return signalPassFailure();
-      outlined |= lowering.readsConstantsFile();
+
+    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+    emitc::IncludeOp::create(b, module.getLoc(), "tessera/runtime/Runtime.h",
+                             /*is_standard_include=*/false);
+    for (const std::string &header : headers)
+      emitc::IncludeOp::create(b, module.getLoc(), header,
+                               /*is_standard_include=*/false);
+    for (const char *header : {"cmath", "cstdint", "tuple", "vector"})
+      emitc::IncludeOp::create(b, module.getLoc(), header,
+                               /*is_standard_include=*/true);
+
+    // The Program table reads the functions' roles and their uses of
+    // arguments, so it is written before their bodies move.
+    SmallVector<func::FuncOp> steps;
+    func::FuncOp gradStep;
+    for (func::FuncOp f : funcs) {
       if (hasAttr<Tsr::TrainStepAttrHelper>(f))
         steps.push_back(f);
       else if (hasAttr<Tsr::GradStepAttrHelper>(f))
@@ -772,8 +542,44 @@ struct ConvertTsrToEmitCPass
                              outlined ? StringRef(constantsFile) : "")))
         return signalPassFailure();
     }
-    for (func::FuncOp f : funcs)
+
+    SmallVector<emitc::FuncOp> emitted;
+    for (func::FuncOp f : funcs) {
+      emitted.push_back(buildFrame(f));
       f.erase();
+    }
+    for (func::FuncOp f : llvm::to_vector(module.getOps<func::FuncOp>()))
+      f.erase();
+
+    // Every dialect lowers its own ops (ConvertToEmitCPatternInterface).
+    RuntimeTypeConverter typeConverter(ctx);
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<emitc::EmitCDialect>();
+    target.addLegalOp<UnrealizedConversionCastOp>();
+    target.addIllegalOp<func::ReturnOp>();
+    RewritePatternSet patterns(ctx);
+    for (Dialect *d : ctx->getLoadedDialects())
+      if (auto *iface = dyn_cast<ConvertToEmitCPatternInterface>(d))
+        iface->populateConvertToEmitCConversionPatterns(target, typeConverter,
+                                                        patterns);
+    patterns.add<ConstantLowering>(typeConverter, ctx, outlineAbove);
+    patterns.add<ReturnLowering>(typeConverter, ctx);
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
+      return signalPassFailure();
+    SmallVector<UnrealizedConversionCastOp> casts;
+    module.walk([&](UnrealizedConversionCastOp c) { casts.push_back(c); });
+    SmallVector<UnrealizedConversionCastOp> left;
+    reconcileUnrealizedCasts(casts, &left);
+    for (UnrealizedConversionCastOp c : left) {
+      if (!c->use_empty()) {
+        c.emitError("convert-tsr-to-emitc: a value was left unconverted");
+        return signalPassFailure();
+      }
+      c.erase();
+    }
+    for (emitc::FuncOp efn : emitted)
+      insertReleases(efn);
+
     // The plan's module attributes (dist.mesh, dist.pipeline, tsr.source)
     // described the functions just lowered; the emitted module is EmitC
     // alone, which any C++ translator reads.
@@ -785,3 +591,9 @@ struct ConvertTsrToEmitCPass
 };
 
 } // namespace
+
+void tessera::registerConvertTsrToEmitCInterface(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *, tsr::TsrDialect *dialect) {
+    dialect->addInterfaces<TsrToEmitCInterface>();
+  });
+}

@@ -12,6 +12,9 @@
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Interfaces/CostInterface.h"
+
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -22,16 +25,11 @@ namespace dist {
 
 namespace {
 
-/// The operand whose storage the op's result shares, if the op is a view.
+/// The value whose storage `op`'s result shares (ViewLikeOpInterface).
 std::optional<Value> viewOf(Operation *op) {
-  if (auto r = dyn_cast<tsr::ReshapeOp>(op))
-    return r.getInput();
-  if (auto c = dyn_cast<tsr::CastOp>(op))
-    if (c.getInput().getType() == c.getType())
-      return c.getInput();
-  if (auto b = dyn_cast<tsr::BroadcastToOp>(op))
-    if (b.getInput().getType() == b.getType())
-      return b.getInput();
+  if (auto view = dyn_cast<ViewLikeOpInterface>(op))
+    if (Value source = view.getViewSource())
+      return source;
   return std::nullopt;
 }
 
@@ -53,7 +51,8 @@ int64_t predictPeakBytes(func::FuncOp step) {
   };
   int64_t live = 0;
   for (BlockArgument arg : body.getArguments()) {
-    storageOf[arg] = newStorage(tsr::tensorBytes(arg.getType()), /*pin=*/true);
+    storageOf[arg] =
+        newStorage(tessera::tensorBytes(arg.getType()), /*pin=*/true);
     live += size.back();
   }
   // Last uses (per storage), and pins for results and sends.
@@ -75,7 +74,8 @@ int64_t predictPeakBytes(func::FuncOp step) {
           continue;
         }
       }
-      storageOf[r] = newStorage(tsr::tensorBytes(r.getType()), /*pin=*/false);
+      storageOf[r] =
+          newStorage(tessera::tensorBytes(r.getType()), /*pin=*/false);
     }
   }
   // Replay.

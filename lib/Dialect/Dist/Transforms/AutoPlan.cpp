@@ -15,6 +15,7 @@
 #include "PlanUtils.h"
 
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
+#include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Planner/AutoPlanSearch.h"
 
@@ -197,7 +198,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     bool split = tpValues.contains(arg);
-    double bytes = tsr::tensorBytes(arg.getType());
+    double bytes = tessera::tensorBytes(arg.getType());
     if (auto name = getArgAttr<Tsr::ParamAttrHelper>(f, i)) {
       autoplan::Unit &unit = problem.units[paramUnit[name.getValue()]];
       (split ? unit.paramBytesSplit : unit.paramBytes) += bytes;
@@ -233,14 +234,14 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
 
     autoplan::OpCost c;
     c.unit = u;
-    c.flops = tsr::flops(&op);
+    c.flops = tessera::flopsOf(&op);
     c.isMatmul = isa<tsr::MatmulOp>(op);
     c.perMicroBatch = batchFlow.names.count(&op);
     auto tpIt = tpNames.find(&op);
     c.tpSplit = tpIt != tpNames.end();
     std::string dtype;
     auto account = [&](Value v) {
-      double b = tsr::tensorBytes(v.getType());
+      double b = tessera::tensorBytes(v.getType());
       (batchFlow.carriers.count(v) ? c.batchBytes : c.fixedBytes) += b;
       if (dtype.empty())
         dtype = dtypeName(v.getType());
@@ -273,12 +274,12 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                   reduced = false;
           if (reduced)
             for (Value r : op.getResults())
-              c.allReduceBytes += tsr::tensorBytes(r.getType());
+              c.allReduceBytes += tessera::tensorBytes(r.getType());
         }
     } else {
       for (Value v : op.getOperands())
         if (tpValues.contains(v))
-          c.allGatherBytes += tsr::tensorBytes(v.getType());
+          c.allGatherBytes += tessera::tensorBytes(v.getType());
     }
     problem.ops.push_back(c);
 
@@ -289,7 +290,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     for (Value r : op.getResults()) {
       if (!batchFlow.carriers.count(r))
         continue;
-      double b = tsr::tensorBytes(r.getType());
+      double b = tessera::tensorBytes(r.getType());
       bool kept = false;
       llvm::SmallDenseSet<int> readers;
       for (Operation *user : r.getUsers()) {

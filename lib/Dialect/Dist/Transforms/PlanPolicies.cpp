@@ -21,6 +21,7 @@
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
+#include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Support/InputFile.h"
 
@@ -358,7 +359,7 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
   SmallVector<Operation *> &forward = units.forward;
   std::vector<double> used(units.names.size(), 0);
   for (auto [i, op] : llvm::enumerate(forward))
-    used[units.unitOf[i]] += tsr::flops(op);
+    used[units.unitOf[i]] += tessera::flopsOf(op);
   // Both factors are >= 1; an overflowing product is as infeasible as
   // any count above the number of layer groups.
   int64_t numStages = support::checkedMul(shape.pp, stagesPerDevice)

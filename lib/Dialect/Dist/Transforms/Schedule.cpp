@@ -13,6 +13,7 @@
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
+#include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Schedule/PipelineOrder.h"
 
@@ -135,13 +136,13 @@ struct DistSchedulePass
         removeAttr<Dist::WeightGradAttrHelper>(&op);
         if (!hasAttr<Tsr::BackwardAttrHelper>(&op)) {
           if (!hasAttr<Tsr::UpdateAttrHelper>(&op))
-            f[s] += tsr::flops(&op);
+            f[s] += tessera::flopsOf(&op);
         } else if (splitW && !inB.contains(&op)) {
           op.setAttr(Dist::WeightGradAttrHelper::getNameStr(),
                      UnitAttr::get(ctx));
-          w[s] += tsr::flops(&op);
+          w[s] += tessera::flopsOf(&op);
         } else {
-          bw[s] += tsr::flops(&op);
+          bw[s] += tessera::flopsOf(&op);
         }
       }
     }

@@ -17,26 +17,6 @@ bool isForward(Operation *op) {
          !hasAttr<Tsr::UpdateAttrHelper>(op);
 }
 
-double flops(Operation *op) {
-  if (auto mm = dyn_cast<MatmulOp>(op))
-    return 2.0 * double(mm.getType().getNumElements()) *
-           double(mm.getLhs().getType().getShape().back());
-  double n = 0;
-  for (Type t : op->getResultTypes())
-    if (auto r = dyn_cast<RankedTensorType>(t))
-      n += double(r.getNumElements());
-  return n;
-}
-
-int64_t tensorBytes(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return 0;
-  int64_t bits = t.getElementType().getIntOrFloatBitWidth();
-  int64_t elementBytes = bits == 1 ? 1 : (bits + 7) / 8;
-  return t.getNumElements() * elementBytes;
-}
-
 std::string opName(Operation *op) {
   Location loc = op->getLoc();
   while (auto c = dyn_cast<CallSiteLoc>(loc))

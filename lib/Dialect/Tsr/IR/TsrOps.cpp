@@ -294,6 +294,10 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
   return {};
 }
 
+Value CastOp::getViewSource() {
+  return getInput().getType() == getType() ? getInput() : Value();
+}
+
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx,
@@ -518,6 +522,12 @@ TSR_REDUCE_OP(ReduceMaxOp, "^")
 //===----------------------------------------------------------------------===//
 // Shapes and data movement
 //===----------------------------------------------------------------------===//
+
+Value ReshapeOp::getViewSource() { return getInput(); }
+
+Value BroadcastToOp::getViewSource() {
+  return getInput().getType() == getType() ? getInput() : Value();
+}
 
 LogicalResult ReshapeOp::verify() {
   auto in = tensorType(getInput());

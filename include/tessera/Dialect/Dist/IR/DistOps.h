@@ -11,6 +11,7 @@
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Interfaces/RankVariantInterface.h"
+#include "tessera/Interfaces/RuntimeCallInterface.h"
 
 namespace tessera::dist {
 

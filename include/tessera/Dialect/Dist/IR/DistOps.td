@@ -14,6 +14,7 @@ include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "tessera/Interfaces/RankVariantInterface.td"
+include "tessera/Interfaces/RuntimeCallInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Types, enums and effects
@@ -41,9 +42,20 @@ def Dist_Communicates : MemoryEffects<[MemRead<Dist_CommResource>,
 //===----------------------------------------------------------------------===//
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Dist_Dialect, mnemonic, !listconcat(traits, [Dist_Communicates])> {
+    : Op<Dist_Dialect, mnemonic,
+         !listconcat(traits, [Dist_Communicates,
+                              DeclareOpInterfaceMethods<RuntimeCallOpInterface>])> {
   // Op-specific prose; every op's docs end with the common note on dist.rvd.
   string opDescription = "";
+  // The runtime call (Comm.h), as in Tessera_Op (TesseraOpBase.td).
+  string rtCallee = mnemonic;
+  code rtArgs = [{.operands()}];
+  let extraClassDefinition = [{
+    ::tessera::RuntimeCall $cppClass::getRuntimeCall() {
+      return ::tessera::RuntimeCall(getOperation(), "}] # rtCallee # [{")}] #
+      rtArgs # [{;
+    }
+  }];
   let description = opDescription # [{
 
     Like every dist op it may carry a `dist.rvd` string: the layout
@@ -74,6 +86,8 @@ class Dist_CollectiveOp<string mnemonic, list<Trait> traits = []>
 
 def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
     [AllTypesMatch<["input", "result"]>]> {
+  let rtArgs = [{.operands().ints(getRanks(), "ranks")
+                    .enumValue("ReduceKind", stringifyReductionKind(getKind()))}];
   let summary = "combine the ranks' tensors elementwise; every rank gets it";
   let opDescription = [{
     Each rank of `ranks` gets the elementwise `kind` (sum, max or min;
@@ -95,6 +109,7 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce",
 }
 
 def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
+  let rtArgs = [{.operands().ints(getRanks(), "ranks").i64(getDim())}];
   let summary = "concatenate the ranks' tensors along a dimension";
   let opDescription = [{
     Each rank of `ranks` gets the `input`s of all of them concatenated along
@@ -117,6 +132,8 @@ def Dist_AllGatherOp : Dist_CollectiveOp<"all_gather"> {
 }
 
 def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
+  let rtArgs = [{.operands().ints(getRanks(), "ranks").i64(getDim())
+                    .enumValue("ReduceKind", stringifyReductionKind(getKind()))}];
   let summary = "combine the ranks' tensors and give each rank one piece";
   let opDescription = [{
     Combines the `input`s of all ranks elementwise by `kind` (default sum),
@@ -143,6 +160,8 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter"> {
 }
 
 def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
+  let rtArgs = [{.operands().ints(getRanks(), "ranks").i64(getSplitDim())
+                    .i64(getConcatDim())}];
   let summary = "exchange pieces: split one dimension, concatenate another";
   let opDescription = [{
     Each rank splits its `input` along `split_dim` into as many equal pieces
@@ -167,6 +186,8 @@ def Dist_AllToAllOp : Dist_CollectiveOp<"all_to_all"> {
 
 def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast",
     [AllTypesMatch<["input", "result"]>]> {
+  let rtArgs = [{.operands().ints(getRanks(), "ranks")
+                    .i64(int64_t(getRoot()), "root")}];
   let summary = "every rank gets the root's tensor";
   let opDescription = [{
     Each rank of `ranks` gets the `input` of rank `root`, which must be one
@@ -188,6 +209,8 @@ def Dist_BroadcastOp : Dist_CollectiveOp<"broadcast",
 //===----------------------------------------------------------------------===//
 
 def Dist_SendOp : Dist_Op<"send", [Dist_RankVariant]> {
+  let rtArgs = [{.operands().i64(int64_t(getPeer()), "peer")
+                    .i64(int64_t(getTag()), "tag")}];
   let summary = "send a tensor to one rank";
   let opDescription = [{
     Sends `input` to rank `peer`. It matches the `dist.recv` on `peer` whose
@@ -204,6 +227,8 @@ def Dist_SendOp : Dist_Op<"send", [Dist_RankVariant]> {
 }
 
 def Dist_RecvOp : Dist_Op<"recv", [Dist_RankVariant]> {
+  let rtArgs = [{.shape(getType()).dtype(getType())
+                    .i64(int64_t(getPeer()), "peer").i64(int64_t(getTag()), "tag")}];
   let summary = "receive a tensor from one rank";
   let opDescription = [{
     Receives the tensor that rank `peer` sends with the same `tag` (see

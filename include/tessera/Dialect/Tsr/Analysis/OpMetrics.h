@@ -1,9 +1,9 @@
 //===- OpMetrics.h - what planning passes read off a tsr op -----*- C++ -*-===//
 //
 // One definition of the facts about an op that dist-plan, dist-schedule and
-// dist-partition all need: which phase it belongs to, roughly how much it
-// computes, how many bytes its values hold, and the name a plan file or a
-// diagnostic calls it by.
+// dist-partition all need: which phase it belongs to and the name a plan
+// file or a diagnostic calls it by. What an op costs is its
+// CostOpInterface (tessera/Interfaces/CostInterface.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,15 +19,6 @@ namespace tessera::tsr {
 /// Neither a backward op (tsr.backward) nor an optimizer update
 /// (tsr.update).
 bool isForward(mlir::Operation *op);
-
-/// FLOPs of an op, roughly: a matmul counts 2 * output elements * k;
-/// everything else counts its output elements.
-double flops(mlir::Operation *op);
-
-/// Bytes of a value of this type: elements x element bytes (i1 counts one
-/// byte, as the runtime stores it); 0 for a type that is not a ranked
-/// tensor.
-int64_t tensorBytes(mlir::Type type);
 
 /// The op's name: its NameLoc (the ONNX node name), looking through call
 /// sites and fused locations; "" when it has none.

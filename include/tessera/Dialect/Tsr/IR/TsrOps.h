@@ -10,9 +10,12 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Interfaces/DimAnnotationInterface.h"
 #include "tessera/Interfaces/GradientInterface.h"
 #include "tessera/Interfaces/RankVariantInterface.h"
+#include "tessera/Interfaces/RuntimeCallInterface.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "tessera/Dialect/Tsr/IR/TsrEnums.h.inc"
 

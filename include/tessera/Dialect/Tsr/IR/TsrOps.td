@@ -10,13 +10,14 @@
 #define TESSERA_DIALECT_TSR_IR_TSROPS_TD
 
 include "tessera/Dialect/Tsr/IR/TsrDialect.td"
-include "tessera/Interfaces/DimAnnotationInterface.td"
+include "tessera/Interfaces/TesseraOpBase.td"
 include "tessera/Interfaces/GradientInterface.td"
 include "tessera/Interfaces/RankVariantInterface.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/ViewLikeInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Types and enums
@@ -74,31 +75,23 @@ def Tsr_FiniteNonNegativeFloat : AttrConstraint<
 // Ops with a gradient rule (TsrGradients.cpp) for tsr-autodiff.
 def Tsr_Differentiable : DeclareOpInterfaceMethods<GradientOpInterface>;
 
+// The runtime returns a view of the input's storage (no copy): always for
+// reshape; for cast and broadcast_to when the result type equals the
+// input's, and their getViewSource() is null otherwise (TsrOps.cpp).
+// Memory prediction counts a view's storage once.
+def Tsr_View : DeclareOpInterfaceMethods<ViewLikeOpInterface>;
+def Tsr_ViewWhenIdentity : DeclareOpInterfaceMethods<ViewLikeOpInterface>;
+
 //===----------------------------------------------------------------------===//
 // Base classes
 //===----------------------------------------------------------------------===//
 
-// `annotationText` is the op's dimension annotation template. Ops whose
-// annotation depends on attributes also list "buildAnnotation" in
-// `annotationOverrides` and implement it in TsrOps.cpp.
+// The common record of a tsr op: annotation, runtime call and cost
+// (tessera/Interfaces/TesseraOpBase.td).
 class Tsr_Op<string mnemonic, string annotationText, list<Trait> traits = [],
              list<string> annotationOverrides = []>
-    : Op<Tsr_Dialect, mnemonic,
-         !listconcat(traits, [DeclareOpInterfaceMethods<DimAnnotationOpInterface,
-                                                        annotationOverrides>])> {
-  string annotation = annotationText;
-  // Op-specific prose, after the annotation line in the docs.
-  string opDescription = "";
-  let description = "**Annotation**: `" # annotationText # "`" #
-      !if(!empty(annotationOverrides), "", " *(adapted to attributes)*") #
-      "\n\n" # opDescription;
-  // DeclareOpInterfaceMethods declares the static getAnnotationTemplate();
-  // its body, the annotation string, is defined here.
-  let extraClassDefinition = [{
-    ::llvm::StringRef $cppClass::getAnnotationTemplate() { return "}] #
-      annotationText # [{"; }
-  }];
-}
+    : Tessera_Op<Tsr_Dialect, mnemonic, annotationText, traits,
+                 annotationOverrides>;
 
 // Elementwise ops on one float tensor.
 class Tsr_UnaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
@@ -147,6 +140,7 @@ def Tsr_SinOp : Tsr_UnaryOp<"sin", "elementwise sine">;
 def Tsr_CosOp : Tsr_UnaryOp<"cos", "elementwise cosine">;
 
 def Tsr_GeluOp : Tsr_Op<"gelu", "* -> *", [Tsr_Differentiable, Pure, SameOperandsAndResultType]> {
+  let rtArgs = [{.operands().flag(getApproximate() == GeluApproximation::tanh)}];
   let summary = "Gaussian error linear unit (exact or tanh approximation)";
   let opDescription = [{
     `exact`: x * Phi(x) with the normal CDF through erf;
@@ -165,6 +159,7 @@ def Tsr_DivOp : Tsr_BinaryOp<"div", "elementwise division">;
 def Tsr_PowOp : Tsr_BinaryOp<"pow", "elementwise power lhs ^ rhs">;
 
 def Tsr_CompareOp : Tsr_Op<"compare", "*, * -> *", [Pure, InferTypeOpAdaptor]> {
+  let rtArgs = [{.enumValue("Compare", stringifyComparePredicate(getPredicate())).operands()}];
   let summary = "elementwise comparison giving an i1 mask";
   let opDescription = [{
     Both operands have the same element type; shapes broadcast as in numpy.
@@ -191,7 +186,8 @@ def Tsr_WhereOp : Tsr_Op<"where", "*, *, * -> *", [Tsr_Differentiable, Pure, Inf
   }];
 }
 
-def Tsr_CastOp : Tsr_Op<"cast", "* -> *", [Tsr_Differentiable, Pure]> {
+def Tsr_CastOp : Tsr_Op<"cast", "* -> *", [Tsr_Differentiable, Pure, Tsr_ViewWhenIdentity]> {
+  let rtArgs = [{.operands().dtype(getType())}];
   let summary = "elementwise conversion of the element type";
   let opDescription = [{
     Float to integer rounds toward zero; to i1 compares with zero.
@@ -205,6 +201,8 @@ def Tsr_CastOp : Tsr_Op<"cast", "* -> *", [Tsr_Differentiable, Pure]> {
 
 def Tsr_ConstantOp : Tsr_Op<"constant", "-> *",
     [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  // Materialised by the program frame (literals or the constants file).
+  let rtCallee = "";
   let summary = "a tensor constant";
   let arguments = (ins ElementsAttr:$value);
   let results = (outs Tsr_AnyTensor:$result);
@@ -213,6 +211,7 @@ def Tsr_ConstantOp : Tsr_Op<"constant", "-> *",
 }
 
 def Tsr_DropoutOp : Tsr_Op<"dropout", "* -> *, *", [Tsr_Differentiable, InferTypeOpAdaptor]> {
+  let rtArgs = [{.operands().f64(getRatio()).i64(int64_t(getSeed()))}];
   let summary = "training-mode dropout with its keep mask";
   let opDescription = [{
     Zeroes each element with probability `ratio` and scales the kept ones
@@ -238,6 +237,8 @@ def Tsr_DropoutOp : Tsr_Op<"dropout", "* -> *, *", [Tsr_Differentiable, InferTyp
 
 def Tsr_MatmulOp : Tsr_Op<"matmul", "* m k+, * k+ n -> * m n",
     [Tsr_Differentiable, Pure, InferTypeOpAdaptor]> {
+  let flops = [{2.0 * double(getType().getNumElements()) *
+                   double(getLhs().getType().getShape().back())}];
   let summary = "batched matrix product with broadcasting batch dimensions";
   let opDescription = [{
     Both operands have rank >= 2: the last two dimensions multiply as
@@ -252,6 +253,7 @@ def Tsr_MatmulOp : Tsr_Op<"matmul", "* m k+, * k+ n -> * m n",
 
 def Tsr_SoftmaxOp : Tsr_Op<"softmax", "* d^ -> * d^",
     [Tsr_Differentiable, Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().i64(getAxis())}];
   let summary = "softmax along one axis";
   let opDescription = "`d` is the `axis` dimension.";
   let arguments = (ins Tsr_FloatTensor:$input, I64Attr:$axis);
@@ -262,6 +264,7 @@ def Tsr_SoftmaxOp : Tsr_Op<"softmax", "* d^ -> * d^",
 
 def Tsr_LogSoftmaxOp : Tsr_Op<"log_softmax", "* d^ -> * d^",
     [Tsr_Differentiable, Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().i64(getAxis())}];
   let summary = "log of the softmax along one axis";
   let opDescription = "`d` is the `axis` dimension.";
   let arguments = (ins Tsr_FloatTensor:$input, I64Attr:$axis);
@@ -272,6 +275,8 @@ def Tsr_LogSoftmaxOp : Tsr_Op<"log_softmax", "* d^ -> * d^",
 
 def Tsr_LayerNormOp : Tsr_Op<"layer_norm", "* d^, d^, d^ -> * d^, * 1, * 1",
     [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let rtArgs = [{.tensor(getInput()).tensor(getWeight()).tensor(getBias())
+                    .i64(getAxis()).f64(getEpsilon())}];
   let summary = "layer normalisation with its mean and reciprocal std";
   let opDescription = [{
     Normalises over the dimensions from `axis` to the last (`d` above stands
@@ -299,6 +304,7 @@ def Tsr_LayerNormOp : Tsr_Op<"layer_norm", "* d^, d^, d^ -> * d^, * 1, * 1",
 class Tsr_ReduceOp<string mnemonic, string summaryText, string markText>
     : Tsr_Op<mnemonic, "* -> *", [Pure, InferTypeOpAdaptor, Tsr_Differentiable],
              ["buildAnnotation"]> {
+  let rtArgs = [{.operands().ints(getAxes()).flag(getKeepdims())}];
   let summary = summaryText;
   let opDescription = "The `axes` dimensions are marked `" # markText # [{`
     and removed from the result, or kept with size 1 when `keepdims`.
@@ -327,7 +333,8 @@ def Tsr_ReduceMaxOp : Tsr_ReduceOp<"reduce_max", "maximum over axes", "^">;
 // Shapes and data movement
 //===----------------------------------------------------------------------===//
 
-def Tsr_ReshapeOp : Tsr_Op<"reshape", "* -> *", [Tsr_Differentiable, Pure], ["buildAnnotation"]> {
+def Tsr_ReshapeOp : Tsr_Op<"reshape", "* -> *", [Tsr_Differentiable, Pure, Tsr_View], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().shape(getType())}];
   let summary = "reshape to a static shape with the same number of elements";
   let opDescription = [{
     The annotation groups dimensions whose products match, nnScaler-style:
@@ -344,6 +351,7 @@ def Tsr_ReshapeOp : Tsr_Op<"reshape", "* -> *", [Tsr_Differentiable, Pure], ["bu
 
 def Tsr_TransposeOp : Tsr_Op<"transpose", "* -> *",
     [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().ints(getPerm())}];
   let summary = "permute dimensions: result dim i is input dim perm[i]";
   let arguments = (ins Tsr_AnyTensor:$input, DenseI64ArrayAttr:$perm);
   let results = (outs Tsr_AnyTensor:$result);
@@ -351,8 +359,9 @@ def Tsr_TransposeOp : Tsr_Op<"transpose", "* -> *",
   let hasFolder = 1;
 }
 
-def Tsr_BroadcastToOp : Tsr_Op<"broadcast_to", "* -> *", [Tsr_Differentiable, Pure],
+def Tsr_BroadcastToOp : Tsr_Op<"broadcast_to", "* -> *", [Tsr_Differentiable, Pure, Tsr_ViewWhenIdentity],
     ["buildAnnotation"]> {
+  let rtArgs = [{.operands().shape(getType())}];
   let summary = "broadcast to the result shape (numpy rules, as ONNX Expand)";
   let arguments = (ins Tsr_AnyTensor:$input);
   let results = (outs Tsr_AnyTensor:$result);
@@ -364,6 +373,8 @@ def Tsr_BroadcastToOp : Tsr_Op<"broadcast_to", "* -> *", [Tsr_Differentiable, Pu
 def Tsr_SliceOp : Tsr_Op<"slice", "* -> *", [Tsr_Differentiable, Pure, InferTypeOpAdaptor,
     DeclareOpInterfaceMethods<RankVariantOpInterface, ["getRankVariantAttrNames"]>],
     ["buildAnnotation"]> {
+  let rtArgs = [{.operands().ints(getStarts(), "starts")
+                    .ints(getLimits(), "limits").ints(getSteps())}];
   let summary = "strided slice of every dimension";
   let opDescription = [{
     For each dimension i: elements starts[i], starts[i] + steps[i], ... below
@@ -379,6 +390,7 @@ def Tsr_SliceOp : Tsr_Op<"slice", "* -> *", [Tsr_Differentiable, Pure, InferType
 
 def Tsr_SplitOp : Tsr_Op<"split", "* -> *, ...", [Tsr_Differentiable, Pure, InferTypeOpAdaptor],
     ["buildAnnotation"]> {
+  let rtArgs = [{.operands().i64(getAxis()).ints(getSizes()).returnsList()}];
   let summary = "split along one axis into pieces of the given sizes";
   let opDescription = "The split axis is `^`.";
   let arguments = (ins Tsr_AnyTensor:$input, I64Attr:$axis,
@@ -390,6 +402,7 @@ def Tsr_SplitOp : Tsr_Op<"split", "* -> *, ...", [Tsr_Differentiable, Pure, Infe
 
 def Tsr_ConcatOp : Tsr_Op<"concat", "*, ... -> *", [Tsr_Differentiable, Pure, InferTypeOpAdaptor],
     ["buildAnnotation"]> {
+  let rtArgs = [{.operandList().i64(getAxis())}];
   let summary = "concatenate along one axis";
   let opDescription = "The concatenation axis is `^`.";
   let arguments = (ins Variadic<Tsr_AnyTensor>:$inputs, I64Attr:$axis);
@@ -401,6 +414,7 @@ def Tsr_ConcatOp : Tsr_Op<"concat", "*, ... -> *", [Tsr_Differentiable, Pure, In
 
 def Tsr_GatherOp : Tsr_Op<"gather", "v^ c, * -> * c",
     [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().i64(getAxis())}];
   let summary = "gather slices of data along an axis (embedding lookup)";
   let opDescription = [{
     As ONNX Gather: the result has data's dimensions before `axis`, then
@@ -420,6 +434,8 @@ def Tsr_GatherOp : Tsr_Op<"gather", "v^ c, * -> * c",
 
 def Tsr_SoftmaxCrossEntropyOp : Tsr_Op<"softmax_cross_entropy",
     "n+ c^, n+ -> ()", [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().i64(getIgnoreIndex())
+                    .enumValue("Reduction", stringifyLossReduction(getReduction()))}];
   let summary = "cross-entropy of softmax(logits) against class labels";
   let opDescription = [{
     logits are N x C, labels N class ids. Samples whose label equals
@@ -443,6 +459,7 @@ def Tsr_SoftmaxCrossEntropyOp : Tsr_Op<"softmax_cross_entropy",
 
 def Tsr_SoftmaxGradOp : Tsr_Op<"softmax_grad", "* d^, * d^ -> * d^",
     [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().i64(getAxis())}];
   let summary = "input gradient of softmax from its output and output gradient";
   let opDescription = "dx = y * (dy - sum(dy * y, axis)).";
   let arguments = (ins Tsr_FloatTensor:$output, Tsr_FloatTensor:$grad,
@@ -454,6 +471,7 @@ def Tsr_SoftmaxGradOp : Tsr_Op<"softmax_grad", "* d^, * d^ -> * d^",
 
 def Tsr_LogSoftmaxGradOp : Tsr_Op<"log_softmax_grad", "* d^, * d^ -> * d^",
     [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().i64(getAxis())}];
   let summary = "input gradient of log_softmax from its output and gradient";
   let opDescription = "dx = dy - exp(y) * sum(dy, axis).";
   let arguments = (ins Tsr_FloatTensor:$output, Tsr_FloatTensor:$grad,
@@ -465,6 +483,7 @@ def Tsr_LogSoftmaxGradOp : Tsr_Op<"log_softmax_grad", "* d^, * d^ -> * d^",
 
 def Tsr_GeluGradOp : Tsr_Op<"gelu_grad", "*, * -> *",
     [Pure, SameOperandsAndResultType]> {
+  let rtArgs = [{.operands().flag(getApproximate() == GeluApproximation::tanh)}];
   let summary = "input gradient of gelu: dy * gelu'(x)";
   let arguments = (ins Tsr_GeluApproximation:$approximate,
                        Tsr_FloatTensor:$input, Tsr_FloatTensor:$grad);
@@ -476,6 +495,7 @@ def Tsr_GeluGradOp : Tsr_Op<"gelu_grad", "*, * -> *",
 def Tsr_LayerNormGradOp : Tsr_Op<"layer_norm_grad",
     "*+ d^, *+ d^, d^, *+ 1, *+ 1 -> * d^, d^, d^",
     [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().i64(getAxis())}];
   let summary = "gradients of layer_norm for its input, weight and bias";
   let opDescription = [{
     Operands: the output gradient dy, the forward input x, weight, and the
@@ -497,6 +517,8 @@ def Tsr_LayerNormGradOp : Tsr_Op<"layer_norm_grad",
 
 def Tsr_SoftmaxCrossEntropyGradOp : Tsr_Op<"softmax_cross_entropy_grad",
     "n c^, n, () -> n c^", [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  let rtArgs = [{.operands().i64(getIgnoreIndex())
+                    .enumValue("Reduction", stringifyLossReduction(getReduction()))}];
   let summary = "logits gradient of softmax_cross_entropy";
   let opDescription = [{
     dlogits = (softmax(logits) - onehot(labels)) * dloss (divided by the
@@ -518,6 +540,7 @@ def Tsr_SoftmaxCrossEntropyGradOp : Tsr_Op<"softmax_cross_entropy_grad",
 
 def Tsr_EmbeddingGradOp : Tsr_Op<"embedding_grad", "*+ c, *+ -> v^ c",
     [Pure]> {
+  let rtArgs = [{.operands().shape(getType())}];
   let summary = "table gradient of gather on axis 0 (a scatter-add)";
   let opDescription = [{
     result[indices[i], :] += grad[i, :] over all positions i, into a zero

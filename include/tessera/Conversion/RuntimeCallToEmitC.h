@@ -1,0 +1,61 @@
+//===- RuntimeCallToEmitC.h - ops to runtime calls in EmitC -----*- C++ -*-===//
+//
+// The emission of any op that implements RuntimeCallOpInterface: one
+// `emitc.call_opaque` of `tessera::rt::<callee>` with the arguments its
+// RuntimeCall describes. A dialect lowers its ops by adding this pattern
+// from its ConvertToEmitCPatternInterface (TsrToEmitC, DistToEmitC, the
+// extensions under dialects/); convert-tsr-to-emitc collects the patterns
+// of every dialect in the module.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_CONVERSION_RUNTIMECALLTOEMITC_H
+#define TESSERA_CONVERSION_RUNTIMECALLTOEMITC_H
+
+#include "tessera/Interfaces/RuntimeCallInterface.h"
+
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <string>
+
+namespace tessera {
+
+/// The C++ type of a runtime tensor in emitted code.
+constexpr const char *kRuntimeTensorType = "tessera::rt::Tensor";
+
+/// Ranked tensors become `emitc.opaque<"tessera::rt::Tensor">`.
+class RuntimeTypeConverter : public mlir::TypeConverter {
+public:
+  explicit RuntimeTypeConverter(mlir::MLIRContext *ctx);
+};
+
+/// "1, 2, 3": integers as a C++ initializer list's contents.
+std::string joinInts(llvm::ArrayRef<int64_t> values);
+
+/// The runtime's name of an element type ("f32", "i64", ...), or "" where
+/// the runtime has no such tensors.
+std::string runtimeDTypeName(mlir::Type elementType);
+
+/// Checks that `call` can be emitted: every tensor type it names (shape and
+/// dtype arguments, the op's operands and results) has a runtime dtype.
+/// Reports "convert-tsr-to-emitc: the CPU runtime has no ..." on the op.
+mlir::LogicalResult verifyEmittable(const RuntimeCall &call);
+
+/// Adds the pattern that lowers the ops of `dialectNamespace` implementing
+/// RuntimeCallOpInterface (those with a callee), and marks that dialect
+/// illegal in `target`.
+void populateRuntimeCallToEmitCPatterns(mlir::ConversionTarget &target,
+                                        mlir::TypeConverter &typeConverter,
+                                        mlir::RewritePatternSet &patterns,
+                                        llvm::StringRef dialectNamespace);
+
+/// A rank-variant argument's value as emitted: `own` (the op's value), or
+/// in a function shared by several ranks whose values differ
+/// (dist.rank_values), a table of one value per rank declared before the
+/// op and indexed at run time by the running rank.
+mlir::Attribute rankVariantValue(mlir::OpBuilder &b, mlir::Operation *op,
+                                 llvm::StringRef name, mlir::Attribute own);
+
+} // namespace tessera
+
+#endif // TESSERA_CONVERSION_RUNTIMECALLTOEMITC_H
