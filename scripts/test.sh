@@ -54,8 +54,14 @@ BUILD_DIR=${TESSERA_BUILD_DIR:-build}
 LIT=/usr/lib/llvm-22/bin/lit
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-# lit reads the system python3 (it needs no extra packages).
-"$LIT" -sv "${lit_args[@]}" "$BUILD_DIR/test" "$BUILD_DIR/test/Unit" 2>&1 |
+# lit reads the system python3 (it needs no extra packages). Each
+# extension under dialects/ has its own lit suite.
+ext_suites=()
+for d in "$BUILD_DIR"/dialects/*/test; do
+  [ -f "$d/lit.site.cfg.py" ] && ext_suites+=("$d")
+done
+"$LIT" -sv "${lit_args[@]}" "$BUILD_DIR/test" "$BUILD_DIR/test/Unit" \
+  "${ext_suites[@]}" 2>&1 |
   tee "$log"
 rc=${PIPESTATUS[0]}
 

@@ -14,6 +14,8 @@
 
 #include "tessera/Interfaces/RuntimeCallInterface.h"
 
+#include "mlir/Conversion/ConvertToEmitC/ToEmitCInterface.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 #include <string>
@@ -55,6 +57,28 @@ void populateRuntimeCallToEmitCPatterns(mlir::ConversionTarget &target,
 /// op and indexed at run time by the running rank.
 mlir::Attribute rankVariantValue(mlir::OpBuilder &b, mlir::Operation *op,
                                  llvm::StringRef name, mlir::Attribute own);
+
+/// The ConvertToEmitCPatternInterface of a dialect whose ops all describe
+/// their calls (RuntimeCallOpInterface): the common pattern lowers them.
+template <typename DialectT>
+struct RuntimeCallToEmitCInterface
+    : public mlir::ConvertToEmitCPatternInterface {
+  using mlir::ConvertToEmitCPatternInterface::ConvertToEmitCPatternInterface;
+  void populateConvertToEmitCConversionPatterns(
+      mlir::ConversionTarget &target, mlir::TypeConverter &typeConverter,
+      mlir::RewritePatternSet &patterns) const final {
+    populateRuntimeCallToEmitCPatterns(target, typeConverter, patterns,
+                                       DialectT::getDialectNamespace());
+  }
+};
+
+/// Attaches RuntimeCallToEmitCInterface to `DialectT` when it is loaded.
+template <typename DialectT>
+void registerRuntimeCallToEmitCInterface(mlir::DialectRegistry &registry) {
+  registry.addExtension(+[](mlir::MLIRContext *, DialectT *dialect) {
+    dialect->template addInterfaces<RuntimeCallToEmitCInterface<DialectT>>();
+  });
+}
 
 } // namespace tessera
 

@@ -10,31 +10,8 @@
 #include "tessera/Conversion/RuntimeCallToEmitC.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 
-#include "mlir/Conversion/ConvertToEmitC/ToEmitCInterface.h"
-#include "mlir/IR/DialectRegistry.h"
-
 using namespace mlir;
 
-namespace tessera {
-namespace {
-
-struct DistToEmitCInterface : public ConvertToEmitCPatternInterface {
-  using ConvertToEmitCPatternInterface::ConvertToEmitCPatternInterface;
-  void populateConvertToEmitCConversionPatterns(
-      ConversionTarget &target, TypeConverter &typeConverter,
-      RewritePatternSet &patterns) const final {
-    populateRuntimeCallToEmitCPatterns(
-        target, typeConverter, patterns,
-        dist::DistDialect::getDialectNamespace());
-  }
-};
-
-} // namespace
-
-void registerConvertDistToEmitCInterface(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *, dist::DistDialect *dialect) {
-    dialect->addInterfaces<DistToEmitCInterface>();
-  });
+void tessera::registerConvertDistToEmitCInterface(DialectRegistry &registry) {
+  registerRuntimeCallToEmitCInterface<dist::DistDialect>(registry);
 }
-
-} // namespace tessera

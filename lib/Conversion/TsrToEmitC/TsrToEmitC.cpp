@@ -109,16 +109,6 @@ std::optional<Role> roleOf(DictionaryAttr attrs) {
   return std::nullopt;
 }
 
-struct TsrToEmitCInterface : public ConvertToEmitCPatternInterface {
-  using ConvertToEmitCPatternInterface::ConvertToEmitCPatternInterface;
-  void populateConvertToEmitCConversionPatterns(
-      ConversionTarget &target, TypeConverter &typeConverter,
-      RewritePatternSet &patterns) const final {
-    populateRuntimeCallToEmitCPatterns(target, typeConverter, patterns,
-                                       TsrDialect::getDialectNamespace());
-  }
-};
-
 /// A constant's element as a C++ literal.
 std::string scalarText(Attribute a, Type elementType) {
   if (auto f = dyn_cast<FloatAttr>(a)) {
@@ -593,7 +583,5 @@ struct ConvertTsrToEmitCPass
 } // namespace
 
 void tessera::registerConvertTsrToEmitCInterface(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *, tsr::TsrDialect *dialect) {
-    dialect->addInterfaces<TsrToEmitCInterface>();
-  });
+  registerRuntimeCallToEmitCInterface<tsr::TsrDialect>(registry);
 }
