@@ -16,7 +16,8 @@ class DialectRegistry;
 namespace tessera {
 
 /// tsr, dist, func and emitc, with tsr's and dist's ConvertToEmitC
-/// interfaces and func's inliner extension.
+/// interfaces and func's inliner extension, and the extension dialects
+/// (dialects/llm).
 void registerAllDialects(mlir::DialectRegistry &registry);
 
 } // namespace tessera

@@ -5,6 +5,7 @@
 #include "tessera/Conversion/TsrToEmitC.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+#include "tessera/llm/Registration.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
 #include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
@@ -17,4 +18,6 @@ void tessera::registerAllDialects(mlir::DialectRegistry &registry) {
   mlir::func::registerInlinerExtension(registry);
   registerConvertTsrToEmitCInterface(registry);
   registerConvertDistToEmitCInterface(registry);
+  // Extension dialects (dialects/).
+  llm::registerLlmDialect(registry);
 }

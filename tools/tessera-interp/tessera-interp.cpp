@@ -13,7 +13,9 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrDialect.h"
 #include "tessera/Exec/Interpreter.h"
+#include "tessera/InitAll.h"
 #include "tessera/Support/InputFile.h"
+#include "tessera/llm/Registration.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -90,8 +92,12 @@ int main(int argc, char **argv) {
   std::optional<std::string> text = support::readMlirFile(file, readError);
   if (!text)
     return fail(readError);
-  MLIRContext context;
-  context.loadDialect<tsr::TsrDialect, func::FuncDialect>();
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  // The extensions' kernels (the core's are always there).
+  llm::registerLlmKernels();
   llvm::SourceMgr sources;
   sources.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(*text, file),
                              llvm::SMLoc());

@@ -1,0 +1,98 @@
+//===- LlmOps.td - llm operations --------------------------*- tablegen -*-===//
+//
+// Each op is one Tessera_Op record (tessera/Interfaces/TesseraOpBase.td):
+// annotation, runtime call and cost here, the gradient in LlmOps.cpp, the
+// kernels in dialects/llm/runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_LLM_IR_LLMOPS_TD
+#define TESSERA_LLM_IR_LLMOPS_TD
+
+include "tessera/llm/IR/LlmDialect.td"
+include "tessera/Interfaces/GradientInterface.td"
+include "tessera/Interfaces/TesseraOpBase.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Llm_FloatTensor : StaticShapeTensorOf<[F32, F64]>;
+
+def Llm_Differentiable : DeclareOpInterfaceMethods<GradientOpInterface>;
+
+// An epsilon: NaN, infinity or a negative value would turn every output
+// into NaN or zero.
+def Llm_FiniteNonNegativeFloat : AttrConstraint<
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValue().isFinite() && "
+          "!::llvm::cast<::mlir::FloatAttr>($_self).getValue().isNegative()">,
+    "whose value is finite and non-negative">;
+
+// The runtime calls are tessera::rt::llm::<name>, declared in
+// tessera/llm/Runtime.h.
+class Llm_Op<string mnemonic, string annotationText, list<Trait> traits = []>
+    : Tessera_Op<Llm_Dialect, mnemonic, annotationText, traits> {
+  let rtCallee = "llm::" # mnemonic;
+  let rtHeader = "tessera/llm/Runtime.h";
+}
+
+def Llm_RmsNormOp : Llm_Op<"rms_norm", "* d^, d^ -> * d^, * 1",
+    [Llm_Differentiable, Pure, InferTypeOpAdaptor]> {
+  let summary = "RMS normalisation over the last dimension, with its rstd";
+  let opDescription = [{
+    y = x * rstd * weight with rstd = 1 / sqrt(mean(x^2) + epsilon) over
+    the last dimension (LLaMA's RMSNorm). `rstd` keeps the leading
+    dimensions and has size 1 in the last; the backward op reuses it.
+  }];
+  let arguments = (ins Llm_FloatTensor:$input, Llm_FloatTensor:$weight,
+                       ConfinedAttr<F64Attr, [Llm_FiniteNonNegativeFloat]>:$epsilon);
+  let results = (outs Llm_FloatTensor:$result, Llm_FloatTensor:$rstd);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let rtArgs = [{.operands().f64(getEpsilon())}];
+  // x^2, the row sum, and the scaling by rstd and weight.
+  let flops = [{4.0 * double(getResult().getType().getNumElements())}];
+}
+
+def Llm_RmsNormGradOp : Llm_Op<"rms_norm_grad",
+    "*+ d^, *+ d^, d^, *+ 1 -> * d^, d^", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the gradients of rms_norm's input and weight";
+  let opDescription = [{
+    From the gradient of y, the input x, the weight w and the forward's
+    rstd r (per row, n = the last dimension's size):
+    dx = r * (g*w - x * r^2 * mean(g*w*x)), dw = sum over rows of g*x*r.
+  }];
+  let arguments = (ins Llm_FloatTensor:$grad, Llm_FloatTensor:$input,
+                       Llm_FloatTensor:$weight, Llm_FloatTensor:$rstd);
+  let results = (outs Llm_FloatTensor:$input_grad,
+                      Llm_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $grad `,` $input `,` $weight `,` $rstd attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let flops = [{8.0 * double(getInputGrad().getType().getNumElements())}];
+}
+
+def Llm_SiluOp : Llm_Op<"silu", "* -> *",
+    [Llm_Differentiable, Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise x * sigmoid(x) (SiLU, swish)";
+  let arguments = (ins Llm_FloatTensor:$input);
+  let results = (outs Llm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let flops = [{4.0 * double(getType().getNumElements())}];
+}
+
+def Llm_SwigluOp : Llm_Op<"swiglu", "*, * -> *",
+    [Llm_Differentiable, Pure, SameOperandsAndResultType]> {
+  let summary = "silu(gate) * up, the gated unit of a SwiGLU MLP";
+  let opDescription = [{
+    The elementwise core of LLaMA's MLP, down(silu(gate(x)) * up(x)): one
+    pass over the two projections' outputs instead of three.
+  }];
+  let arguments = (ins Llm_FloatTensor:$gate, Llm_FloatTensor:$up);
+  let results = (outs Llm_FloatTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+  let flops = [{5.0 * double(getType().getNumElements())}];
+}
+
+#endif // TESSERA_LLM_IR_LLMOPS_TD

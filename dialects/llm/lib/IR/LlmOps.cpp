@@ -1,0 +1,132 @@
+//===- LlmOps.cpp - llm operations: shapes and gradients ------------------===//
+
+#include "tessera/llm/IR/LlmOps.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
+
+using namespace mlir;
+using namespace tessera;
+using namespace tessera::llm;
+
+#define GET_OP_CLASSES
+#include "tessera/llm/IR/LlmOps.cpp.inc"
+
+namespace {
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// The input's shape with size 1 in the last dimension.
+RankedTensorType rowStatType(RankedTensorType in) {
+  SmallVector<int64_t> shape(in.getShape());
+  shape.back() = 1;
+  return RankedTensorType::get(shape, in.getElementType());
+}
+
+/// Checks an RMSNorm's input (rank >= 1) and weight (the input's last
+/// dimension, same element type).
+LogicalResult checkRowAndWeight(std::optional<Location> loc,
+                                RankedTensorType in, RankedTensorType w) {
+  if (in.getRank() < 1)
+    return emitOptionalError(loc, "input must have rank >= 1");
+  if (w.getElementType() != in.getElementType())
+    return emitOptionalError(loc, "weight has element type ",
+                             w.getElementType(), ", the input ",
+                             in.getElementType());
+  if (w.getRank() != 1 || w.getDimSize(0) != in.getShape().back())
+    return emitOptionalError(loc, "weight must have shape [",
+                             in.getShape().back(),
+                             "] (the input's last dimension), got ", w);
+  return success();
+}
+
+/// A rank-0 constant of `like`'s element type.
+Value scalar(OpBuilder &b, Location loc, Value like, double value) {
+  auto type = RankedTensorType::get({}, tensorType(like).getElementType());
+  return tsr::ConstantOp::create(
+      b, loc, type,
+      DenseElementsAttr::get(type,
+                             b.getFloatAttr(type.getElementType(), value)));
+}
+
+/// d/dx silu(x) = s (1 + x (1 - s)) with s = sigmoid(x), in tsr ops.
+Value siluDerivative(OpBuilder &b, Location loc, Value x) {
+  Value s = tsr::SigmoidOp::create(b, loc, x);
+  Value one = scalar(b, loc, x, 1.0);
+  Value oneMinusS = tsr::SubOp::create(b, loc, one, s);
+  Value inner =
+      tsr::AddOp::create(b, loc, one, tsr::MulOp::create(b, loc, x, oneMinusS));
+  return tsr::MulOp::create(b, loc, s, inner);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// rms_norm
+//===----------------------------------------------------------------------===//
+
+LogicalResult RmsNormOp::inferReturnTypes(MLIRContext *,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto in = tensorType(adaptor.getInput());
+  if (failed(checkRowAndWeight(loc, in, tensorType(adaptor.getWeight()))))
+    return failure();
+  types.push_back(in);
+  types.push_back(rowStatType(in));
+  return success();
+}
+
+LogicalResult RmsNormOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
+                                       SmallVectorImpl<Value> &dxs) {
+  if (dys[1])
+    return emitOpError("cannot propagate gradients through its rstd result");
+  auto grad = RmsNormGradOp::create(b, getLoc(), dys[0], getInput(),
+                                    getWeight(), getRstd());
+  dxs.push_back(grad.getInputGrad());
+  dxs.push_back(grad.getWeightGrad());
+  return success();
+}
+
+LogicalResult RmsNormGradOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  auto in = tensorType(adaptor.getInput());
+  auto w = tensorType(adaptor.getWeight());
+  if (failed(checkRowAndWeight(loc, in, w)))
+    return failure();
+  if (tensorType(adaptor.getGrad()) != in)
+    return emitOptionalError(loc, "grad has type ", adaptor.getGrad().getType(),
+                             ", the input ", in);
+  if (tensorType(adaptor.getRstd()) != rowStatType(in))
+    return emitOptionalError(loc, "rstd has type ", adaptor.getRstd().getType(),
+                             ", expected ", rowStatType(in));
+  types.push_back(in);
+  types.push_back(w);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// silu and swiglu
+//===----------------------------------------------------------------------===//
+
+LogicalResult SiluOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  Location loc = getLoc();
+  dxs.push_back(
+      tsr::MulOp::create(b, loc, dys[0], siluDerivative(b, loc, getInput())));
+  return success();
+}
+
+LogicalResult SwigluOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
+                                      SmallVectorImpl<Value> &dxs) {
+  // y = silu(g) u: dg = dy u silu'(g), du = dy silu(g).
+  Location loc = getLoc();
+  Value dyU = tsr::MulOp::create(b, loc, dys[0], getUp());
+  dxs.push_back(
+      tsr::MulOp::create(b, loc, dyU, siluDerivative(b, loc, getGate())));
+  dxs.push_back(
+      tsr::MulOp::create(b, loc, dys[0], SiluOp::create(b, loc, getGate())));
+  return success();
+}

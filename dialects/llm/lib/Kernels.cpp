@@ -1,0 +1,14 @@
+//===- Kernels.cpp - the llm kernels in the interpreter's table -----------===//
+
+#include "tessera/Exec/Kernels.h"
+#include "tessera/llm/Registration.h"
+#include "tessera/llm/Runtime.h"
+
+void tessera::llm::registerLlmKernels() {
+  // The callees of LlmOps.td's records.
+  exec::registerKernel("llm::rms_norm", exec::kernelOf(&rt::llm::rms_norm));
+  exec::registerKernel("llm::rms_norm_grad",
+                       exec::kernelOf(&rt::llm::rms_norm_grad));
+  exec::registerKernel("llm::silu", exec::kernelOf(&rt::llm::silu));
+  exec::registerKernel("llm::swiglu", exec::kernelOf(&rt::llm::swiglu));
+}

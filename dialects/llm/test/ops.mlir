@@ -1,0 +1,16 @@
+// Round trip of every llm op (and its generic form).
+// RUN: tessera-opt %s | tessera-opt | FileCheck %s
+// RUN: tessera-opt %s -mlir-print-op-generic | tessera-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @ops
+func.func @ops(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>, %g: tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  // CHECK: %{{.*}}, %[[R:[a-z_0-9]+]] = llm.rms_norm %{{.*}}, %{{.*}} {epsilon = 9.9999999999999995E-7 : f64} : (tensor<2x3x8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>)
+  %n:2 = llm.rms_norm %x, %w {epsilon = 1.0e-6 : f64} : (tensor<2x3x8xf32>, tensor<8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>)
+  // CHECK: llm.rms_norm_grad %{{.*}}, %{{.*}}, %{{.*}}, %[[R]] : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x1xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>)
+  %d:2 = llm.rms_norm_grad %g, %x, %w, %n#1 : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x1xf32>) -> (tensor<2x3x8xf32>, tensor<8xf32>)
+  // CHECK: llm.silu %{{.*}} : tensor<2x3x8xf32>
+  %s = llm.silu %x : tensor<2x3x8xf32>
+  // CHECK: llm.swiglu %{{.*}}, %{{.*}} : tensor<2x3x8xf32>
+  %u = llm.swiglu %x, %g : tensor<2x3x8xf32>
+  return %n#0, %d#1, %s, %u : tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}
