@@ -3,6 +3,7 @@
 #include "tessera/Interfaces/RuntimeCallInterface.h"
 
 #include "mlir/IR/Operation.h"
+#include "llvm/Support/ErrorHandling.h"
 
 using namespace mlir;
 
@@ -40,7 +41,10 @@ RuntimeCall &RuntimeCall::tensor(Value v) {
   for (OpOperand &use : operation->getOpOperands())
     if (use.get() == v)
       return operand(use.getOperandNumber());
-  llvm_unreachable("RuntimeCall::tensor: not an operand of the op");
+  // A mistake in the op's record, not in the input: stop with its name.
+  llvm::report_fatal_error(llvm::Twine("RuntimeCall::tensor: the value is "
+                                       "not an operand of '") +
+                           operation->getName().getStringRef() + "'");
 }
 
 RuntimeCall &RuntimeCall::operandList(unsigned first) {
