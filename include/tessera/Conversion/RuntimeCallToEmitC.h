@@ -38,6 +38,18 @@ std::string joinInts(llvm::ArrayRef<int64_t> values);
 /// the runtime has no such tensors.
 std::string runtimeDTypeName(mlir::Type elementType);
 
+/// `tessera::rt::Shape{...}` of a ranked tensor type, as an emitc.opaque
+/// argument.
+mlir::Attribute shapeLiteral(mlir::MLIRContext *ctx, mlir::Type tensorType);
+/// `tessera::rt::DType::<name>` of a ranked tensor type (one that
+/// verifyEmittable accepted).
+mlir::Attribute dtypeLiteral(mlir::MLIRContext *ctx, mlir::Type tensorType);
+
+/// The lvalue `vector[index]` of a std::vector<Tensor> (the step's args and
+/// results, a list-returning call's result).
+mlir::Value tensorSlot(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value vector, int64_t index);
+
 /// Checks that `call` can be emitted: every tensor type it names (shape and
 /// dtype arguments, the op's operands and results) has a runtime dtype.
 /// Reports "convert-tsr-to-emitc: the CPU runtime has no ..." on the op.

@@ -49,6 +49,29 @@ std::string runtimeDTypeName(Type t) {
   return "";
 }
 
+Attribute shapeLiteral(MLIRContext *ctx, Type tensorType) {
+  return emitc::OpaqueAttr::get(
+      ctx, "tessera::rt::Shape{" +
+               joinInts(cast<RankedTensorType>(tensorType).getShape()) + "}");
+}
+
+Attribute dtypeLiteral(MLIRContext *ctx, Type tensorType) {
+  return emitc::OpaqueAttr::get(
+      ctx, "tessera::rt::DType::" +
+               runtimeDTypeName(
+                   cast<RankedTensorType>(tensorType).getElementType()));
+}
+
+Value tensorSlot(OpBuilder &b, Location loc, Value vector, int64_t index) {
+  MLIRContext *ctx = b.getContext();
+  Value i = emitc::LiteralOp::create(b, loc, emitc::SizeTType::get(ctx),
+                                     std::to_string(index));
+  return emitc::SubscriptOp::create(
+      b, loc,
+      emitc::LValueType::get(emitc::OpaqueType::get(ctx, kRuntimeTensorType)),
+      vector, ValueRange{i});
+}
+
 LogicalResult verifyEmittable(const RuntimeCall &call) {
   Operation *op = call.op();
   auto check = [&](Type t) -> LogicalResult {
@@ -183,18 +206,12 @@ public:
         break;
       }
       case RuntimeArg::Kind::Shape:
-        args.push_back(
-            opaque("tessera::rt::Shape{" +
-                   joinInts(cast<RankedTensorType>(a.type).getShape()) + "}"));
+        args.push_back(shapeLiteral(ctx, a.type));
         break;
-      case RuntimeArg::Kind::DType: {
-        std::string name =
-            runtimeDTypeName(cast<RankedTensorType>(a.type).getElementType());
-        if (name.empty())
-          return rewriter.notifyMatchFailure(op, "no runtime dtype");
-        args.push_back(opaque("tessera::rt::DType::" + name));
+      case RuntimeArg::Kind::DType:
+        // verifyEmittable (run by the pass first) checked the dtype.
+        args.push_back(dtypeLiteral(ctx, a.type));
         break;
-      }
       case RuntimeArg::Kind::Enum:
         args.push_back(opaque("tessera::rt::" + a.enumType + "::" + a.text));
         break;
@@ -239,14 +256,9 @@ public:
                               ctx, "std::vector<tessera::rt::Tensor>")})
                        .getResult(0);
       SmallVector<Value> results;
-      for (unsigned i = 0; i < n; ++i) {
-        Value index = emitc::LiteralOp::create(
-            rewriter, loc, emitc::SizeTType::get(ctx), std::to_string(i));
-        Value lv = emitc::SubscriptOp::create(
-            rewriter, loc, emitc::LValueType::get(tensorType), list,
-            ValueRange{index});
-        results.push_back(emitc::LoadOp::create(rewriter, loc, tensorType, lv));
-      }
+      for (unsigned i = 0; i < n; ++i)
+        results.push_back(emitc::LoadOp::create(
+            rewriter, loc, tensorType, tensorSlot(rewriter, loc, list, i)));
       rewriter.replaceOp(op, results);
       return success();
     }

@@ -147,10 +147,8 @@ public:
     auto opaque = [&](const Twine &text) -> Attribute {
       return emitc::OpaqueAttr::get(ctx, text.str());
     };
-    Attribute shape =
-        opaque("tessera::rt::Shape{" + joinInts(type.getShape()) + "}");
-    Attribute dtype = opaque("tessera::rt::DType::" +
-                             runtimeDTypeName(type.getElementType()));
+    Attribute shape = shapeLiteral(ctx, type);
+    Attribute dtype = dtypeLiteral(ctx, type);
     SmallVector<Attribute> args;
     StringRef callee;
     if (dense.isSplat()) {
@@ -194,17 +192,10 @@ public:
     auto efn = op->getParentOfType<emitc::FuncOp>();
     if (!efn)
       return failure();
-    MLIRContext *ctx = op.getContext();
-    Type tensorType = emitc::OpaqueType::get(ctx, kRuntimeTensorType);
     Value results = efn.getArgument(1);
-    for (auto [i, v] : llvm::enumerate(adaptor.getOperands())) {
-      Value index = emitc::LiteralOp::create(
-          rewriter, op.getLoc(), emitc::SizeTType::get(ctx), std::to_string(i));
-      Value slot = emitc::SubscriptOp::create(
-          rewriter, op.getLoc(), emitc::LValueType::get(tensorType), results,
-          ValueRange{index});
-      emitc::AssignOp::create(rewriter, op.getLoc(), slot, v);
-    }
+    for (auto [i, v] : llvm::enumerate(adaptor.getOperands()))
+      emitc::AssignOp::create(rewriter, op.getLoc(),
+                              tensorSlot(rewriter, op.getLoc(), results, i), v);
     rewriter.replaceOpWithNewOp<emitc::ReturnOp>(op, Value());
     return success();
   }
@@ -226,11 +217,10 @@ LogicalResult validateFunction(func::FuncOp fn, int64_t maxInlineConstant,
     if (!d || !isa<ConvertToEmitCPatternInterface>(d))
       return op.emitError("convert-tsr-to-emitc: no lowering for '")
              << op.getName() << "'";
+    auto iface = dyn_cast<RuntimeCallOpInterface>(op);
+    if (iface && failed(verifyEmittable(iface.getRuntimeCall())))
+      return failure();
     if (auto c = dyn_cast<ConstantOp>(op)) {
-      auto type = cast<RankedTensorType>(c.getType());
-      if (runtimeDTypeName(type.getElementType()).empty())
-        return op.emitError("convert-tsr-to-emitc: the CPU runtime has no ")
-               << type.getElementType() << " tensors";
       auto dense = dyn_cast<DenseElementsAttr>(c.getValue());
       if (!dense)
         return op.emitError("convert-tsr-to-emitc: only dense constants");
@@ -246,13 +236,11 @@ LogicalResult validateFunction(func::FuncOp fn, int64_t maxInlineConstant,
                << " elements exceeds max-inline-constant=" << maxInlineConstant;
       continue;
     }
-    if (auto iface = dyn_cast<RuntimeCallOpInterface>(op)) {
+    if (iface) {
       RuntimeCall call = iface.getRuntimeCall();
       if (!call.isCall())
         return op.emitError("convert-tsr-to-emitc: no lowering for '")
                << op.getName() << "'";
-      if (failed(verifyEmittable(call)))
-        return failure();
       if (!call.headerPath().empty() &&
           !llvm::is_contained(headers, call.headerPath()))
         headers.push_back(call.headerPath().str());
@@ -282,13 +270,9 @@ emitc::FuncOp buildFrame(func::FuncOp fn) {
   Value args = entry->getArgument(0);
   Block &body = fn.getBody().front();
   for (BlockArgument arg : body.getArguments()) {
-    Value index =
-        emitc::LiteralOp::create(b, fn.getLoc(), emitc::SizeTType::get(ctx),
-                                 std::to_string(arg.getArgNumber()));
-    Value lvalue = emitc::SubscriptOp::create(
-        b, fn.getLoc(), emitc::LValueType::get(tensorType), args,
-        ValueRange{index});
-    Value loaded = emitc::LoadOp::create(b, fn.getLoc(), tensorType, lvalue);
+    Value loaded = emitc::LoadOp::create(
+        b, fn.getLoc(), tensorType,
+        tensorSlot(b, fn.getLoc(), args, arg.getArgNumber()));
     arg.replaceAllUsesWith(UnrealizedConversionCastOp::create(
                                b, fn.getLoc(), arg.getType(), loaded)
                                .getResult(0));
