@@ -55,7 +55,8 @@ ALLOWED_OPS = {
     "LayerNormalization", "Softmax", "Reshape", "Transpose", "Split", "Slice", "Concat",
     "Unsqueeze", "Squeeze", "Gather", "Where", "Equal", "Cast", "Constant",
     "ConstantOfShape", "Expand", "Shape", "Dropout", "SoftmaxCrossEntropyLoss",
-    "ReduceMean", "Identity", "Relu", "Gelu",
+    "ReduceMean", "Identity", "Relu", "Gelu", "Neg", "Sigmoid", "Sin", "Cos", "Trilu",
+    "Einsum",
 }
 
 
@@ -113,7 +114,7 @@ def norm(a) -> float:
     return float(np.linalg.norm(np.asarray(a, dtype=np.float64).ravel()))
 
 
-def run_optimizer(init_model: GPT, make_opt, tokens: np.ndarray, B: int, T: int, steps: int):
+def run_optimizer(init_model: torch.nn.Module, make_opt, tokens: np.ndarray, B: int, T: int, steps: int):
     """Train a copy of ``init_model`` for ``steps`` steps; losses[i] is the loss of
     step i's forward (weights after i updates, batch i), taken before its update."""
     model = copy.deepcopy(init_model)
@@ -132,7 +133,7 @@ def run_optimizer(init_model: GPT, make_opt, tokens: np.ndarray, B: int, T: int,
 
 # ------------------------------------------------------------------------- ONNX
 
-def export_onnx(model: GPT, idx: torch.Tensor, targets: torch.Tensor, path: str) -> None:
+def export_onnx(model: torch.nn.Module, idx: torch.Tensor, targets: torch.Tensor, path: str) -> None:
     with warnings.catch_warnings():
         # Sizes are read as Python ints on purpose (static shapes): silence the tracer.
         warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
@@ -151,7 +152,7 @@ def _dims(value_info):
     return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim]
 
 
-def verify_onnx(path: str, init: "collections.OrderedDict[str, np.ndarray]", cfg: GPTConfig) -> dict:
+def verify_onnx(path: str, init: "collections.OrderedDict[str, np.ndarray]", cfg) -> dict:
     """Check the exported model; returns a summary for reference.json."""
     import onnx
     from onnx import numpy_helper, shape_inference
@@ -216,8 +217,9 @@ def verify_onnx(path: str, init: "collections.OrderedDict[str, np.ndarray]", cfg
 
 # ------------------------------------------------------------------------- main
 
-def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(argv=None, description=__doc__, add_model_args=None):
+    """The common options; ``add_model_args(ap)`` adds a model's own (examples/llama)."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--width", type=int, default=32)
@@ -240,11 +242,23 @@ def parse_args(argv=None):
                     help="torch CPU threads (1 makes the reference reproducible bit for bit)")
     ap.add_argument("--no-final", action="store_true", help="do not write final_*.safetensors")
     ap.add_argument("--quiet", action="store_true")
+    if add_model_args:
+        add_model_args(ap)
     return ap.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
+def make_gpt(args, vocab: int):
+    """(config, model) of examples/gpt for the parsed options."""
+    cfg = GPTConfig(layers=args.layers, heads=args.heads, width=args.width, context=args.context,
+                    vocab=vocab, batch=args.batch, dropout=args.dropout, bias=not args.no_bias,
+                    gelu=args.gelu)
+    return cfg, (lambda: GPT(cfg))
+
+
+def main(argv=None, make_model=make_gpt, description=__doc__, add_model_args=None) -> int:
+    """Exports the model that ``make_model(args, vocab) -> (config, constructor)``
+    describes (examples/gpt's by default; examples/llama/export.py passes its own)."""
+    args = parse_args(argv, description, add_model_args)
     t0 = time.time()
     log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, flush=True))
 
@@ -262,15 +276,13 @@ def main(argv=None) -> int:
             vocab = int(json.load(f)["vocab_size"])
     if int(tokens.max()) >= vocab:
         raise SystemExit(f"{args.data} has token id {int(tokens.max())} >= vocab {vocab}")
-    cfg = GPTConfig(layers=args.layers, heads=args.heads, width=args.width, context=args.context,
-                    vocab=vocab, batch=args.batch, dropout=args.dropout, bias=not args.no_bias,
-                    gelu=args.gelu)
+    cfg, construct = make_model(args, vocab)
     B, T = cfg.batch, cfg.context
     if len(tokens) < T + 2:
         raise SystemExit(f"{args.data} has {len(tokens)} tokens; need at least T+2 = {T + 2}")
 
     torch.manual_seed(args.seed)
-    model = GPT(cfg)
+    model = construct()
     model.train()
     init = state_arrays(model)
     names = list(init)
@@ -335,7 +347,7 @@ def main(argv=None) -> int:
                               {"format": "pt", "what": f"weights after {args.steps} {name} steps"})
         log(f"{name}: " + " ".join(f"{x:.5f}" for x in losses))
     t_ref = time.time() - t_ref
-    if cfg.dropout > 0:
+    if getattr(cfg, "dropout", 0.0) > 0:
         print(f"WARNING: dropout {cfg.dropout} > 0: the reference draws random masks and only "
               "PyTorch can reproduce it (with the same seed)", file=sys.stderr)
     elif runs["sgd"][0][0] != init_loss or runs["adamw"][0][0] != init_loss:

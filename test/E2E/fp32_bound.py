@@ -32,9 +32,13 @@ def gamma(n):
 
 
 def reductions(config):
-    """(N, D) of examples/gpt's model from reference.json's config."""
+    """(N, D) of examples/gpt's or examples/llama's model from
+    reference.json's config (a Llama block has fewer reductions in sequence
+    than a GPT block: RMSNorm is one, not two)."""
+    # examples/llama's config names its MLP width; the GPT's is 4 * width.
     n = max(config["batch"] * config["context"], config["vocab"],
-            4 * config["width"], config["context"])
+            config.get("hidden", 4 * config["width"]), config["width"],
+            config["context"])
     return n, 24 * config["layers"] + 10
 
 

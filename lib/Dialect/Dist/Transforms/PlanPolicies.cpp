@@ -13,7 +13,8 @@
 // every other operand or result holding the same name carries it on. This
 // is how the batch reaches every op of the forward and the backward, how
 // attention heads flow from the reshape that creates them, and how the MLP
-// hidden dimension reaches both matmuls around the nonlinearity.
+// hidden dimension reaches the up (and gate) and down projections around
+// the activation.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,7 @@
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Interfaces/CostInterface.h"
+#include "tessera/Interfaces/DimAnnotationInterface.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Support/InputFile.h"
 
@@ -29,6 +31,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Support/Regex.h"
 
 #include <deque>
@@ -193,6 +196,70 @@ Units groupUnits(Block &body) {
   return units;
 }
 
+namespace {
+
+/// Whether every operand and result of `op`'s annotation is `*`: an
+/// elementwise op (with numpy broadcasting), whichever dialect defines it.
+bool isElementwise(Operation *op) {
+  auto iface = dyn_cast<DimAnnotationOpInterface>(op);
+  if (!iface)
+    return false;
+  SmallVector<StringRef> sides, entries;
+  StringRef(iface.getAnnotationTemplate()).split(sides, "->");
+  if (sides.size() != 2)
+    return false;
+  for (StringRef side : sides) {
+    entries.clear();
+    side.split(entries, ',');
+    for (StringRef e : entries)
+      if (e.trim() != "*")
+        return false;
+  }
+  return true;
+}
+
+/// A projection: a forward matmul by a matrix (a rank-2 right operand).
+bool isProjection(Operation *op) {
+  auto m = dyn_cast<tsr::MatmulOp>(op);
+  return m && tsr::isForward(op) && m.getRhs().getType().getRank() == 2;
+}
+
+/// Whether `v` is computed from projections' results by elementwise ops
+/// only: walking back through elementwise ops over the values of `v`'s
+/// shape (operands of other shapes are broadcast: biases, scalars), every
+/// path ends at a projection. This is the input of an MLP's down
+/// projection -- activation(up(x)), or silu(gate(x)) * up(x) of a GLU --
+/// and not that of an attention output (a reshape of heads) or of a head
+/// after a normalisation (a reduction, or the residual stream back to the
+/// embedding).
+bool isProjectedActivation(Value v) {
+  Type shape = v.getType();
+  SmallVector<Value> work{v};
+  DenseSet<Value> seen;
+  bool activation = false;
+  while (!work.empty()) {
+    Value cur = work.pop_back_val();
+    if (!seen.insert(cur).second)
+      continue;
+    Operation *def = cur.getDefiningOp();
+    if (!def || !tsr::isForward(def))
+      return false;
+    if (isProjection(def))
+      continue;
+    if (!isElementwise(def))
+      return false;
+    activation = true;
+    for (Value operand : def->getOperands())
+      if (operand.getType() == shape)
+        work.push_back(operand);
+  }
+  // A projection fed straight into another (no activation between) is
+  // one linear map: nothing says which dimension is the hidden one.
+  return activation;
+}
+
+} // namespace
+
 void tensorParallelSeeds(Block &body,
                          SmallVectorImpl<std::pair<Value, int64_t>> &heads,
                          SmallVectorImpl<std::pair<Value, int64_t>> &hidden) {
@@ -207,17 +274,14 @@ void tensorParallelSeeds(Block &body,
               in.getShape().back())
         heads.push_back({r.getResult(), out.getRank() - 2});
     }
-    // The MLP's nonlinearity: its last dimension is the hidden one.
-    if (isa<tsr::GeluOp, tsr::ReluOp>(op))
-      hidden.push_back(
-          {op.getResult(0),
-           cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
-    // An MLP written with erf (the exported exact GELU): x * (1 + erf(x/s))
-    // * 0.5 -- seed at the erf, whose operand is the hidden activation.
-    if (isa<tsr::ErfOp>(op))
-      hidden.push_back(
-          {op.getResult(0),
-           cast<RankedTensorType>(op.getResult(0).getType()).getRank() - 1});
+    // The MLP's hidden dimension: the contracted dimension of a down
+    // projection whose input is an activation of up projections (GELU,
+    // ReLU, SiLU, GLU products -- any elementwise ops, in any dialect).
+    if (isProjection(&op)) {
+      Value in = cast<tsr::MatmulOp>(op).getLhs();
+      if (isProjectedActivation(in))
+        hidden.push_back({in, cast<RankedTensorType>(in.getType()).getRank() - 1});
+    }
   }
 }
 

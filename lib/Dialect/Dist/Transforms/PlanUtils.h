@@ -48,8 +48,8 @@ struct Units {
 Units groupUnits(mlir::Block &body);
 
 /// Megatron's seeds: the head dimension of each reshape that splits the
-/// hidden dimension into heads, and the hidden dimension of each MLP
-/// nonlinearity.
+/// hidden dimension into heads, and the hidden dimension at the input of
+/// each MLP's down projection (an elementwise function of projections).
 void tensorParallelSeeds(
     mlir::Block &body,
     llvm::SmallVectorImpl<std::pair<mlir::Value, int64_t>> &heads,
