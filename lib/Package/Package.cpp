@@ -16,6 +16,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/Cpp/CppEmitter.h"
+#include "tessera/Interfaces/ExtensionInterfaces.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -187,6 +189,37 @@ LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options) {
   return writeOutFile(options, "memory.json", json);
 }
 
+/// Adds the runtime libraries of the dialects (other than the core's) whose
+/// ops `module` holds, once each; an error names a dialect without kernels
+/// for the target.
+static LogicalResult addExtensionLibraries(ModuleOp module,
+                                           const PackageOptions &options,
+                                           EmittedPrograms &programs) {
+  llvm::SetVector<Dialect *> dialects;
+  module.walk([&](Operation *op) {
+    if (Dialect *d = op->getDialect())
+      dialects.insert(d);
+  });
+  for (Dialect *dialect : dialects) {
+    auto *iface = dyn_cast<RuntimeLibraryInterface>(dialect);
+    if (!iface)
+      continue;
+    RuntimeLibrary library;
+    std::string why;
+    if (failed(iface->getRuntimeLibrary(options.target, library, why)))
+      return fail(options, "the " + dialect->getNamespace().str() +
+                               " ops cannot be built for --target " +
+                               options.target + ": " + why);
+    for (std::string &dir : library.includeDirs)
+      if (!llvm::is_contained(programs.extensionIncludeDirs, dir))
+        programs.extensionIncludeDirs.push_back(std::move(dir));
+    for (std::string &lib : library.libraries)
+      if (!llvm::is_contained(programs.extensionLibraries, lib))
+        programs.extensionLibraries.push_back(std::move(lib));
+  }
+  return success();
+}
+
 FailureOr<EmittedPrograms> emitPrograms(ModuleOp module,
                                         const PackageOptions &options) {
   MLIRContext *ctx = module.getContext();
@@ -194,6 +227,8 @@ FailureOr<EmittedPrograms> emitPrograms(ModuleOp module,
       Dist::MeshAttrHelper::getNameStr()));
   int64_t ranks = worldSize(module);
   EmittedPrograms programs;
+  if (failed(addExtensionLibraries(module, options, programs)))
+    return failure();
   constexpr size_t kNone = ~size_t(0);
   programs.programOfRank.assign(distributed ? ranks : 1, kNone);
   // The large constants of every program, once each (keyed by content),
@@ -364,10 +399,16 @@ std::string cmakeLists(const EmittedPrograms &programs,
          << options.cudaArch << ")\n";
       continue;
     }
+    // Extension dialects' kernels first: they call the core runtime.
     os << "target_include_directories(" << target
-       << " PRIVATE ${TESSERA_RUNTIME_INCLUDE_DIR})\n"
-       << "target_link_libraries(" << target
-       << " PRIVATE ${TESSERA_RUNTIME_LIBRARY}\n  ${TESSERA_OPENBLAS_LIBRARY} "
+       << " PRIVATE ${TESSERA_RUNTIME_INCLUDE_DIR}";
+    for (const std::string &dir : programs.extensionIncludeDirs)
+      os << "\n  \"" << dir << "\"";
+    os << ")\n"
+       << "target_link_libraries(" << target << " PRIVATE";
+    for (const std::string &lib : programs.extensionLibraries)
+      os << " \"" << lib << "\"";
+    os << " ${TESSERA_RUNTIME_LIBRARY}\n  ${TESSERA_OPENBLAS_LIBRARY} "
           "MPI::MPI_CXX Threads::Threads m)\n";
     // A runtime built with sanitizers (TESSERA_SANITIZE) needs their
     // run-time libraries in the program too.

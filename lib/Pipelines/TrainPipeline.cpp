@@ -43,7 +43,9 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
     return error("rank applies only with devices > 1 or micro-batches > 1"),
            failure();
 
-  // The training steps.
+  // Extension ops for the subgraphs they replace, then the training steps.
+  if (o.raise)
+    pm.addPass(tsr::createTsrRaise());
   pm.addPass(tsr::createTsrAutodiff());
   // Split means must divide by the global count (see tsr-decompose-means).
   if (o.distributed())

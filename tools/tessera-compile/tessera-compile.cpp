@@ -90,6 +90,13 @@ static cl::opt<bool> zero1("zero1",
                                     "the data-parallel ranks (ZeRO-1); the "
                                     "plan must have dp > 1"),
                            cl::cat(category));
+static cl::opt<bool>
+    raise("raise",
+          cl::desc("Raise imported subgraphs into the ops of the linked "
+                   "extension dialects, e.g. x * sigmoid(x) into llm.silu "
+                   "(tsr-raise; default on for --target cpu, off for cuda; "
+                   "=false: train the imported ops as they are)"),
+          cl::init(true), cl::cat(category));
 static cl::opt<std::string> schedule(
     "schedule",
     cl::desc("Pipeline schedule of the micro-batches: 1f1b, gpipe, "
@@ -266,6 +273,10 @@ int main(int argc, char **argv) {
   pipeline.zero1 = zero1;
   pipeline.clipNorm = clipNorm;
   pipeline.shareRanks = shareRanks;
+  // Extension ops have CPU kernels only so far (dialects/llm): for CUDA the
+  // imported core ops are kept unless --raise is given, and then a program
+  // with such ops is refused at packaging, naming the dialect.
+  pipeline.raise = target == "cuda" && !given(raise) ? false : bool(raise);
   if (autoPlan) {
     pipeline.deviceSpec = deviceSpec;
     pipeline.profileDb = profileDb;

@@ -66,6 +66,9 @@ mlir::LogicalResult writeMemoryJson(mlir::ModuleOp module,
 struct EmittedPrograms {
   std::vector<std::string> dirs;
   std::vector<size_t> programOfRank;
+  /// The runtime libraries of extension dialects whose ops the programs
+  /// call (RuntimeLibraryInterface), linked before the core runtime.
+  std::vector<std::string> extensionIncludeDirs, extensionLibraries;
 };
 
 /// Emits one program per class of ranks (OUT/prog_K/program.cpp, or

@@ -78,6 +78,11 @@ struct TrainPipelineOptions
       llvm::cl::desc("Ranks whose functions differ only in rank numbers "
                      "share one set (dist-share-rank-programs)"),
       llvm::cl::init(true)};
+  Option<bool> raise{
+      *this, "raise",
+      llvm::cl::desc("Raise imported subgraphs into the ops of extension "
+                     "dialects (tsr-raise) before autodiff"),
+      llvm::cl::init(true)};
   Option<int64_t> rank{
       *this, "rank",
       llvm::cl::desc("Keep only this rank's functions, under their steps' "

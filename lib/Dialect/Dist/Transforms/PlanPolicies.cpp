@@ -22,9 +22,9 @@
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
+#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Interfaces/DimAnnotationInterface.h"
-#include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Support/InputFile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -248,10 +248,15 @@ bool isProjectedActivation(Value v) {
       continue;
     if (!isElementwise(def))
       return false;
-    activation = true;
+    // An op whose annotation is all `*` but that has no operand of this
+    // shape (a slice, a broadcast) does not continue the path.
+    size_t before = work.size();
     for (Value operand : def->getOperands())
       if (operand.getType() == shape)
         work.push_back(operand);
+    if (work.size() == before)
+      return false;
+    activation = true;
   }
   // A projection fed straight into another (no activation between) is
   // one linear map: nothing says which dimension is the hidden one.
@@ -280,7 +285,8 @@ void tensorParallelSeeds(Block &body,
     if (isProjection(&op)) {
       Value in = cast<tsr::MatmulOp>(op).getLhs();
       if (isProjectedActivation(in))
-        hidden.push_back({in, cast<RankedTensorType>(in.getType()).getRank() - 1});
+        hidden.push_back(
+            {in, cast<RankedTensorType>(in.getType()).getRank() - 1});
     }
   }
 }

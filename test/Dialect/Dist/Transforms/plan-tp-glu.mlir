@@ -7,7 +7,7 @@
 // is not an MLP (its input comes from a reduction and the residual stream)
 // and stays whole. dialects/llm/test/plan-tp.mlir shows the same with the
 // raised llm.swiglu.
-// RUN: tessera-opt %s --tessera-train-pipeline="devices=1" -mlir-print-debuginfo \
+// RUN: tessera-opt %s --tessera-train-pipeline="devices=1 raise=false" -mlir-print-debuginfo \
 // RUN:   | tessera-opt -dist-plan="plan=tp devices=2" -mlir-print-debuginfo -mlir-print-local-scope \
 // RUN:   | FileCheck %s
 

@@ -114,4 +114,24 @@ def TsrInternalize : Pass<"tsr-internalize", "::mlir::ModuleOp"> {
   }];
 }
 
+def TsrRaise : Pass<"tsr-raise", "::mlir::ModuleOp"> {
+  let summary = "Raise imported subgraphs into extension dialects' ops";
+  let description = [{
+    Applies the rewrite patterns of every dialect that implements
+    `RaisePatternInterface` (include/tessera/Interfaces/ExtensionInterfaces.h),
+    greedily, to the whole module: e.g. the llm extension turns
+    `x * sigmoid(x)` into `llm.silu`, the RMSNorm that PyTorch code writes
+    into `llm.rms_norm` and rotate_half rotary embeddings into `llm.rope`.
+    Every available dialect is loaded first, so that an extension that the
+    tool links registers its patterns without the pass naming it. It runs
+    before tsr-autodiff (tessera-train-pipeline's `raise` option), so the
+    raised ops' own gradient rules and kernels are used. Without patterns
+    (no extension linked) it changes nothing.
+  }];
+  let options = [
+    ListOption<"dialects", "dialects", "std::string",
+               "Only the patterns of these dialects (default: all)">,
+  ];
+}
+
 #endif // TESSERA_DIALECT_TSR_TRANSFORMS_PASSES_TD
