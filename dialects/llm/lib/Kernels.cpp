@@ -11,4 +11,8 @@ void tessera::llm::registerLlmKernels() {
                        exec::kernelOf(&rt::llm::rms_norm_grad));
   exec::registerKernel("llm::silu", exec::kernelOf(&rt::llm::silu));
   exec::registerKernel("llm::swiglu", exec::kernelOf(&rt::llm::swiglu));
+  exec::registerKernel("llm::rope", exec::kernelOf(&rt::llm::rope));
+  exec::registerKernel("llm::rope_tables",
+                       exec::kernelOf(&rt::llm::rope_tables));
+  exec::registerKernel("llm::repeat_kv", exec::kernelOf(&rt::llm::repeat_kv));
 }

@@ -1,14 +1,53 @@
-//===- Registration.cpp - the llm dialect and its lowering ----------------===//
+//===- Registration.cpp - the llm dialect and what it plugs in ------------===//
 
 #include "tessera/llm/Registration.h"
 #include "tessera/Conversion/RuntimeCallToEmitC.h"
+#include "tessera/Interfaces/ExtensionInterfaces.h"
 #include "tessera/llm/IR/LlmDialect.h"
+#include "tessera/llm/Raise.h"
+
+#include "mlir/IR/DialectRegistry.h"
 
 using namespace mlir;
+using namespace tessera;
+
+namespace {
+
+/// Imported subgraphs -> llm ops (tsr-raise).
+struct LlmRaise : public RaisePatternInterface {
+  using RaisePatternInterface::RaisePatternInterface;
+  void populateRaisePatterns(RewritePatternSet &patterns) const final {
+    llm::populateLlmRaisePatterns(patterns);
+  }
+};
+
+/// The kernels the emitted programs link: the CPU library built beside the
+/// compiler (paths set by dialects/llm/CMakeLists.txt).
+struct LlmRuntimeLibrary : public RuntimeLibraryInterface {
+  using RuntimeLibraryInterface::RuntimeLibraryInterface;
+  LogicalResult getRuntimeLibrary(StringRef target, RuntimeLibrary &library,
+                                  std::string &why) const final {
+    if (target != "cpu") {
+      why = "the llm extension has CPU kernels only; compile with "
+            "--raise=false to train the imported core ops instead";
+      return failure();
+    }
+    library.includeDirs.push_back(TESSERA_LLM_RUNTIME_INCLUDE_DIR);
+    library.libraries.push_back(TESSERA_LLM_RUNTIME_LIBRARY);
+    return success();
+  }
+};
+
+} // namespace
 
 void tessera::llm::registerLlmDialect(DialectRegistry &registry) {
   registry.insert<LlmDialect>();
-  // Every llm op describes its call (LlmOps.td): the common pattern lowers
-  // them all.
-  registerRuntimeCallToEmitCInterface<LlmDialect>(registry);
+  // One extension for all three interfaces: the registry keeps one
+  // extension per type, and extensions made from function pointers of the
+  // same dialect share theirs. Every llm op describes its call (LlmOps.td),
+  // so the common runtime-call pattern lowers them all.
+  registry.addExtension(+[](MLIRContext *, LlmDialect *dialect) {
+    dialect->addInterfaces<RuntimeCallToEmitCInterface<LlmDialect>, LlmRaise,
+                           LlmRuntimeLibrary>();
+  });
 }

@@ -49,3 +49,59 @@ func.func @integer_silu(%a: tensor<2x8xi64>) {
   %u = llm.silu %a : tensor<2x8xi64>
   return
 }
+
+// -----
+
+func.func @rope_table_shape(%q: tensor<2x3x8xf32>, %c: tensor<4x8xf32>) {
+  // expected-error @+1 {{cos must have shape [3, 8], got 'tensor<4x8xf32>'}}
+  %r = llm.rope %q, %c, %c : tensor<2x3x8xf32>, tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd(%q: tensor<3x5xf32>, %c: tensor<3x5xf32>) {
+  // expected-error @+1 {{the last dimension must be even, got 5}}
+  %r = llm.rope %q, %c, %c : tensor<3x5xf32>, tensor<3x5xf32>
+  return
+}
+
+// -----
+
+func.func @rope_rank(%q: tensor<8xf32>, %c: tensor<1x8xf32>) {
+  // expected-error @+1 {{input must have rank >= 2 ([.., t, d]), got 'tensor<8xf32>'}}
+  %r = llm.rope %q, %c, %c : tensor<8xf32>, tensor<1x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_tables_rank() {
+  // expected-error @+1 {{tables must have rank 2 ([t, d]), got 'tensor<2x3x4xf32>'}}
+  %c, %s = llm.rope_tables {theta = 10000.0 : f64} : tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_tables_theta() {
+  // expected-error @+1 {{attribute 'theta' failed to satisfy constraint}}
+  %c, %s = llm.rope_tables {theta = -1.0 : f64} : tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @repeat_kv_shape(%k: tensor<2x2x3x8xf32>) {
+  // expected-error @+1 {{result must have shape [2, 6, 3, 8] (heads x 3), got 'tensor<2x4x3x8xf32>'}}
+  %r = llm.repeat_kv %k {repeats = 3 : i64} : tensor<2x2x3x8xf32> to tensor<2x4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @repeat_kv_repeats(%k: tensor<2x2x3x8xf32>) {
+  // expected-error @+1 {{attribute 'repeats' failed to satisfy constraint}}
+  %r = llm.repeat_kv %k {repeats = 0 : i64} : tensor<2x2x3x8xf32> to tensor<2x0x3x8xf32>
+  return
+}

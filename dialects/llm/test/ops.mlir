@@ -14,3 +14,14 @@ func.func @ops(%x: tensor<2x3x8xf32>, %w: tensor<8xf32>, %g: tensor<2x3x8xf32>) 
   %u = llm.swiglu %x, %g : tensor<2x3x8xf32>
   return %n#0, %d#1, %s, %u : tensor<2x3x8xf32>, tensor<8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>
 }
+
+// CHECK-LABEL: func.func @rotary
+func.func @rotary(%q: tensor<2x4x3x8xf32>, %k: tensor<2x2x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) {
+  // CHECK: %[[C:[a-z_0-9]+]], %[[S:[a-z_0-9]+]] = llm.rope_tables {interleaved = true, theta = 1.000000e+04 : f64} : tensor<3x8xf32>
+  %c, %s = llm.rope_tables {theta = 10000.0 : f64, interleaved = true} : tensor<3x8xf32>
+  // CHECK: llm.rope %{{.*}}, %[[C]], %[[S]] {interleaved = true, transpose = true} : tensor<2x4x3x8xf32>, tensor<3x8xf32>
+  %r = llm.rope %q, %c, %s {interleaved = true, transpose = true} : tensor<2x4x3x8xf32>, tensor<3x8xf32>
+  // CHECK: llm.repeat_kv %{{.*}} {repeats = 2 : i64} : tensor<2x2x3x8xf32> to tensor<2x4x3x8xf32>
+  %kk = llm.repeat_kv %k {repeats = 2 : i64} : tensor<2x2x3x8xf32> to tensor<2x4x3x8xf32>
+  return %r, %kk : tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>
+}

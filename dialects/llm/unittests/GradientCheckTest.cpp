@@ -56,6 +56,34 @@ const GradientCase kCases[] = {
     {"swiglu", "tensor<2x3xf64>, tensor<2x3xf64>", "",
      "%y = llm.swiglu %p0, %p1 : tensor<2x3xf64>", "tensor<2x3xf64>", -4.0,
      4.0},
+    // Tables whose halves differ (not a real rotary table), so that the
+    // transposed map is checked in general, in both pairings.
+    {"rope_halves", "tensor<2x3x4xf64>", "",
+     "%c = tsr.constant dense<[[0.9, -0.3, 0.5, 1.2], [0.1, 0.7, -0.8, 0.4], "
+     "[-0.6, 0.2, 0.3, -1.1]]> : tensor<3x4xf64>\n"
+     "%s = tsr.constant dense<[[0.2, 1.1, -0.4, 0.6], [-0.9, 0.3, 0.8, -0.2], "
+     "[0.5, -0.7, 1.3, 0.1]]> : tensor<3x4xf64>\n"
+     "%y = llm.rope %p0, %c, %s : tensor<2x3x4xf64>, tensor<3x4xf64>",
+     "tensor<2x3x4xf64>"},
+    {"rope_interleaved", "tensor<2x3x4xf64>", "",
+     "%c = tsr.constant dense<[[0.9, -0.3, 0.5, 1.2], [0.1, 0.7, -0.8, 0.4], "
+     "[-0.6, 0.2, 0.3, -1.1]]> : tensor<3x4xf64>\n"
+     "%s = tsr.constant dense<[[0.2, 1.1, -0.4, 0.6], [-0.9, 0.3, 0.8, -0.2], "
+     "[0.5, -0.7, 1.3, 0.1]]> : tensor<3x4xf64>\n"
+     "%y = llm.rope %p0, %c, %s {interleaved = true} : tensor<2x3x4xf64>, "
+     "tensor<3x4xf64>",
+     "tensor<2x3x4xf64>"},
+    // Computed tables, and rope's own gradient differentiated again (the
+    // transposed op's gradient is the forward op).
+    {"rope_tables_transposed", "tensor<2x2x3x4xf64>", "",
+     "%c, %s = llm.rope_tables {theta = 10.0 : f64} : tensor<3x4xf64>\n"
+     "%y = llm.rope %p0, %c, %s {transpose = true} : tensor<2x2x3x4xf64>, "
+     "tensor<3x4xf64>",
+     "tensor<2x2x3x4xf64>"},
+    {"repeat_kv", "tensor<2x2x3x2xf64>", "",
+     "%y = llm.repeat_kv %p0 {repeats = 3 : i64} : tensor<2x2x3x2xf64> to "
+     "tensor<2x6x3x2xf64>",
+     "tensor<2x6x3x2xf64>"},
 };
 
 INSTANTIATE_TEST_SUITE_P(

@@ -130,3 +130,89 @@ LogicalResult SwigluOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
       tsr::MulOp::create(b, loc, dys[0], SiluOp::create(b, loc, getGate())));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// rope, rope_tables
+//===----------------------------------------------------------------------===//
+
+/// Checks a [t, d] table pair against `t` and `d` (d even) and `element`.
+static LogicalResult checkTables(Operation *op, RankedTensorType cos,
+                                 RankedTensorType sin, int64_t t, int64_t d,
+                                 Type element) {
+  if (d % 2)
+    return op->emitOpError("the last dimension must be even, got ") << d;
+  for (auto [name, table] : {std::pair{"cos", cos}, std::pair{"sin", sin}}) {
+    if (table.getShape() != ArrayRef<int64_t>{t, d})
+      return op->emitOpError() << name << " must have shape [" << t << ", " << d
+                               << "], got " << table;
+    if (table.getElementType() != element)
+      return op->emitOpError()
+             << name << " has element type " << table.getElementType()
+             << ", expected " << element;
+  }
+  return success();
+}
+
+LogicalResult RopeOp::verify() {
+  auto in = getInput().getType();
+  if (in.getRank() < 2)
+    return emitOpError("input must have rank >= 2 ([.., t, d]), got ") << in;
+  return checkTables(*this, getCos().getType(), getSin().getType(),
+                     in.getShape()[in.getRank() - 2], in.getShape().back(),
+                     in.getElementType());
+}
+
+LogicalResult RopeOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
+                                    SmallVectorImpl<Value> &dxs) {
+  // Linear in x: the gradient is the transposed map.
+  dxs.push_back(RopeOp::create(b, getLoc(), dys[0], getCos(), getSin(),
+                               getInterleaved(), !getTranspose()));
+  dxs.push_back(Value());
+  dxs.push_back(Value());
+  return success();
+}
+
+LogicalResult RopeTablesOp::verify() {
+  auto cos = getCos().getType();
+  if (cos.getRank() != 2)
+    return emitOpError("tables must have rank 2 ([t, d]), got ") << cos;
+  return checkTables(*this, cos, getSin().getType(), cos.getDimSize(0),
+                     cos.getDimSize(1), cos.getElementType());
+}
+
+//===----------------------------------------------------------------------===//
+// repeat_kv
+//===----------------------------------------------------------------------===//
+
+LogicalResult RepeatKvOp::verify() {
+  auto in = getInput().getType(), out = getType();
+  if (in.getRank() < 3)
+    return emitOpError("input must have rank >= 3 ([.., h, t, d]), got ") << in;
+  if (out.getElementType() != in.getElementType())
+    return emitOpError("result element type ")
+           << out.getElementType() << " differs from the input's "
+           << in.getElementType();
+  SmallVector<int64_t> expected(in.getShape());
+  expected[in.getRank() - 3] *= getRepeats();
+  if (out.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("result must have shape [")
+           << llvm::make_range(expected.begin(), expected.end())
+           << "] (heads x " << getRepeats() << "), got " << out;
+  return success();
+}
+
+LogicalResult RepeatKvOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
+                                        SmallVectorImpl<Value> &dxs) {
+  // [.., h * r, t, d] -> [.., h, r, t, d], summed over r.
+  Location loc = getLoc();
+  auto in = getInput().getType();
+  int64_t heads = in.getRank() - 3;
+  SmallVector<int64_t> grouped(in.getShape());
+  grouped.insert(grouped.begin() + heads + 1, getRepeats());
+  Value g = tsr::ReshapeOp::create(
+      b, loc, RankedTensorType::get(grouped, in.getElementType()), dys[0]);
+  dxs.push_back(tsr::ReduceSumOp::create(b, loc, g,
+                                         ArrayRef<int64_t>{heads + 1},
+                                         /*keepdims=*/false));
+  return success();
+}

@@ -10,6 +10,7 @@
 #include "tessera/llm/Runtime.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace tessera::rt::llm {
 
@@ -157,6 +158,101 @@ Tensor swiglu(const Tensor &gate, const Tensor &up) {
     for (int64_t i = 0, n = gate.numel(); i < n; ++i)
       py[i] = pg[i] / (T(1) + std::exp(-pg[i])) * pu[i];
   });
+  return y;
+}
+
+Tensor rope(const Tensor &x, const Tensor &cos, const Tensor &sin,
+            bool interleaved, bool transpose) {
+  const char *op = "llm::rope";
+  requireHost(x, op);
+  requireHost(cos, op);
+  requireHost(sin, op);
+  if (x.rank() < 2)
+    throw Error(std::string(op) + ": the input must have rank >= 2, got " +
+                shapeToString(x.shape()));
+  int64_t t = x.dim(x.rank() - 2), d = x.dim(x.rank() - 1);
+  if (d % 2)
+    throw Error(std::string(op) + ": the last dimension must be even, got " +
+                std::to_string(d));
+  Tensor table(Shape{t, d}, x.dtype());
+  requireSame(table, cos, op, "cos");
+  requireSame(table, sin, op, "sin");
+  Tensor y(x.shape(), x.dtype());
+  int64_t half = d / 2, rows = t * d != 0 ? x.numel() / (t * d) : 0;
+  // rotate(v)_i = sign(i) v_partner(i); rotate^T(v)_i = -sign(i)
+  // v_partner(i).
+  auto partner = [&](int64_t i) {
+    return interleaved ? (i ^ 1) : (i < half ? i + half : i - half);
+  };
+  auto sign = [&](int64_t i) {
+    bool first = interleaved ? (i % 2 == 0) : (i < half);
+    return first ? -1.0 : 1.0;
+  };
+  dispatchFloat(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const T *px = x.data<T>(), *pc = cos.data<T>(), *ps = sin.data<T>();
+    T *py = y.data<T>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t p = 0; p < t; ++p) {
+        const T *in = px + (r * t + p) * d;
+        const T *c = pc + p * d, *s = ps + p * d;
+        T *out = py + (r * t + p) * d;
+        for (int64_t i = 0; i < d; ++i) {
+          int64_t j = partner(i);
+          T rotated = transpose ? T(-sign(i)) * in[j] * s[j]
+                                : T(sign(i)) * in[j] * s[i];
+          out[i] = in[i] * c[i] + rotated;
+        }
+      }
+  });
+  return y;
+}
+
+std::tuple<Tensor, Tensor> rope_tables(double theta, bool interleaved,
+                                       const Shape &shape, DType dtype) {
+  const char *op = "llm::rope_tables";
+  if (shape.size() != 2 || shape[1] % 2)
+    throw Error(std::string(op) +
+                ": the tables' shape must be [t, d] with d "
+                "even, got " +
+                shapeToString(shape));
+  int64_t t = shape[0], d = shape[1], half = d / 2;
+  Tensor c(shape, dtype), s(shape, dtype);
+  dispatchFloat(dtype, op, [&](auto tag) {
+    using T = decltype(tag);
+    T *pc = c.data<T>(), *ps = s.data<T>();
+    for (int64_t p = 0; p < t; ++p)
+      for (int64_t i = 0; i < d; ++i) {
+        int64_t j = interleaved ? i / 2 : i % half;
+        double angle = double(p) * std::pow(theta, -2.0 * double(j) / d);
+        pc[p * d + i] = static_cast<T>(std::cos(angle));
+        ps[p * d + i] = static_cast<T>(std::sin(angle));
+      }
+  });
+  return {c, s};
+}
+
+Tensor repeat_kv(const Tensor &x, int64_t repeats) {
+  const char *op = "llm::repeat_kv";
+  requireHost(x, op);
+  if (x.rank() < 3 || repeats < 1)
+    throw Error(std::string(op) +
+                ": expected [.., h, t, d] and repeats >= 1, "
+                "got " +
+                shapeToString(x.shape()) + " and " + std::to_string(repeats));
+  Shape out = x.shape();
+  int64_t heads = out[out.size() - 3];
+  out[out.size() - 3] *= repeats;
+  Tensor y(out, x.dtype());
+  // One head's [t, d] block is contiguous: copy it `repeats` times.
+  int64_t block = x.dim(x.rank() - 2) * x.dim(x.rank() - 1);
+  int64_t groups = heads * block != 0 ? x.numel() / (heads * block) : 0;
+  size_t bytes = size_t(block) * dtypeSize(x.dtype());
+  const char *src = static_cast<const char *>(x.rawData());
+  char *dst = static_cast<char *>(y.rawData());
+  for (int64_t g = 0; g < groups * heads; ++g)
+    for (int64_t k = 0; k < repeats; ++k)
+      std::memcpy(dst + (g * repeats + k) * bytes, src + g * bytes, bytes);
   return y;
 }
 

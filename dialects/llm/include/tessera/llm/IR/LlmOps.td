@@ -95,4 +95,68 @@ def Llm_SwigluOp : Llm_Op<"swiglu", "*, * -> *",
   let flops = [{5.0 * double(getType().getNumElements())}];
 }
 
+def Llm_RopeOp : Llm_Op<"rope", "* t d^, t d^, t d^ -> * t d^",
+    [Llm_Differentiable, Pure, AllTypesMatch<["input", "result"]>,
+     AllTypesMatch<["cos", "sin"]>]> {
+  let summary = "rotary position embedding with cos/sin tables";
+  let opDescription = [{
+    y = x * cos + rotate(x) * sin over the last dimension d (even), for
+    each position t of the second-to-last dimension; `cos` and `sin` are
+    [t, d] tables (inputs, or computed by `llm.rope_tables`). `rotate`
+    pairs element i with i + d/2 and maps (a, b) to (-b, a): Hugging
+    Face's `rotate_half` (GPT-NeoX); with `interleaved` it pairs 2i with
+    2i + 1 (Meta's original Llama and GPT-J). With `transpose` the op
+    applies the transposed map, y = x * cos + rotate^T(x * sin), which is
+    the gradient of the other (rope is linear in x). The tables get no
+    gradient: they are position tables, not parameters.
+  }];
+  let arguments = (ins Llm_FloatTensor:$input, Llm_FloatTensor:$cos,
+                       Llm_FloatTensor:$sin,
+                       DefaultValuedAttr<BoolAttr, "false">:$interleaved,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose);
+  let results = (outs Llm_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` type($input) `,` type($cos)
+  }];
+  let hasVerifier = 1;
+  let rtArgs = [{.operands().flag(getInterleaved()).flag(getTranspose())}];
+  let flops = [{3.0 * double(getType().getNumElements())}];
+}
+
+def Llm_RopeTablesOp : Llm_Op<"rope_tables", " -> t d^, t d^",
+    [Pure, AllTypesMatch<["cos", "sin"]>]> {
+  let summary = "the cos and sin tables of rotary position embedding";
+  let opDescription = [{
+    For positions p = 0..t-1 and frequencies f_j = theta^(-2j/d),
+    j < d/2: cos[p, i] = cos(p f_j(i)), sin likewise, where j(i) = i mod
+    d/2 (the halves layout that `llm.rope` uses by default) or i / 2 with
+    `interleaved`. The sizes come from the result type [t, d], d even.
+  }];
+  let arguments = (ins ConfinedAttr<F64Attr, [Llm_FiniteNonNegativeFloat]>:$theta,
+                       DefaultValuedAttr<BoolAttr, "false">:$interleaved);
+  let results = (outs Llm_FloatTensor:$cos, Llm_FloatTensor:$sin);
+  let assemblyFormat = "attr-dict `:` type($cos)";
+  let hasVerifier = 1;
+  let rtArgs = [{.f64(getTheta()).flag(getInterleaved())
+                  .shape(getCos().getType()).dtype(getCos().getType())
+                  .returnsTuple()}];
+  let flops = [{2.0 * double(getCos().getType().getNumElements())}];
+}
+
+def Llm_RepeatKvOp : Llm_Op<"repeat_kv", "* h t d -> * (h r^) t d",
+    [Llm_Differentiable, Pure]> {
+  let summary = "repeat each key/value head for grouped-query attention";
+  let opDescription = [{
+    [.., h, t, d] -> [.., h * repeats, t, d]: output head i is input head
+    i / repeats, as Hugging Face's `repeat_kv` (an expand and a reshape).
+    The gradient sums each group of repeated heads.
+  }];
+  let arguments = (ins Llm_FloatTensor:$input,
+                       ConfinedAttr<I64Attr, [IntMinValue<1>]>:$repeats);
+  let results = (outs Llm_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let rtArgs = [{.operands().i64(getRepeats())}];
+}
+
 #endif // TESSERA_LLM_IR_LLMOPS_TD

@@ -29,6 +29,20 @@ Tensor silu(const Tensor &x);
 /// silu(gate) * up; gate and up of one shape.
 Tensor swiglu(const Tensor &gate, const Tensor &up);
 
+/// x * cos + rotate(x) * sin over the last dimension of x [.., t, d], with
+/// [t, d] tables; rotate pairs i with i + d/2 (or 2i with 2i + 1 when
+/// `interleaved`) as (a, b) -> (-b, a). With `transpose`: x * cos +
+/// rotate^T(x * sin), the gradient of the other.
+Tensor rope(const Tensor &x, const Tensor &cos, const Tensor &sin,
+            bool interleaved, bool transpose);
+/// (cos, sin) of shape [t, d]: angle p * theta^(-2j/d) for position p and
+/// pair j (j = i mod d/2, or i / 2 when `interleaved`).
+std::tuple<Tensor, Tensor> rope_tables(double theta, bool interleaved,
+                                       const Shape &shape, DType dtype);
+/// [.., h, t, d] -> [.., h * repeats, t, d]; output head i is input head
+/// i / repeats.
+Tensor repeat_kv(const Tensor &x, int64_t repeats);
+
 } // namespace tessera::rt::llm
 
 #endif // TESSERA_LLM_RUNTIME_H
