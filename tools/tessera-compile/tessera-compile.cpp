@@ -22,6 +22,7 @@
 #include "tessera/Package/Package.h"
 #include "tessera/Pipelines/TrainPipeline.h"
 #include "tessera/Support/InputFile.h"
+#include "tessera/Support/InstallLayout.h"
 #include "tessera/Target/ONNX/ImportONNX.h"
 
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -29,6 +30,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Tools/Plugins/DialectPlugin.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -127,6 +129,12 @@ static cl::opt<bool> shareRanks(
              "(dist-share-rank-programs; default on, =false: one program "
              "per rank)"),
     cl::init(true), cl::cat(category));
+static cl::list<std::string> dialectPlugins(
+    "load-dialect-plugin",
+    cl::desc("Load an extension dialect built out of tree (a shared library "
+             "with MLIR's dialect plugin entry point, docs/extending.md); "
+             "may be repeated"),
+    cl::value_desc("LIBRARY"), cl::cat(category));
 static cl::opt<bool> noBuild("no-build",
                              cl::desc("Emit sources but do not build them"),
                              cl::cat(category));
@@ -225,6 +233,15 @@ int main(int argc, char **argv) {
 
   DialectRegistry registry;
   registerAllDialects(registry);
+  // Out-of-tree extensions add their dialects and what they attach to them
+  // (raising patterns, lowering, runtime library) to the registry.
+  for (const std::string &library : dialectPlugins) {
+    llvm::Expected<DialectPlugin> plugin = DialectPlugin::load(library);
+    if (!plugin)
+      return fail("cannot load dialect plugin '" + library +
+                  "': " + llvm::toString(plugin.takeError()));
+    plugin->registerDialectRegistryCallbacks(registry);
+  }
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
 
@@ -233,9 +250,13 @@ int main(int argc, char **argv) {
   out.modelName = llvm::sys::path::filename(inputFile).str();
   out.target = target;
   out.cudaArch = cudaArch;
-  out.runtimeIncludeDir = TESSERA_RUNTIME_INCLUDE_DIR;
-  out.runtimeSourceDir = TESSERA_RUNTIME_SOURCE_DIR;
-  out.runtimeLibrary = TESSERA_RUNTIME_LIBRARY;
+  // The runtime beside an installed tool, else the one of its build tree.
+  out.runtimeIncludeDir =
+      support::installedOr("include", TESSERA_RUNTIME_INCLUDE_DIR);
+  out.runtimeSourceDir =
+      support::installedOr("share/tessera/runtime", TESSERA_RUNTIME_SOURCE_DIR);
+  out.runtimeLibrary =
+      support::installedOr("lib/libTesseraRuntime.a", TESSERA_RUNTIME_LIBRARY);
   out.openblasLibrary = TESSERA_OPENBLAS_LIBRARY;
   out.runtimeLinkOptions = TESSERA_RUNTIME_LINK_OPTIONS;
   out.emitRankIR = emitRankIR;

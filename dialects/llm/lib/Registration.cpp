@@ -3,6 +3,7 @@
 #include "tessera/llm/Registration.h"
 #include "tessera/Conversion/RuntimeCallToEmitC.h"
 #include "tessera/Interfaces/ExtensionInterfaces.h"
+#include "tessera/Support/InstallLayout.h"
 #include "tessera/llm/IR/LlmDialect.h"
 #include "tessera/llm/Raise.h"
 
@@ -22,7 +23,7 @@ struct LlmRaise : public RaisePatternInterface {
 };
 
 /// The kernels the emitted programs link: the CPU library built beside the
-/// compiler (paths set by dialects/llm/CMakeLists.txt).
+/// compiler (paths set by dialects/llm/CMakeLists.txt) or installed with it.
 struct LlmRuntimeLibrary : public RuntimeLibraryInterface {
   using RuntimeLibraryInterface::RuntimeLibraryInterface;
   LogicalResult getRuntimeLibrary(StringRef target, RuntimeLibrary &library,
@@ -32,8 +33,11 @@ struct LlmRuntimeLibrary : public RuntimeLibraryInterface {
             "--raise=false to train the imported core ops instead";
       return failure();
     }
-    library.includeDirs.push_back(TESSERA_LLM_RUNTIME_INCLUDE_DIR);
-    library.libraries.push_back(TESSERA_LLM_RUNTIME_LIBRARY);
+    // Beside an installed tool, else in the build tree.
+    library.includeDirs.push_back(
+        support::installedOr("include", TESSERA_LLM_RUNTIME_INCLUDE_DIR));
+    library.libraries.push_back(support::installedOr(
+        "lib/libTesseraLlmRuntime.a", TESSERA_LLM_RUNTIME_LIBRARY));
     return success();
   }
 };
