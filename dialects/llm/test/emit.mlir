@@ -16,3 +16,20 @@ func.func @block(%x: tensor<2x8xf32>, %w: tensor<8xf32>, %u: tensor<2x8xf32>) ->
   %t = llm.silu %s : tensor<2x8xf32>
   return %t : tensor<2x8xf32>
 }
+
+// RoPE: the tables' call returns both (a tuple), rope passes its two flags,
+// repeat_kv its repeat count.
+// CHECK-LABEL: void attention(
+// CHECK: std::tuple<tessera::rt::Tensor, tessera::rt::Tensor> [[TB:v[0-9]+]] = tessera::rt::llm::rope_tables(1.0{{0*}}e+04, false, tessera::rt::Shape{3, 8}, tessera::rt::DType::f32);
+// CHECK: tessera::rt::Tensor [[COS:v[0-9]+]] = std::get<0>([[TB]]);
+// CHECK: tessera::rt::Tensor [[SIN:v[0-9]+]] = std::get<1>([[TB]]);
+// CHECK: // rope: llm.rope
+// CHECK-NEXT: tessera::rt::Tensor [[R:v[0-9]+]] = tessera::rt::llm::rope({{v[0-9]+}}, [[COS]], [[SIN]], true, false);
+// CHECK: tessera::rt::Tensor {{v[0-9]+}} = tessera::rt::llm::repeat_kv([[R]], 2);
+func.func @attention(%k: tensor<2x2x3x8xf32>) -> tensor<2x4x3x8xf32> {
+  %c, %s = llm.rope_tables {theta = 10000.0 : f64, interleaved = false} : tensor<3x8xf32>
+  %r = llm.rope %k, %c, %s {interleaved = true, transpose = false} : tensor<2x2x3x8xf32>, tensor<3x8xf32> loc("rope")
+  %y = llm.repeat_kv %r {repeats = 2 : i64} : tensor<2x2x3x8xf32> to tensor<2x4x3x8xf32>
+  return %y : tensor<2x4x3x8xf32>
+}
+
