@@ -147,6 +147,17 @@ def export_onnx(model: torch.nn.Module, idx: torch.Tensor, targets: torch.Tensor
         )
 
 
+def record_parameters(path: str, parameters) -> None:
+    """Writes the parameters' names into the model's metadata
+    ("tessera.parameters", a JSON list): Tessera trains those initializers and
+    keeps the others (buffers) constant."""
+    import onnx
+    model = onnx.load(path)
+    entry = model.metadata_props.add()
+    entry.key, entry.value = "tessera.parameters", json.dumps(list(parameters))
+    onnx.save(model, path)
+
+
 def _dims(value_info):
     t = value_info.type.tensor_type
     return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim]
@@ -286,7 +297,10 @@ def main(argv=None, make_model=make_gpt, description=__doc__, add_model_args=Non
     model.train()
     init = state_arrays(model)
     names = list(init)
-    assert names == [n for n, _ in model.named_parameters()], "state_dict holds non-parameters"
+    # The state_dict holds the parameters and the persistent buffers (a mask,
+    # rotary tables); the ONNX model lists which are parameters.
+    parameters = [n for n, _ in model.named_parameters()]
+    assert set(parameters) <= set(names), "a parameter is missing from the state_dict"
     os.makedirs(args.out, exist_ok=True)
     meta = {"format": "pt", "config": json.dumps(cfg.to_dict(), sort_keys=True)}
     write_safetensors(os.path.join(args.out, "init.safetensors"), init, meta)
@@ -297,6 +311,7 @@ def main(argv=None, make_model=make_gpt, description=__doc__, add_model_args=Non
     onnx_path = os.path.join(args.out, "model.onnx")
     t_export = time.time()
     export_onnx(model, idx, targets, onnx_path)
+    record_parameters(onnx_path, parameters)
     summary = verify_onnx(onnx_path, init, cfg)
     t_export = time.time() - t_export
     for n, p in model.state_dict().items():  # the export must not have changed the weights
@@ -381,8 +396,9 @@ def main(argv=None, make_model=make_gpt, description=__doc__, add_model_args=Non
                     "applied_to": "every parameter (one param group)", "steps": args.steps,
                     "losses": runs["adamw"][0],
                     "final_param_norms": {n: norm(a) for n, a in runs["adamw"][1].items()}}
-    ref["params"] = {n: {"shape": list(a.shape), "init_norm": norm(a), "grad_norm": norm(grads[n])}
-                     for n, a in init.items()}
+    ref["params"] = {n: {"shape": list(init[n].shape), "init_norm": norm(init[n]),
+                         "grad_norm": norm(grads[n])} for n in parameters}
+    ref["buffers"] = [n for n in init if n not in grads]
     ref["grad_norms"] = {n: norm(g) for n, g in grads.items()}
     ref["global_grad_norm"] = norm(np.concatenate([g.ravel() for g in grads.values()]))
     ref["onnx"] = summary

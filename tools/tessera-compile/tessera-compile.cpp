@@ -71,6 +71,17 @@ static cl::opt<std::string>
                cl::desc("Graph output that is the loss (default: the only "
                         "rank-0 float output)"),
                cl::cat(category));
+static cl::opt<std::string> freeze(
+    "freeze",
+    cl::desc("Keep the initializers whose names match this regular "
+             "expression constant (not trained), whatever the model says"),
+    cl::value_desc("REGEX"), cl::cat(category));
+static cl::opt<std::string> train(
+    "train",
+    cl::desc("Train the initializers whose names match this regular "
+             "expression, whatever the model says (by default the model's "
+             "parameter list decides, else masks are constants)"),
+    cl::value_desc("REGEX"), cl::cat(category));
 static cl::opt<double>
     clipNorm("clip-norm",
              cl::desc("Clip gradients to this global norm: a finite number "
@@ -270,6 +281,9 @@ int main(int argc, char **argv) {
   onnx_import::ImportOptions options;
   options.lossOutput = lossOutput;
   options.weightsOut = path("init.safetensors");
+  options.freeze = freeze;
+  options.train = train;
+  options.report = [](const std::string &line, bool) { progress(line); };
   OwningOpRef<ModuleOp> module = onnx_import::importONNX(
       (*buffer)->getBuffer(), inputFile, &context, options);
   if (!module)

@@ -122,15 +122,18 @@ OwningOpRef<ModuleOp> ImportContext::run() {
   SmallVector<Type> argTypes;
   SmallVector<std::pair<StringRef, std::string>> argAttrs;
   SmallVector<std::string> argNames;
+  if (failed(decideParameters()))
+    return nullptr;
   for (const Tensor &t : model.initializers) {
     initializers[t.name] = &t;
     Type elem = elementType(t.dtype);
     // Integer initializers also serve as import-time constants (torch
-    // exports shape constants as initializers when it folds constants).
+    // exports shape constants as initializers when it folds constants),
+    // and so do the float ones that are not trained (buffers, masks).
     // An initializer tsr cannot hold is only usable at import time.
-    if (!elem || !isFloatDType(t.dtype))
+    if (!elem || !parameters.count(t.name))
       constants[t.name] = t;
-    if (!elem)
+    if (!elem || !parameters.count(t.name))
       continue;
     argTypes.push_back(tensorOf(t.shape, elem));
     argAttrs.push_back({Tsr::ParamAttrHelper::getNameStr(), t.name});
@@ -419,6 +422,16 @@ void registerImportONNXTranslation() {
   // shape inference reject opsets it does not know, e.g. Gelu in opset 20):
   // the importer computes every type itself and checks ONNX's only where
   // shape inference ran.
+  static llvm::cl::opt<std::string> freeze(
+      "freeze",
+      llvm::cl::desc("import-onnx: keep the float initializers whose names "
+                     "match this regular expression constant"),
+      llvm::cl::value_desc("regex"), llvm::cl::init(""));
+  static llvm::cl::opt<std::string> train(
+      "train",
+      llvm::cl::desc("import-onnx: train the float initializers whose names "
+                     "match this regular expression"),
+      llvm::cl::value_desc("regex"), llvm::cl::init(""));
   static llvm::cl::opt<bool> noCheck(
       "onnx-no-check",
       llvm::cl::desc("import-onnx: skip the ONNX checker and shape inference"),
@@ -435,6 +448,16 @@ void registerImportONNXTranslation() {
         options.allowNoLoss = allowNoLoss;
         options.weightsOut = weightsOut;
         options.check = !noCheck;
+        options.freeze = freeze;
+        options.train = train;
+        // Which initializers are constants, as a remark on the model.
+        options.report = [context, buffer](const std::string &line,
+                                           bool allTrained) {
+          if (!allTrained)
+            emitRemark(FileLineColLoc::get(context,
+                                           buffer->getBufferIdentifier(), 0, 0))
+                << line;
+        };
         OwningOpRef<ModuleOp> module =
             importONNX(buffer->getBuffer(), buffer->getBufferIdentifier(),
                        context, options);

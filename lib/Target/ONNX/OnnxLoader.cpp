@@ -293,6 +293,8 @@ bool convertModel(onnx::ModelProto &m, Model &model, std::string &error) {
   for (const auto &op : m.opset_import())
     model.opsetImports[op.domain() == "ai.onnx" ? "" : op.domain()] =
         op.version();
+  for (const auto &prop : m.metadata_props())
+    model.metadata[prop.key()] = prop.value();
   onnx::GraphProto &g = *m.mutable_graph();
 
   for (auto &init : *g.mutable_initializer()) {

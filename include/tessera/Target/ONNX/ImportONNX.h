@@ -15,6 +15,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <functional>
 #include <string>
 
 namespace tessera::onnx_import {
@@ -29,6 +30,20 @@ struct ImportOptions {
   /// Run onnx::checker and strict shape inference. Off only for models of
   /// opsets newer than the installed ONNX library (--onnx-no-check).
   bool check = true;
+  /// Which float initializers are trained (tsr.param) and which are
+  /// constants (buffers: masks, tables). The model's metadata entry
+  /// "tessera.parameters" (a JSON list of the parameters' names, which the
+  /// exporters in examples/ write) decides; without it, an initializer that
+  /// is only compared or used as a Where condition (a mask) is a constant
+  /// and every other one is trained. `freeze` (initializers kept constant)
+  /// and `train` (initializers trained) override, each a regular expression
+  /// matched against whole names (docs/architecture.md,
+  /// "Parameters and constants").
+  std::string freeze, train;
+  /// Receives one line saying what was decided and why, when some float
+  /// initializer is a constant or the model has no parameter list;
+  /// `allTrained`: every float initializer is trained.
+  std::function<void(const std::string &line, bool allTrained)> report;
 };
 
 /// Imports the ONNX model held in `bytes`. `path` names the file in

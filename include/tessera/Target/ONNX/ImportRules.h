@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -106,6 +107,10 @@ public:
   /// Imports the whole model: the module of `@forward`, or null after a
   /// diagnostic.
   OwningOpRef<ModuleOp> run();
+
+  /// Fills `parameters`: the float initializers that are trained
+  /// (Parameters.cpp); reports the decision through options.report.
+  LogicalResult decideParameters();
 
   //===--------------------------------------------------------------------===//
   // Diagnostics
@@ -501,6 +506,9 @@ public:
   llvm::StringMap<Value> values;
   std::unordered_map<std::string, Tensor> constants;
   std::unordered_map<std::string, const Tensor *> initializers;
+  /// The trained initializers (decideParameters); other float
+  /// initializers are constants.
+  std::set<std::string> parameters;
   std::unordered_map<std::string, Location> producers;
 };
 

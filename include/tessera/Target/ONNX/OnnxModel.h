@@ -118,9 +118,12 @@ struct Model {
   int64_t irVersion = 0;
   std::string producerName, producerVersion;
   std::map<std::string, int64_t> opsetImports; // domain -> version
-  std::vector<Tensor> initializers;            // file order
-  std::vector<ValueInfo> inputs, outputs;      // graph inputs and outputs
-  std::vector<Node> nodes;                     // topological (checked)
+  /// The model's metadata_props (e.g. "tessera.parameters", written by the
+  /// exporters in examples/).
+  std::map<std::string, std::string> metadata;
+  std::vector<Tensor> initializers;       // file order
+  std::vector<ValueInfo> inputs, outputs; // graph inputs and outputs
+  std::vector<Node> nodes;                // topological (checked)
   /// Every typed value: inputs, outputs, initializers, value_info (after
   /// shape inference).
   std::unordered_map<std::string, ValueType> valueTypes;
