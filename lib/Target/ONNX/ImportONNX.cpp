@@ -418,10 +418,7 @@ void registerImportONNXTranslation() {
                      "safetensors file"),
       llvm::cl::value_desc("file"), llvm::cl::init(""));
 
-  // For models newer than the installed ONNX library (whose checker and
-  // shape inference reject opsets it does not know, e.g. Gelu in opset 20):
-  // the importer computes every type itself and checks ONNX's only where
-  // shape inference ran.
+  // Which initializers are trained (Parameters.cpp).
   static llvm::cl::opt<std::string> freeze(
       "freeze",
       llvm::cl::desc("import-onnx: keep the float initializers whose names "
@@ -432,6 +429,11 @@ void registerImportONNXTranslation() {
       llvm::cl::desc("import-onnx: train the float initializers whose names "
                      "match this regular expression"),
       llvm::cl::value_desc("regex"), llvm::cl::init(""));
+
+  // For models newer than the installed ONNX library (whose checker and
+  // shape inference reject opsets it does not know, e.g. Gelu in opset 20):
+  // the importer computes every type itself and checks ONNX's only where
+  // shape inference ran.
   static llvm::cl::opt<bool> noCheck(
       "onnx-no-check",
       llvm::cl::desc("import-onnx: skip the ONNX checker and shape inference"),

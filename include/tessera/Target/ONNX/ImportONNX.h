@@ -56,7 +56,8 @@ mlir::OwningOpRef<mlir::ModuleOp> importONNX(llvm::StringRef bytes,
                                              const ImportOptions &options);
 
 /// Registers `--import-onnx` with mlir-translate's registry, with the
-/// options --loss-output, --allow-no-loss and --weights-out.
+/// options --loss-output, --allow-no-loss, --weights-out, --freeze and
+/// --train.
 void registerImportONNXTranslation();
 
 } // namespace tessera::onnx_import
