@@ -20,6 +20,13 @@
 // longer being read or written by NCCL). The host never blocks except in
 // recv's header exchange and in waitSends.
 //
+// Ranks sharing a GPU: NCCL refuses two ranks of one communicator on the
+// same device, so when initDevice finds that (or TESSERA_CUDA_COMM=mpi asks
+// for it) every collective and send/recv goes through MPI instead, on host
+// copies of the operands (mpi/HostComm.cpp, the CPU backend's code): slow,
+// but it runs any plan's ranks on one GPU, with the CPU backend's
+// rank-order reductions. TESSERA_CUDA_COMM=nccl forces NCCL.
+//
 // Differences from the MPI backend: NCCL chooses its reduction order (every
 // rank gets the same result, but not necessarily the serial left fold);
 // i1 sums are reduced as max (logical or) and i1 min as min (logical and);
@@ -31,6 +38,7 @@
 
 #include "CommCommon.h"
 #include "CudaRuntime.h"
+#include "HostComm.h"
 #include "Mpi.h"
 #include "Watchdog.h"
 #include "World.h"
@@ -39,6 +47,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -56,6 +65,9 @@ namespace {
 struct State {
   ncclComm_t world = nullptr; ///< point to point
   bool worldTried = false;
+  /// Collectives and send/recv through MPI on host copies (ranks share a
+  /// GPU, or TESSERA_CUDA_COMM=mpi).
+  bool staged = false;
 };
 State &state() {
   static State s;
@@ -187,6 +199,48 @@ void checkPeer(int64_t peer, const std::string &where) {
     throw Error(where + ": a rank cannot send to itself");
 }
 
+/// True when MPI should carry the communication: TESSERA_CUDA_COMM=mpi, or
+/// (unless it says nccl) two ranks on the same GPU of the same host.
+/// Collective over the world; rank 0 says why.
+bool useStagedComm(const mpi::World &w) {
+  const char *env = std::getenv("TESSERA_CUDA_COMM");
+  std::string mode = env ? env : "";
+  if (!mode.empty() && mode != "auto" && mode != "nccl" && mode != "mpi")
+    throw Error("TESSERA_CUDA_COMM must be auto, nccl or mpi, got '" + mode +
+                "'");
+  if (mode == "mpi")
+    return true;
+  if (mode == "nccl")
+    return false;
+  // Host name and PCI bus id of this rank's GPU, gathered from every rank.
+  constexpr int kKey = 160;
+  char key[kKey] = {};
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int hostLength = 0;
+  mpi::check(MPI_Get_processor_name(host, &hostLength),
+             "MPI_Get_processor_name");
+  char bus[64] = {};
+  check(cudaDeviceGetPCIBusId(bus, sizeof(bus), ctx().device),
+        "cudaDeviceGetPCIBusId");
+  std::snprintf(key, kKey, "%.95s/%s", host, bus);
+  std::vector<char> keys(static_cast<size_t>(kKey) * w.size);
+  mpi::check(
+      MPI_Allgather(key, kKey, MPI_CHAR, keys.data(), kKey, MPI_CHAR, w.dup),
+      "MPI_Allgather of the ranks' GPUs");
+  for (int a = 0; a < w.size; ++a)
+    for (int b = a + 1; b < w.size; ++b)
+      if (std::strncmp(&keys[a * kKey], &keys[b * kKey], kKey) == 0) {
+        if (w.rank == 0)
+          std::fprintf(stderr,
+                       "note: ranks %d and %d share GPU %s: collectives and "
+                       "send/recv go through MPI on host copies (correct, "
+                       "not fast; TESSERA_CUDA_COMM=nccl forces NCCL)\n",
+                       a, b, &keys[a * kKey]);
+        return true;
+      }
+  return false;
+}
+
 ncclComm_t worldComm(const std::string &where) {
   State &s = state();
   if (!s.world)
@@ -214,11 +268,13 @@ void startWorld(int *argc, char ***argv) {
 void finishWorld() {
   mpi::finish([] {
     State &s = state();
+    mpi::host::releaseGroups();
     groups().clear([](Group &g) { ncclCommDestroy(g.comm); });
     if (s.world)
       ncclCommDestroy(s.world);
     s.world = nullptr;
     s.worldTried = false;
+    s.staged = false;
     stash().clear();
   });
 }
@@ -233,6 +289,9 @@ void initCommDevice() {
   if (!w.active || w.size < 2 || s.worldTried)
     return;
   s.worldTried = true;
+  s.staged = useStagedComm(w);
+  if (s.staged)
+    return;
   std::vector<int64_t> all(w.size);
   for (int r = 0; r < w.size; ++r)
     all[r] = r;
@@ -247,6 +306,8 @@ void initCommDevice() {
 namespace comm {
 
 const GroupInfo &group(const std::vector<int64_t> &ranks, const char *op) {
+  if (state().staged)
+    return mpi::host::group(ranks, op);
   return groups().get(
       ranks, op,
       [](const std::vector<int64_t> &ranks, int pos, const std::string &,
@@ -260,12 +321,14 @@ void copyRuns(Tensor &dst, int64_t dstOffset, int64_t dstPitch,
               const Tensor &src, int64_t srcOffset, int64_t srcPitch,
               int64_t run, int64_t rows, const std::string &where) {
   copy2D(static_cast<char *>(dst.deviceData()) + dstOffset, dstPitch,
-         static_cast<const char *>(src.deviceData()) + srcOffset, srcPitch,
-         run, rows, where.c_str());
+         static_cast<const char *>(src.deviceData()) + srcOffset, srcPitch, run,
+         rows, where.c_str());
 }
 
 Tensor allReduce(const GroupInfo &g, const Tensor &x, ReduceKind kind,
                  const std::string &where) {
+  if (state().staged)
+    return toDevice(mpi::host::allReduce(g, toHost(x), kind, where));
   Tensor out(x.shape(), x.dtype());
   if (!x.numel())
     return out;
@@ -280,6 +343,8 @@ Tensor allReduce(const GroupInfo &g, const Tensor &x, ReduceKind kind,
 
 Tensor allGatherPacked(const GroupInfo &g, const Tensor &x,
                        const std::string &where) {
+  if (state().staged)
+    return toDevice(mpi::host::allGatherPacked(g, toHost(x), where));
   Tensor packed({g.size * x.numel()}, x.dtype());
   if (x.numel()) {
     commAfterCompute(where);
@@ -294,6 +359,9 @@ Tensor allGatherPacked(const GroupInfo &g, const Tensor &x,
 Tensor reduceScatterPacked(const GroupInfo &g, const Tensor &packed,
                            const Shape &pieceShape, ReduceKind kind,
                            const std::string &where) {
+  if (state().staged)
+    return toDevice(mpi::host::reduceScatterPacked(g, toHost(packed),
+                                                   pieceShape, kind, where));
   Tensor out(pieceShape, packed.dtype());
   if (out.numel()) {
     commAfterCompute(where);
@@ -309,6 +377,8 @@ Tensor reduceScatterPacked(const GroupInfo &g, const Tensor &packed,
 
 Tensor allToAllPacked(const GroupInfo &g, const Tensor &packed,
                       const std::string &where) {
+  if (state().staged)
+    return toDevice(mpi::host::allToAllPacked(g, toHost(packed), where));
   int64_t piece = packed.numel() / g.size;
   Tensor received({packed.numel()}, packed.dtype());
   if (piece) {
@@ -335,6 +405,8 @@ Tensor allToAllPacked(const GroupInfo &g, const Tensor &packed,
 
 Tensor broadcastFrom(const GroupInfo &g, const Tensor &x, int rootPos,
                      const std::string &where) {
+  if (state().staged)
+    return toDevice(mpi::host::broadcastFrom(g, toHost(x), rootPos, where));
   Tensor out(x.shape(), x.dtype());
   if (x.numel()) {
     commAfterCompute(where);
@@ -354,6 +426,8 @@ Tensor broadcastFrom(const GroupInfo &g, const Tensor &x, int rootPos,
 //===----------------------------------------------------------------------===//
 
 void send(const Tensor &xIn, int64_t peer, int64_t tag) {
+  if (state().staged)
+    return mpi::host::send(toHost(xIn), peer, tag);
   std::string where = comm::sendWhere(peer, tag);
   checkPeer(peer, where);
   comm::checkTag(tag, where);
@@ -384,6 +458,8 @@ void send(const Tensor &xIn, int64_t peer, int64_t tag) {
 }
 
 Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
+  if (state().staged)
+    return toDevice(mpi::host::recv(shape, dtype, peer, tag));
   std::string where = comm::recvWhere(peer, tag);
   checkPeer(peer, where);
   comm::checkTag(tag, where);
@@ -431,6 +507,8 @@ Tensor recv(const Shape &shape, DType dtype, int64_t peer, int64_t tag) {
 }
 
 void waitSends() {
+  if (state().staged)
+    return mpi::host::waitSends();
   std::vector<PendingSend> all;
   all.swap(pendingSends());
   for (PendingSend &p : all) {
