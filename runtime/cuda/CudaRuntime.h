@@ -61,6 +61,8 @@ struct Context {
   /// (NaN for floats), so that tests see elements a kernel failed to write.
   bool poison = false;
   MatmulPrecision precision = MatmulPrecision::fp32;
+  /// TESSERA_CUDA_PROFILE=1: GPU time per op (Profile.cpp).
+  bool profile = false;
 };
 
 /// The context, set up on first use (device 0 unless initDevice chose one).
@@ -75,6 +77,11 @@ void check(cudaError_t rc, const std::string &what);
 /// After a launch: launch errors name `kernel` (and with TESSERA_CUDA_SYNC=1
 /// so do execution errors, found by a sync right away).
 void checkLaunch(const char *kernel);
+/// TESSERA_CUDA_PROFILE=1 (Profile.cpp): after each launch on the compute
+/// stream, an event named by the op; profileReport prints the GPU time per
+/// op name to stderr (at exit: setUp registers it).
+void profileMark(const std::string &name);
+void profileReport();
 /// Reads the deferred-error record (syncs the compute stream) and throws
 /// the error it holds, naming the op.
 void checkDeviceErrors();

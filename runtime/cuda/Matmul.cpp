@@ -10,7 +10,13 @@
 //
 // Plans (descriptors and the heuristic's algorithm) are cached per shape,
 // precision and pointer alignment, so a training step after the first one
-// only enqueues cublasLtMatmul calls. f32 precision is chosen by
+// only enqueues cublasLtMatmul calls. TESSERA_CUDA_GEMM_TUNE=1 asks the
+// heuristic for up to 8 algorithms and keeps the fastest on the first call
+// of each plan (timed with events on the real operands), for when the
+// heuristic's first choice is slow; off by default, since the choice then
+// depends on timings and two runs may round differently.
+// TESSERA_CUDA_GEMM_LOG=1 prints each plan (shape, alignments, the
+// heuristic's algorithm) to stderr as it is made. f32 precision is chosen by
 // setMatmulPrecision (fp32 default, tf32, bf16: inputs rounded to bf16 by a
 // kernel, f32 accumulation and output).
 //
@@ -25,9 +31,13 @@
 
 #include <cublasLt.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
+#include <vector>
 
 namespace tessera {
 namespace rt {
@@ -79,7 +89,28 @@ struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo;
+  /// TESSERA_CUDA_GEMM_TUNE=1: the heuristic's candidates, timed (and the
+  /// list emptied) by the plan's first gemm.
+  std::vector<cublasLtMatmulAlgo_t> candidates;
 };
+
+constexpr int kTuneCandidates = 8;
+
+bool logGemms() {
+  static const bool on = [] {
+    const char *v = std::getenv("TESSERA_CUDA_GEMM_LOG");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
+bool tuneGemms() {
+  static const bool on = [] {
+    const char *v = std::getenv("TESSERA_CUDA_GEMM_TUNE");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
 
 int alignmentOf(const void *p) {
   uintptr_t v = reinterpret_cast<uintptr_t>(p);
@@ -114,7 +145,7 @@ cublasLtMatrixLayout_t layout(cudaDataType_t type, int64_t rows, int64_t cols,
   return l;
 }
 
-const Plan &planFor(const Problem &p) {
+Plan &planFor(const Problem &p) {
   static std::mutex mutex;
   static std::map<decltype(p.key()), Plan> *plans =
       new std::map<decltype(p.key()), Plan>(); // outlives static tensors
@@ -173,16 +204,39 @@ const Plan &planFor(const Problem &p) {
               pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC,
               sizeof(alignC)),
           what + ": alignment preference");
-  cublasLtMatmulHeuristicResult_t result;
+  cublasLtMatmulHeuristicResult_t results[kTuneCandidates];
   int found = 0;
-  cublasStatus_t st =
-      cublasLtMatmulAlgoGetHeuristic(handle(), plan.op, plan.a, plan.b, plan.c,
-                                     plan.c, pref, 1, &result, &found);
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+      handle(), plan.op, plan.a, plan.b, plan.c, plan.c, pref,
+      tuneGemms() ? kTuneCandidates : 1, results, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   checkLt(st, what + ": cublasLtMatmulAlgoGetHeuristic");
   if (found == 0)
     throw Error(what + ": cuBLASLt has no algorithm for this problem");
-  plan.algo = result.algo;
+  plan.algo = results[0].algo;
+  if (logGemms()) {
+    // TESSERA_CUDA_GEMM_LOG=1: each plan as it is made, with the
+    // heuristic's first algorithm (id, tile, split-K) and its estimate.
+    int32_t id = -1, tile = -1, splitK = -1;
+    size_t got = 0;
+    cublasLtMatmulAlgoConfigGetAttribute(&plan.algo, CUBLASLT_ALGO_CONFIG_ID,
+                                         &id, sizeof(id), &got);
+    cublasLtMatmulAlgoConfigGetAttribute(
+        &plan.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &got);
+    cublasLtMatmulAlgoConfigGetAttribute(&plan.algo,
+                                         CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                         &splitK, sizeof(splitK), &got);
+    std::fprintf(stderr,
+                 "gemm plan: %s, precision %d, epilogue %d, alignment A %d "
+                 "B %d C %d: algo %d tile %d split-k %d, %d candidates, "
+                 "waves %.2f\n",
+                 what.c_str(), static_cast<int>(p.precision),
+                 static_cast<int>(p.epilogue), p.alignA, p.alignB, p.alignC, id,
+                 tile, splitK, found, results[0].wavesCount);
+  }
+  if (found > 1)
+    for (int i = 0; i < found; ++i)
+      plan.candidates.push_back(results[i].algo);
   return plans->emplace(p.key(), plan).first->second;
 }
 
@@ -193,7 +247,7 @@ void gemm(Problem p, const void *a, const void *b, void *c,
   p.alignA = alignmentOf(a);
   p.alignB = alignmentOf(b);
   p.alignC = alignmentOf(c);
-  const Plan &plan = planFor(p);
+  Plan &plan = planFor(p);
   std::string what = "matmul " + describe(p);
   if (bias)
     checkLt(cublasLtMatmulDescSetAttribute(plan.op,
@@ -205,10 +259,41 @@ void gemm(Problem p, const void *a, const void *b, void *c,
   bool f64 = p.dtype == DType::f64;
   const void *alpha = f64 ? static_cast<const void *>(&oneD) : &oneF;
   const void *beta = f64 ? static_cast<const void *>(&zeroD) : &zeroF;
-  checkLt(cublasLtMatmul(handle(), plan.op, alpha, b, plan.a, a, plan.b, beta,
-                         c, plan.c, c, plan.c, &plan.algo, cx.workspace,
-                         cx.workspaceBytes, cx.compute),
-          what + ": cublasLtMatmul");
+  auto run = [&](const cublasLtMatmulAlgo_t &algo) {
+    return cublasLtMatmul(handle(), plan.op, alpha, b, plan.a, a, plan.b, beta,
+                          c, plan.c, c, plan.c, &algo, cx.workspace,
+                          cx.workspaceBytes, cx.compute);
+  };
+  if (!plan.candidates.empty()) {
+    // Each candidate once to warm up, then timed over three runs; c is
+    // written by every run and by the final one below.
+    cudaEvent_t start, stop;
+    check(cudaEventCreate(&start), what + ": cudaEventCreate");
+    check(cudaEventCreate(&stop), what + ": cudaEventCreate");
+    float best = -1;
+    for (const cublasLtMatmulAlgo_t &algo : plan.candidates) {
+      if (run(algo) != CUBLAS_STATUS_SUCCESS)
+        continue;
+      check(cudaEventRecord(start, cx.compute), what + ": cudaEventRecord");
+      for (int r = 0; r < 3; ++r)
+        checkLt(run(algo), what + ": cublasLtMatmul (tuning)");
+      check(cudaEventRecord(stop, cx.compute), what + ": cudaEventRecord");
+      check(cudaEventSynchronize(stop), what + ": cudaEventSynchronize");
+      float ms = 0;
+      check(cudaEventElapsedTime(&ms, start, stop),
+            what + ": cudaEventElapsedTime");
+      if (best < 0 || ms < best) {
+        best = ms;
+        plan.algo = algo;
+      }
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    plan.candidates.clear();
+  }
+  checkLt(run(plan.algo), what + ": cublasLtMatmul");
+  if (cx.profile)
+    profileMark(what);
   if (cx.syncEachOp)
     check(cudaStreamSynchronize(cx.compute), what);
 }

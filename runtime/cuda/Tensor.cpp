@@ -115,7 +115,12 @@ void setUp(ContextHolder &h) {
   c.syncEachOp = envInt("TESSERA_CUDA_SYNC", 0) != 0;
   c.poison = envInt("TESSERA_CUDA_POISON", 0) != 0;
   c.precision = precisionFromEnv();
+  c.profile = envInt("TESSERA_CUDA_PROFILE", 0) != 0;
   h.ready = true;
+  // Registered after the CUDA runtime's own exit handlers, so it runs
+  // before them, while events can still be read.
+  if (c.profile)
+    std::atexit(profileReport);
 }
 
 } // namespace
@@ -141,6 +146,8 @@ void check(cudaError_t rc, const std::string &what) {
 
 void checkLaunch(const char *kernel) {
   check(cudaGetLastError(), std::string("launch of kernel ") + kernel);
+  if (ctx().profile)
+    profileMark(kernel);
   if (ctx().syncEachOp) {
     check(cudaStreamSynchronize(ctx().compute),
           std::string("kernel ") + kernel);
@@ -196,6 +203,8 @@ void copy2D(void *dst, int64_t dstPitch, const void *src, int64_t srcPitch,
   check(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, runBytes, rows,
                           cudaMemcpyDeviceToDevice, ctx().compute),
         std::string(what) + ": cudaMemcpy2DAsync");
+  if (ctx().profile)
+    profileMark(std::string("copy2D ") + what);
 }
 
 Tensor onDevice(const Tensor &t) {
@@ -381,10 +390,13 @@ Tensor toDevice(const Tensor &x) {
   if (x.device() == Device::cuda)
     return x;
   Tensor out(x.shape(), x.dtype(), Device::cuda);
-  if (x.nbytes())
+  if (x.nbytes()) {
     check(cudaMemcpyAsync(out.deviceData(), x.rawData(), x.nbytes(),
                           cudaMemcpyHostToDevice, ctx().compute),
           "toDevice: cudaMemcpyAsync");
+    if (ctx().profile)
+      profileMark("toDevice");
+  }
   // Pageable host memory: the copy has been staged when the call returns,
   // so x may go away now.
   return out;
@@ -426,9 +438,12 @@ Tensor full(const Shape &shape, DType dtype, double value) {
 
 Tensor zeros(const Shape &shape, DType dtype) {
   Tensor t(shape, dtype);
-  if (t.nbytes())
+  if (t.nbytes()) {
     check(cudaMemsetAsync(t.deviceData(), 0, t.nbytes(), ctx().compute),
           "zeros: cudaMemsetAsync");
+    if (ctx().profile)
+      profileMark("zeros");
+  }
   return t;
 }
 
@@ -440,10 +455,13 @@ Tensor clone(const Tensor &x) {
     return t;
   if (x.device() == Device::host)
     std::memcpy(t.rawData(), x.rawData(), t.nbytes());
-  else
+  else {
     check(cudaMemcpyAsync(t.deviceData(), x.deviceData(), t.nbytes(),
                           cudaMemcpyDeviceToDevice, ctx().compute),
           "clone: cudaMemcpyAsync");
+    if (ctx().profile)
+      profileMark("clone");
+  }
   return t;
 }
 
