@@ -33,6 +33,62 @@ std::optional<Value> viewOf(Operation *op) {
   return std::nullopt;
 }
 
+/// Elements of `shape` before `dim` (the runs a piece of `dim` is cut
+/// into: 1 means the pieces are contiguous and need no packing).
+int64_t outerOf(ArrayRef<int64_t> shape, int64_t dim) {
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim && d < int64_t(shape.size()); ++d)
+    outer *= shape[d];
+  return outer;
+}
+
+/// Bytes a collective allocates and frees while it runs, beyond its result:
+/// the CPU backend's packing and receive buffers (runtime/common/
+/// Collectives.cpp packs pieces that are not contiguous; runtime/mpi/
+/// HostComm.cpp gathers a small all-reduce whole and folds it, exchanges
+/// chunks of a large one, and receives a reduce-scatter's or all-to-all's
+/// pieces before folding or unpacking them). At the op's moment they add
+/// to what is live.
+int64_t scratchBytes(Operation *op) {
+  auto bytes = [](Value v) { return tessera::tensorBytes(v.getType()); };
+  auto shape = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getShape();
+  };
+  if (auto ar = dyn_cast<AllReduceOp>(op)) {
+    int64_t n = ar.getGroupSize(), b = bytes(ar.getInput());
+    if (n < 2 || b == 0)
+      return 0;
+    // The runtime's kSmallAllReduceBytes (runtime/mpi/HostComm.cpp).
+    constexpr int64_t kSmallAllReduceBytes = 64 * 1024;
+    if (n * b <= kSmallAllReduceBytes)
+      return n * b;
+    int64_t numel =
+        cast<RankedTensorType>(ar.getInput().getType()).getNumElements();
+    return n * ((numel + n - 1) / n) * (b / numel);
+  }
+  if (auto ag = dyn_cast<AllGatherOp>(op)) {
+    // Gathered packed, then unpacked into the result unless contiguous.
+    if (ag.getGroupSize() < 2)
+      return 0;
+    return outerOf(shape(ag.getResult()), ag.getDim()) > 1
+               ? bytes(ag.getResult())
+               : 0;
+  }
+  if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+    if (rs.getGroupSize() < 2)
+      return 0;
+    int64_t b = bytes(rs.getInput());
+    return b + (outerOf(shape(rs.getInput()), rs.getDim()) > 1 ? b : 0);
+  }
+  if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+    if (a2a.getGroupSize() < 2)
+      return 0;
+    int64_t b = bytes(a2a.getInput());
+    return b + (outerOf(shape(a2a.getInput()), a2a.getSplitDim()) > 1 ? b : 0);
+  }
+  return 0;
+}
+
 } // namespace
 
 int64_t predictPeakBytes(func::FuncOp step) {
@@ -91,7 +147,7 @@ int64_t predictPeakBytes(func::FuncOp step) {
         live += size[s];
       }
     }
-    peak = std::max(peak, live);
+    peak = std::max(peak, live + scratchBytes(&op));
     // Storage whose last use is this op (or never used) dies now.
     auto release = [&](int s) {
       if (allocated[s] && !pinned[s] &&

@@ -5,8 +5,10 @@
 // arguments; every op allocates its results except views (a reshape, a cast
 // or broadcast that changes nothing); the emitted code drops each tensor
 // after its last use; sent tensors stay alive until the end of the step;
-// results stay (the driver takes them). Used by tessera-compile's plan
-// report and checked against the measured peaks by the end-to-end tests.
+// results stay (the driver takes them); a collective's packing and receive
+// buffers (the CPU backend's) add to the live bytes while it runs. Used by
+// tessera-compile's plan report and checked against the measured peaks by the
+// end-to-end tests.
 //
 //===----------------------------------------------------------------------===//
 
