@@ -6,6 +6,7 @@
 #include "tessera/runtime/Files.h"
 #include "tessera/runtime/Ops.h"
 
+#include "DataFeed.h"
 #include "Logging.h"
 #include "Watchdog.h"
 #include "World.h"
@@ -55,14 +56,6 @@ std::string joinPath(const std::string &dir, const std::string &file) {
   if (file.empty() || file[0] == '/' || dir.empty())
     return file;
   return dir + "/" + file;
-}
-
-const ValueSpec *findSpec(const std::vector<ValueSpec> &specs, Role role,
-                          const std::string &name) {
-  for (const ValueSpec &spec : specs)
-    if (spec.role == role && spec.name == name)
-      return &spec;
-  return nullptr;
 }
 
 const StepProgram &selectStep(const Program &program,
@@ -136,29 +129,6 @@ void checkWritable(const std::string &path, const std::string &flag) {
                 "' is not writable");
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw Error(flag + " " + path + ": is a directory");
-}
-
-/// The first value of an integer input outside [0, spec.bound): an error
-/// naming the data file, the step and the token's offset in the file.
-void checkBatch(const ValueSpec &spec, const Tensor &values,
-                const TokenData &data, int64_t step, int64_t T) {
-  if (spec.bound <= 0 || values.dtype() != DType::i64)
-    return;
-  const int64_t *v = values.data<int64_t>();
-  for (int64_t i = 0, n = values.numel(); i < n; ++i) {
-    if (v[i] >= 0 && v[i] < spec.bound)
-      continue;
-    int64_t row = i / T, pos = i % T;
-    // Targets are the tokens one past the inputs (TokenData::batch).
-    int64_t offset = data.offset(step, values.shape()[0], T, row) + pos +
-                     (spec.name == "targets" ? 1 : 0);
-    throw Error(data.path() + ": token " + std::to_string(v[i]) +
-                " at offset " + std::to_string(offset) + " (step " +
-                std::to_string(step) + ", row " + std::to_string(row) +
-                ", position " + std::to_string(pos) + " of input '" +
-                spec.name + "') is outside [0, " + std::to_string(spec.bound) +
-                "), the range the model accepts");
-  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -345,8 +315,7 @@ RankReport gatherReport(const RankReport &mine, const std::string &what) {
 /// The arguments of the gradient step `g`: parameters by name, the batch.
 std::vector<Tensor> gradientArgs(const StepProgram &g,
                                  const std::map<std::string, Tensor> &params,
-                                 const std::pair<Tensor, Tensor> &batch,
-                                 const std::string &what) {
+                                 const Batch &batch, const std::string &what) {
   std::vector<Tensor> args;
   for (const ValueSpec &spec : g.args) {
     if (spec.role == Role::Param) {
@@ -355,9 +324,10 @@ std::vector<Tensor> gradientArgs(const StepProgram &g,
         throw Error(what + ": no parameter '" + spec.name + "'");
       args.push_back(it->second);
     } else if (spec.role == Role::Input) {
-      args.push_back(
-          cast(toDevice(spec.name == "idx" ? batch.first : batch.second),
-               spec.dtype));
+      auto it = batch.find(spec.name);
+      if (it == batch.end())
+        throw Error(what + ": no data for input '" + spec.name + "'");
+      args.push_back(cast(toDevice(it->second), spec.dtype));
     } else {
       throw Error(what + ": unexpected argument '" + spec.name +
                   "' of the gradient step");
@@ -373,8 +343,7 @@ std::vector<Tensor> gradientArgs(const StepProgram &g,
 /// with several ranks (a rank sees only its part of the gradients).
 std::string nonFiniteCause(const Program &program, const StepProgram &step,
                            const std::vector<Tensor> &args,
-                           const TokenData *data, int64_t i, int64_t B,
-                           int64_t T) {
+                           const DataFeed *data, int64_t i) {
   const StepProgram &g = program.gradient;
   if (!g.fn || multiRank(program))
     return "";
@@ -384,9 +353,9 @@ std::string nonFiniteCause(const Program &program, const StepProgram &step,
       params[step.args[a].name] = args[a];
   std::vector<Tensor> results(g.results.size());
   try {
-    std::pair<Tensor, Tensor> batch;
+    Batch batch;
     if (data)
-      batch = data->batch(i, B, T);
+      batch = data->batch(i);
     g.fn(gradientArgs(g, params, batch, "the gradient step"), results);
   } catch (const Error &e) {
     return std::string("; recomputing the gradients failed: ") + e.what();
@@ -404,14 +373,13 @@ std::string nonFiniteCause(const Program &program, const StepProgram &step,
 /// parameter's gradient (and the loss, as metadata) to `path`.
 void dumpGradients(const Program &program,
                    const std::map<std::string, Tensor> &params,
-                   const TokenData *data, int64_t B, int64_t T,
-                   const std::string &path) {
+                   const DataFeed *data, const std::string &path) {
   const StepProgram &g = program.gradient;
   if (!g.fn)
     throw Error("--dump-grads: this program has no gradient step");
-  std::pair<Tensor, Tensor> batch;
+  Batch batch;
   if (data)
-    batch = data->batch(0, B, T);
+    batch = data->batch(0);
   std::vector<Tensor> args = gradientArgs(g, params, batch, "--dump-grads"),
                       results;
   results.assign(g.results.size(), Tensor());
@@ -454,6 +422,34 @@ double hyperValue(const std::string &name, const RunOptions &o) {
   throw Error("the program asks for an unknown hyperparameter '" + name + "'");
 }
 
+/// --help's list of the program's inputs (those of its ranks' step
+/// functions that this rank knows: names, dtypes and shapes).
+std::string inputsText(const Program &program) {
+  std::vector<const ValueSpec *> specs;
+  for (const StepProgram &step : program.steps)
+    for (const ValueSpec &spec : step.args)
+      if (spec.role == Role::Input &&
+          std::none_of(specs.begin(), specs.end(), [&](const ValueSpec *s) {
+            return s->name == spec.name;
+          }))
+        specs.push_back(&spec);
+  std::string s = "\nThis program's inputs:";
+  if (!program.inputs.empty()) {
+    for (const std::string &name : program.inputs) {
+      s += "\n  " + name;
+      for (const ValueSpec *spec : specs)
+        if (spec->name == name)
+          s += std::string(" ") + dtypeName(spec->dtype) + " " +
+               shapeToString(spec->shape);
+    }
+  } else {
+    for (const ValueSpec *spec : specs)
+      s += "\n  " + spec->name + " " + dtypeName(spec->dtype) + " " +
+           shapeToString(spec->shape);
+  }
+  return s + (program.inputs.empty() && specs.empty() ? " none\n" : "\n");
+}
+
 int run(int argc, char **argv, const Program &program) {
   bool multi = multiRank(program);
   // Rank 0 speaks for the job: usage, metrics, files written.
@@ -461,7 +457,7 @@ int run(int argc, char **argv, const Program &program) {
   RunOptions o = parseRunOptions(argc, argv);
   if (o.help) {
     if (lead)
-      std::cout << usage(argc > 0 ? argv[0] : "run");
+      std::cout << usage(argc > 0 ? argv[0] : "run") << inputsText(program);
     return 0;
   }
   if (o.steps < 0)
@@ -496,27 +492,21 @@ int run(int argc, char **argv, const Program &program) {
   // that a machine without a GPU says so first).
   initDevice();
 
-  // Data first: its errors are the cheapest to report.
-  const ValueSpec *idxSpec = findSpec(step.args, Role::Input, "idx");
-  const ValueSpec *targetSpec = findSpec(step.args, Role::Input, "targets");
-  const ValueSpec *shapeSpec = idxSpec ? idxSpec : targetSpec;
-  std::unique_ptr<TokenData> data;
-  int64_t B = 0, T = 0;
-  if (shapeSpec) {
-    if (o.data.empty())
-      throw Error("missing --data FILE.bin (see --help)");
-    if (shapeSpec->shape.size() != 2)
-      throw Error("input '" + shapeSpec->name + "' must be B x T, got " +
-                  shapeToString(shapeSpec->shape));
-    B = shapeSpec->shape[0];
-    T = shapeSpec->shape[1];
-    data = std::make_unique<TokenData>(o.data);
-    data->batch(0, B, T); // fail now if the file is too short
-  }
+  // Data first: its errors are the cheapest to report. A rank whose step
+  // takes no input (a middle pipeline stage) reads no data.
+  std::vector<ValueSpec> inputSpecs;
   for (const ValueSpec &spec : step.args)
-    if (spec.role == Role::Input && spec.name != "idx" &&
-        spec.name != "targets")
-      throw Error("the program asks for an unknown input '" + spec.name + "'");
+    if (spec.role == Role::Input)
+      inputSpecs.push_back(spec);
+  std::unique_ptr<DataFeed> data;
+  if (!inputSpecs.empty()) {
+    if (o.data.empty())
+      throw Error("missing --data FILE (see --help)");
+    data = std::make_unique<DataFeed>(o.data, inputSpecs, program.inputs);
+    // Reading a sample file made tensors, now freed: the peak that the
+    // steps report is tensor memory from here on.
+    resetPeak();
+  }
 
   std::string initPath =
       !o.init.empty() ? o.init : joinPath(executableDir(), program.initWeights);
@@ -537,7 +527,7 @@ int run(int argc, char **argv, const Program &program) {
       throw Error("a Loss cannot be an argument of the step function");
   }
   if (!o.dumpGrads.empty())
-    dumpGradients(program, params, data.get(), B, T, o.dumpGrads);
+    dumpGradients(program, params, data.get(), o.dumpGrads);
   StepLogger logger(lead ? o.log : "");
 
   using Clock = std::chrono::steady_clock;
@@ -546,14 +536,9 @@ int run(int argc, char **argv, const Program &program) {
   for (int64_t i = 0; i < o.steps; ++i) {
     Clock::time_point stepStart = Clock::now();
     watchdog::setStep(i);
-    std::pair<Tensor, Tensor> batch;
-    if (data) {
-      batch = data->batch(i, B, T);
-      if (idxSpec)
-        checkBatch(*idxSpec, batch.first, *data, i, T);
-      if (targetSpec)
-        checkBatch(*targetSpec, batch.second, *data, i, T);
-    }
+    Batch batch;
+    if (data)
+      batch = data->batch(i);
     args.clear();
     for (const ValueSpec &spec : step.args) {
       switch (spec.role) {
@@ -564,9 +549,7 @@ int run(int argc, char **argv, const Program &program) {
         args.push_back(states.at(spec.name));
         break;
       case Role::Input:
-        args.push_back(
-            cast(toDevice(spec.name == "idx" ? batch.first : batch.second),
-                 spec.dtype));
+        args.push_back(cast(toDevice(batch.at(spec.name)), spec.dtype));
         break;
       case Role::Hyper:
         args.push_back(hypers.at(spec.name));
@@ -580,9 +563,8 @@ int run(int argc, char **argv, const Program &program) {
         break;
       }
     }
-    // A rank whose step takes neither the tokens nor the targets (a middle
-    // pipeline stage) does not hold them during the step.
-    batch = {};
+    // The step holds its inputs in args; the host copies can go.
+    batch.clear();
     results.assign(step.results.size(), Tensor());
     try {
       step.fn(args, results);
@@ -629,21 +611,19 @@ int run(int argc, char **argv, const Program &program) {
     if (m.loss && !std::isfinite(*m.loss))
       throw Error("step " + std::to_string(i) + ": the loss is " +
                   std::to_string(*m.loss) +
-                  nonFiniteCause(program, step, args, data.get(), i, B, T) +
-                  stopped);
+                  nonFiniteCause(program, step, args, data.get(), i) + stopped);
     int64_t bad = firstNonFinite(updated);
     if (bad >= 0)
       throw Error("step " + std::to_string(i) + ": parameter '" +
                   updatedNames[bad] + "' is not finite after the update" +
-                  nonFiniteCause(program, step, args, data.get(), i, B, T) +
-                  stopped);
+                  nonFiniteCause(program, step, args, data.get(), i) + stopped);
     updated.clear();
     args.clear(); // drop the old parameters before the next step
     results.clear();
     // The step's GPU work is queued asynchronously: wait for it, so that the
     // step time is real and a kernel's deferred error names this step.
     synchronize();
-    int64_t tokens = B * T;
+    int64_t tokens = data ? data->itemsPerStep() : 0;
     if (multi) {
       waitSends();
       RankReport report = gatherReport({peakBytes(), m.loss, tokens},
@@ -659,6 +639,7 @@ int run(int argc, char **argv, const Program &program) {
     double seconds = std::chrono::duration<double>(now - stepStart).count();
     m.step = i;
     m.totalSteps = o.steps;
+    m.samples = data && data->countsSamples();
     m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
     m.flopsPerSecond = seconds > 0 ? program.flopsPerStep / seconds : 0;
     m.elapsedSeconds = std::chrono::duration<double>(now - start).count();
@@ -687,11 +668,16 @@ int run(int argc, char **argv, const Program &program) {
 
 std::string usage(const std::string &argv0) {
   return "usage: " + argv0 +
-         " --data FILE.bin --steps K [options]\n"
+         " --data FILE --steps K [options]\n"
          "\n"
-         "Trains the compiled model for K steps on nanoGPT token data.\n"
+         "Trains the compiled model for K steps.\n"
          "\n"
-         "  --data FILE.bin        uint16 little-endian token ids\n"
+         "  --data FILE            the inputs' data: a token file (uint16\n"
+         "                         little-endian ids; the model's first\n"
+         "                         input gets B x T tokens, its second the\n"
+         "                         next tokens) or FILE.safetensors, one\n"
+         "                         tensor [N, ...] of samples per input,\n"
+         "                         by input name (docs/training.md)\n"
          "  --steps K              number of optimizer steps\n"
          "  --init FILE            initial weights (safetensors; default: the\n"
          "                         program's weights beside the executable)\n"

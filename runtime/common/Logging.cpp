@@ -26,7 +26,8 @@ std::string number(double v, const char *format) {
 std::string stepJson(const StepMetrics &m) {
   std::string s = "{\"step\": " + std::to_string(m.step) + ", \"loss\": ";
   s += m.loss ? number(*m.loss, "%.17g") : "null";
-  s += ", \"tokens_per_s\": " + number(m.tokensPerSecond, "%.6g");
+  s += m.samples ? ", \"samples_per_s\": " : ", \"tokens_per_s\": ";
+  s += number(m.tokensPerSecond, "%.6g");
   s += ", \"elapsed_s\": " + number(m.elapsedSeconds, "%.6g");
   s += ", \"peak_bytes\": " + std::to_string(m.peakBytes);
   if (!m.peakBytesPerRank.empty()) {
@@ -43,10 +44,10 @@ std::string progressLine(const StepMetrics &m) {
   char buf[256];
   int width = static_cast<int>(std::to_string(m.totalSteps).size());
   std::string loss = m.loss ? number(*m.loss, "%.6f") : "-";
-  int n = std::snprintf(
-      buf, sizeof(buf), "step %*lld/%lld | loss %s | %.0f tok/s", width,
-      static_cast<long long>(m.step + 1), static_cast<long long>(m.totalSteps),
-      loss.c_str(), m.tokensPerSecond);
+  int n = std::snprintf(buf, sizeof(buf), "step %*lld/%lld | loss %s | %.0f %s",
+                        width, static_cast<long long>(m.step + 1),
+                        static_cast<long long>(m.totalSteps), loss.c_str(),
+                        m.tokensPerSecond, m.samples ? "samples/s" : "tok/s");
   std::string s(buf, n);
   if (m.flopsPerSecond > 0) {
     std::snprintf(buf, sizeof(buf), " | %.2f GFLOP/s", m.flopsPerSecond / 1e9);

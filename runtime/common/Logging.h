@@ -17,7 +17,10 @@ struct StepMetrics {
   int64_t totalSteps = 0;
   std::optional<double> loss; ///< absent: the step function has no Loss
   double tokensPerSecond = 0; ///< this step's tokens over its wall time
-  double elapsedSeconds = 0;  ///< since the first step started
+  /// Sample data (not tokens): tokensPerSecond counts samples, printed as
+  /// "samples_per_s" and "samples/s".
+  bool samples = false;
+  double elapsedSeconds = 0; ///< since the first step started
   int64_t peakBytes = 0;
   /// With several ranks: each rank's peak (peakBytes is their maximum), so
   /// that the compiler's per-rank memory prediction can be checked.

@@ -333,7 +333,8 @@ TEST(Driver, ErrorsExitWithOne) {
   RunResult r =
       runWith({"--data", kData, "--steps", "1", "--init", init}, throwing);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("error: step 0: the step exploded"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: step 0: the step exploded"), std::string::npos)
+      << r.err;
   for (const std::string &p : {init, wrongShape, noW})
     std::remove(p.c_str());
 }
@@ -342,7 +343,9 @@ TEST(Driver, HelpPrintsUsage) {
   Program program{"bigram", "", {sgdProgram()}, 0};
   RunResult r = runWith({"--bogus", "--help"}, program);
   EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(r.out.rfind("usage: run --data FILE.bin --steps K", 0), 0u)
+  EXPECT_EQ(r.out.rfind("usage: run --data FILE --steps K", 0), 0u) << r.out;
+  // The program's inputs, with their dtypes and shapes.
+  EXPECT_NE(r.out.find("This program's inputs:\n  idx i64 "), std::string::npos)
       << r.out;
   for (const char *flag :
        {"--init", "--save", "--optimizer", "--lr", "--beta1", "--beta2",

@@ -34,7 +34,11 @@ def gamma(n):
 def reductions(config):
     """(N, D) of examples/gpt's or examples/llama's model from
     reference.json's config (a Llama block has fewer reductions in sequence
-    than a GPT block: RMSNorm is one, not two)."""
+    than a GPT block: RMSNorm is one, not two). A config that states its
+    own {"reductions": {"N": n, "D": d}} (test/E2E/zoo/classifier.py,
+    derived there) gives them directly."""
+    if "reductions" in config:
+        return config["reductions"]["N"], config["reductions"]["D"]
     # examples/llama's config names its MLP width; the GPT's is 4 * width.
     n = max(config["batch"] * config["context"], config["vocab"],
             config.get("hidden", 4 * config["width"]), config["width"],

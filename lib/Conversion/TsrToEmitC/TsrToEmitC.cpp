@@ -439,8 +439,17 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
   }
   os << "  /*ranks=*/{" << joinInts(ranks) << "}, /*worldSize=*/" << worldSize
      << ",\n";
-  if (!constants.empty())
+  // The model's data inputs in graph order, when the importer recorded
+  // them: the driver maps a token file onto the first two.
+  auto inputs = getAttr<Tsr::InputsAttrHelper>(module);
+  if (!constants.empty() || inputs)
     os << "  /*constants=*/" << cppString(constants) << ",\n";
+  if (inputs) {
+    os << "  /*inputs=*/{";
+    for (auto [i, name] : llvm::enumerate(inputs.getAsRange<StringAttr>()))
+      os << (i ? ", " : "") << cppString(name.getValue());
+    os << "},\n";
+  }
   os << "};\n\n";
   os << "int main(int argc, char **argv) {\n"
         "  return tessera::rt::runMain(argc, argv, kProgram);\n}";

@@ -199,8 +199,14 @@ OwningOpRef<ModuleOp> ImportContext::run() {
   func::ReturnOp::create(b, fileLoc, results);
   func.setFunctionType(
       b.getFunctionType(argTypes, ValueRange(results).getTypes()));
-  for (auto [i, attr] : llvm::enumerate(argAttrs))
+  SmallVector<mlir::Attribute> inputNames;
+  for (auto [i, attr] : llvm::enumerate(argAttrs)) {
     func.setArgAttr(i, attr.first, b.getStringAttr(attr.second));
+    if (attr.first == Tsr::InputAttrHelper::getNameStr())
+      inputNames.push_back(b.getStringAttr(attr.second));
+  }
+  (*module)->setAttr(Tsr::InputsAttrHelper::getNameStr(),
+                     b.getArrayAttr(inputNames));
 
   // The loss: named by the option, else the only rank-0 float output.
   std::optional<size_t> loss;

@@ -21,7 +21,7 @@ namespace rt {
 enum class Role {
   Param, ///< a model parameter, `name` as in the model (state_dict)
   State, ///< optimizer state, e.g. "adamw.m/<param name>"
-  Input, ///< data: "idx" (tokens) or "targets"
+  Input, ///< data: a graph input of the model, by name (Program::inputs)
   Hyper, ///< "lr", "beta1", "beta2", "eps", "weight_decay" (rank-0 f32)
   Step,  ///< the 1-based step counter (rank-0 i64)
   Loss,  ///< result: the mean loss of the step (rank-0)
@@ -72,17 +72,25 @@ struct Program {
   /// directory; empty when the program has none. runMain loads it before
   /// the first step.
   std::string constants;
+  /// The model's data inputs (Role::Input names) in the graph's order, on
+  /// every rank, including inputs this rank's steps do not take. A token
+  /// file (--data FILE.bin) feeds the first the tokens and the second the
+  /// next tokens; empty: "idx" and "targets" (programs written by hand).
+  std::vector<std::string> inputs;
 };
 
 /// The whole `OUT/run` interface:
-///   --data FILE.bin --steps K [--init FILE.safetensors] [--save FILE]
+///   --data FILE --steps K [--init FILE.safetensors] [--save FILE]
 ///   [--optimizer adamw|sgd] [--lr X] [--beta1 X] [--beta2 X] [--eps X]
 ///   [--weight-decay X] [--seed S] [--log FILE.jsonl] [--comm-timeout S]
 /// Defaults: adamw, lr 1e-3 (adamw) / 0.1 (sgd), betas 0.9/0.999, eps 1e-8,
 /// weight decay 0.01 (adamw) / 0 (sgd). Each step prints one JSON line to
-/// stdout {"step", "loss", "tokens_per_s", "elapsed_s", "peak_bytes"} and a
-/// progress line to stderr. Errors (bad flag, missing file, shape mismatch
-/// in --init) print "error: ..." and return 1.
+/// stdout {"step", "loss", "tokens_per_s" (or "samples_per_s"), "elapsed_s",
+/// "peak_bytes"} and a progress line to stderr. Errors (bad flag, missing file,
+/// shape mismatch in --init) print "error: ..." and return 1. FILE is a token
+/// file or a sample file (FILE.safetensors, one tensor [N, ...] per input by
+/// name; docs/training.md); it is checked against the inputs before the first
+/// step, and each step takes the Input arguments from it by name.
 ///
 /// Details: "step" is 0-based (losses[i] of the PyTorch reference); "loss"
 /// is null when the step function has no Loss result (e.g. a pipeline stage

@@ -1,4 +1,4 @@
-//===- Files.h - checkpoints and token data ---------------------*- C++ -*-===//
+//===- Files.h - checkpoints, token data and samples -----------*- C++ -*-===//
 //
 // Part of the runtime API (see Runtime.h, the umbrella header).
 //
@@ -70,6 +70,48 @@ public:
 private:
   std::string path_;
   std::vector<uint16_t> tokens_;
+};
+
+/// Samples of named inputs: a safetensors file holding, for each of the
+/// model's data inputs, a tensor [N, sample shape...] under the input's
+/// name (images, features, labels, token sequences; F32, F64, I32, I64 or
+/// BOOL), every one with the same N. Batches take whole samples in order:
+/// row j of step s is sample (s*B + j) mod N. Other tensors in the file
+/// are ignored. The file is read whole and kept in plain host buffers, as
+/// TokenData keeps its tokens: data is not tensor memory (peakBytes).
+class SampleData {
+public:
+  /// Throws with the path: a missing, unreadable or malformed file, no
+  /// tensors, a scalar, or tensors whose first dimensions differ.
+  explicit SampleData(const std::string &path);
+  const std::string &path() const { return path_; }
+  /// N, the number of samples.
+  int64_t size() const { return size_; }
+  /// What the file holds under `name`: dtype and shape [N, ...].
+  struct Info {
+    DType dtype;
+    Shape shape;
+  };
+  /// The tensor called `name`, or null.
+  const Info *find(const std::string &name) const;
+  /// Element i (flat) of integer tensor `name` (for checks).
+  int64_t intAt(const std::string &name, int64_t i) const;
+  /// The names in the file, in its order.
+  const std::vector<std::string> &names() const { return names_; }
+  /// Rows (step*B + j) mod N, j < B, of input `name` (host, [B, ...]).
+  Tensor batch(const std::string &name, int64_t step, int64_t B) const;
+  /// The sample row `row` of step `step` takes.
+  int64_t sampleIndex(int64_t step, int64_t B, int64_t row) const;
+
+private:
+  std::string path_;
+  int64_t size_ = 0;
+  std::vector<std::string> names_;
+  struct Stored {
+    Info info;
+    std::vector<char> bytes;
+  };
+  std::map<std::string, Stored> tensors_;
 };
 
 } // namespace rt

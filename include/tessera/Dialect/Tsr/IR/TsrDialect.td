@@ -11,6 +11,11 @@ include "tessera/Dialect/Common/DiscardableAttrs.td"
 defvar Tsr_DiscardableAttrs = [
   TesseraDiscardableAttr<"source", "::mlir::StringAttr", "Module", "a string",
     "the file the module was imported from (set by the ONNX importer)">,
+  TesseraDiscardableAttr<"inputs", "::mlir::ArrayAttr", "Module",
+    "an array of strings",
+    "the model's data inputs (graph inputs that are not initializers) in "
+    "graph order (set by the ONNX importer): the driver maps a token file's "
+    "tokens and next tokens onto the first two">,
   TesseraDiscardableAttr<"param", "::mlir::StringAttr", "ArgOrResult",
     "a string (the parameter's name)",
     "a trained parameter: its name in the weights file">,
