@@ -147,14 +147,35 @@ def export_onnx(model: torch.nn.Module, idx: torch.Tensor, targets: torch.Tensor
         )
 
 
-def record_parameters(path: str, parameters) -> None:
+def tied_aliases(model: torch.nn.Module) -> dict:
+    """{name: first name} for the state_dict entries that are the same tensor
+    as an earlier entry (a head tied to the embedding: nanoGPT's
+    ``lm_head.weight = transformer.wte.weight``). ONNX keeps one initializer
+    for each such group, under the first name."""
+    first, aliases = {}, {}
+    for name, t in model.state_dict(keep_vars=True).items():
+        key = (t.data_ptr(), tuple(t.shape), t.dtype)
+        if key in first:
+            aliases[name] = first[key]
+        else:
+            first[key] = name
+    return aliases
+
+
+def record_parameters(path: str, parameters, state_dict=None) -> None:
     """Writes the parameters' names into the model's metadata
     ("tessera.parameters", a JSON list): Tessera trains those initializers and
-    keeps the others (buffers) constant."""
+    keeps the others (buffers) constant. ``state_dict``, a list of (name,
+    initializer) pairs in state_dict order, becomes "tessera.state_dict": the
+    names a saved checkpoint needs for ``load_state_dict(strict=True)``,
+    tied weights under every name they have."""
     import onnx
     model = onnx.load(path)
     entry = model.metadata_props.add()
     entry.key, entry.value = "tessera.parameters", json.dumps(list(parameters))
+    if state_dict is not None:
+        entry = model.metadata_props.add()
+        entry.key, entry.value = "tessera.state_dict", json.dumps([list(p) for p in state_dict])
     onnx.save(model, path)
 
 
@@ -311,8 +332,10 @@ def main(argv=None, make_model=make_gpt, description=__doc__, add_model_args=Non
     onnx_path = os.path.join(args.out, "model.onnx")
     t_export = time.time()
     export_onnx(model, idx, targets, onnx_path)
-    record_parameters(onnx_path, parameters)
-    summary = verify_onnx(onnx_path, init, cfg)
+    aliases = tied_aliases(model)
+    record_parameters(onnx_path, parameters, [(n, aliases.get(n, n)) for n in names])
+    summary = verify_onnx(onnx_path, collections.OrderedDict(
+        (n, a) for n, a in init.items() if n not in aliases), cfg)
     t_export = time.time() - t_export
     for n, p in model.state_dict().items():  # the export must not have changed the weights
         assert np.array_equal(p.numpy(), init[n]), n
@@ -398,7 +421,8 @@ def main(argv=None, make_model=make_gpt, description=__doc__, add_model_args=Non
                     "final_param_norms": {n: norm(a) for n, a in runs["adamw"][1].items()}}
     ref["params"] = {n: {"shape": list(init[n].shape), "init_norm": norm(init[n]),
                          "grad_norm": norm(grads[n])} for n in parameters}
-    ref["buffers"] = [n for n in init if n not in grads]
+    ref["buffers"] = [n for n in init if n not in grads and n not in aliases]
+    ref["tied"] = aliases
     ref["grad_norms"] = {n: norm(g) for n, g in grads.items()}
     ref["global_grad_norm"] = norm(np.concatenate([g.ravel() for g in grads.values()]))
     ref["onnx"] = summary

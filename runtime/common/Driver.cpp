@@ -422,6 +422,43 @@ double hyperValue(const std::string &name, const RunOptions &o) {
   throw Error("the program asks for an unknown hyperparameter '" + name + "'");
 }
 
+/// What --save writes for a program that knows the model's state_dict:
+/// every name in order, with its trained parameter (tied names share one)
+/// or, for an initializer that is not trained (a buffer), its value from
+/// the weights file the run started from; trained parameters that the
+/// state_dict does not name follow at the end.
+NamedTensors stateDictOf(const Program &program, const NamedTensors &params,
+                         const std::string &initPath) {
+  std::map<std::string, Tensor> trained(params.begin(), params.end());
+  std::set<std::string> fromFile, written;
+  for (const auto &[name, source] : program.stateDict)
+    if (!trained.count(source))
+      fromFile.insert(source);
+  std::map<std::string, Tensor> file;
+  if (!fromFile.empty())
+    for (auto &entry : readSafetensors(initPath, [&](const std::string &n) {
+           return fromFile.count(n) > 0;
+         }))
+      file[entry.first] = entry.second;
+  NamedTensors out;
+  for (const auto &[name, source] : program.stateDict) {
+    auto it = trained.find(source);
+    if (it == trained.end()) {
+      it = file.find(source);
+      if (it == file.end())
+        throw Error("--save: state_dict entry '" + name + "' is '" + source +
+                    "', which is neither a trained parameter nor in " +
+                    initPath);
+    }
+    out.push_back({name, it->second});
+    written.insert(source);
+  }
+  for (const auto &[name, tensor] : params)
+    if (!written.count(name))
+      out.push_back({name, tensor});
+  return out;
+}
+
 /// --help's list of the program's inputs (those of its ranks' step
 /// functions that this rank knows: names, dtypes and shapes).
 std::string inputsText(const Program &program) {
@@ -654,6 +691,8 @@ int run(int argc, char **argv, const Program &program) {
         named.push_back({spec.name, params.at(spec.name)});
     if (multi)
       named = gatherNamed(named, "--save");
+    if (lead && !program.stateDict.empty())
+      named = stateDictOf(program, named, initPath);
     if (lead)
       writeSafetensors(o.save, named,
                        {{"format", "pt"},
@@ -681,7 +720,8 @@ std::string usage(const std::string &argv0) {
          "  --steps K              number of optimizer steps\n"
          "  --init FILE            initial weights (safetensors; default: the\n"
          "                         program's weights beside the executable)\n"
-         "  --save FILE            write the final parameters (safetensors)\n"
+         "  --save FILE            write the final weights (safetensors,\n"
+         "                         the model's state_dict names)\n"
          "  --optimizer NAME       adamw (default) or sgd\n"
          "  --lr X                 learning rate (1e-3 adamw, 0.1 sgd)\n"
          "  --beta1 X, --beta2 X   AdamW betas (0.9, 0.999)\n"

@@ -442,12 +442,29 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
   // The model's data inputs in graph order, when the importer recorded
   // them: the driver maps a token file onto the first two.
   auto inputs = getAttr<Tsr::InputsAttrHelper>(module);
-  if (!constants.empty() || inputs)
+  // The state_dict names --save writes, each with its initializer.
+  auto stateDict = getAttr<Tsr::StateDictAttrHelper>(module);
+  if (!constants.empty() || inputs || stateDict)
     os << "  /*constants=*/" << cppString(constants) << ",\n";
-  if (inputs) {
+  if (inputs || stateDict) {
     os << "  /*inputs=*/{";
-    for (auto [i, name] : llvm::enumerate(inputs.getAsRange<StringAttr>()))
-      os << (i ? ", " : "") << cppString(name.getValue());
+    if (inputs)
+      for (auto [i, name] : llvm::enumerate(inputs.getAsRange<StringAttr>()))
+        os << (i ? ", " : "") << cppString(name.getValue());
+    os << "},\n";
+  }
+  if (stateDict) {
+    os << "  /*stateDict=*/{";
+    for (auto [i, entry] : llvm::enumerate(stateDict.getValue())) {
+      auto pair = dyn_cast<ArrayAttr>(entry);
+      if (!pair || pair.size() != 2 ||
+          !llvm::all_of(pair, llvm::IsaPred<StringAttr>))
+        return module.emitError("convert-tsr-to-emitc: tsr.state_dict entries "
+                                "must be [name, initializer] string pairs");
+      os << (i ? ",\n    " : "\n    ") << "{"
+         << cppString(cast<StringAttr>(pair[0]).getValue()) << ", "
+         << cppString(cast<StringAttr>(pair[1]).getValue()) << "}";
+    }
     os << "},\n";
   }
   os << "};\n\n";

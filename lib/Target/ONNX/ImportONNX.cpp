@@ -207,6 +207,8 @@ OwningOpRef<ModuleOp> ImportContext::run() {
   }
   (*module)->setAttr(Tsr::InputsAttrHelper::getNameStr(),
                      b.getArrayAttr(inputNames));
+  if (failed(recordStateDict(*module)))
+    return nullptr;
 
   // The loss: named by the option, else the only rank-0 float output.
   std::optional<size_t> loss;

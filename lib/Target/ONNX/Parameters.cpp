@@ -198,4 +198,47 @@ LogicalResult ImportContext::decideParameters() {
   return success();
 }
 
+LogicalResult ImportContext::recordStateDict(ModuleOp module) {
+  auto meta = model.metadata.find("tessera.state_dict");
+  if (meta == model.metadata.end())
+    return success();
+  auto bad = [&](const Twine &why) {
+    return emitError(fileLoc)
+           << "metadata 'tessera.state_dict' must be a JSON array of [name, "
+              "initializer] pairs: "
+           << why;
+  };
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(meta->second);
+  if (!json) {
+    std::string why = llvm::toString(json.takeError());
+    return bad(why);
+  }
+  const llvm::json::Array *pairs = json->getAsArray();
+  if (!pairs)
+    return bad("not an array");
+  std::set<std::string> initializerNames, seen;
+  for (const Tensor &t : model.initializers)
+    initializerNames.insert(t.name);
+  SmallVector<mlir::Attribute> entries;
+  for (const llvm::json::Value &v : *pairs) {
+    const llvm::json::Array *pair = v.getAsArray();
+    std::optional<StringRef> name, source;
+    if (pair && pair->size() == 2) {
+      name = (*pair)[0].getAsString();
+      source = (*pair)[1].getAsString();
+    }
+    if (!name || !source)
+      return bad("an entry is not a pair of strings");
+    if (!seen.insert(name->str()).second)
+      return bad("'" + *name + "' is listed twice");
+    if (!initializerNames.count(source->str()))
+      return bad("'" + *name + "' names '" + *source +
+                 "', which is not an initializer of the model");
+    entries.push_back(b.getStrArrayAttr({*name, *source}));
+  }
+  module->setAttr(Tsr::StateDictAttrHelper::getNameStr(),
+                  b.getArrayAttr(entries));
+  return success();
+}
+
 } // namespace tessera::onnx_import

@@ -6,6 +6,10 @@ files, options and PyTorch reference):
                               does: a persistent float buffer ``attn.bias``
                               (tril of ones, [1, 1, T, T]) and
                               masked_fill(bias[:, :, :T, :T] == 0, -inf)
+  --model gpt-nanogpt         gpt-mask-buffer with nanoGPT's tied head: a
+                              bias-free Linear ``lm_head`` whose weight IS
+                              ``transformer.wte.weight`` (two state_dict
+                              names, one ONNX initializer)
   --model llama-rope-buffers  examples/llama's Llama with its cos/sin tables
                               as persistent buffers (``attention.cos_cached``,
                               ``attention.sin_cached``, [context, head_dim])
@@ -72,15 +76,30 @@ def llama_buffer_attention(self, x):
     return self.wo(y)
 
 
+def gpt_tied_head_forward(self, idx, targets):
+    """examples/gpt's GPT.forward with the head as nanoGPT writes it."""
+    B, T = (int(s) for s in idx.shape)
+    tr = self.transformer
+    pos = tr.wpe.weight if T == self.cfg.context else tr.wpe.weight[:T]
+    x = tr.drop(tr.wte(idx) + pos)
+    for block in tr.h:
+        x = block(x)
+    logits = self.lm_head(tr.ln_f(x))
+    loss = F.cross_entropy(logits.reshape(B * T, self.cfg.vocab), targets.reshape(B * T),
+                           ignore_index=self.cfg.ignore_index, reduction="mean")
+    return logits, loss
+
+
 def add_args(ap):
-    ap.add_argument("--model", required=True, choices=("gpt-mask-buffer", "llama-rope-buffers"))
+    ap.add_argument("--model", required=True,
+                    choices=("gpt-mask-buffer", "gpt-nanogpt", "llama-rope-buffers"))
     ap.add_argument("--no-parameter-list", action="store_true",
                     help="remove the metadata 'tessera.parameters' from the exported model")
     llama_export.add_llama_args(ap)
 
 
 def make_model(args, vocab):
-    if args.model == "gpt-mask-buffer":
+    if args.model in ("gpt-mask-buffer", "gpt-nanogpt"):
         cfg, construct = gpt_export.make_gpt(args, vocab)
 
         def build():
@@ -90,6 +109,10 @@ def make_model(args, vocab):
                 if isinstance(m, gpt_model.CausalSelfAttention):
                     m.register_buffer("bias", torch.tril(torch.ones(T, T)).view(1, 1, T, T))
                     m.forward = types.MethodType(gpt_buffer_attention, m)
+            if args.model == "gpt-nanogpt":
+                gpt.lm_head = torch.nn.Linear(cfg.width, cfg.vocab, bias=False)
+                gpt.lm_head.weight = gpt.transformer.wte.weight  # tied
+                gpt.forward = types.MethodType(gpt_tied_head_forward, gpt)
             return gpt
         return cfg, build
 

@@ -111,6 +111,10 @@ public:
   /// Fills `parameters`: the float initializers that are trained
   /// (Parameters.cpp); reports the decision through options.report.
   LogicalResult decideParameters();
+  /// The model's metadata "tessera.state_dict" (a JSON list of [name,
+  /// initializer] pairs, which examples/*/export.py write) as the module's
+  /// tsr.state_dict: what --save writes, tied weights under each name.
+  LogicalResult recordStateDict(ModuleOp module);
 
   //===--------------------------------------------------------------------===//
   // Diagnostics

@@ -12,6 +12,7 @@
 #include "tessera/runtime/Tensor.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -77,6 +78,12 @@ struct Program {
   /// file (--data FILE.bin) feeds the first the tokens and the second the
   /// next tokens; empty: "idx" and "targets" (programs written by hand).
   std::vector<std::string> inputs;
+  /// The model's PyTorch state_dict in order: (name, initializer). --save
+  /// writes every name, a trained parameter's value when the initializer
+  /// is one (tied weights: several names, one parameter), else the
+  /// initializer's value from the weights file (buffers, which training
+  /// does not change). Empty: --save writes the parameters only.
+  std::vector<std::pair<std::string, std::string>> stateDict;
 };
 
 /// The whole `OUT/run` interface:
@@ -108,7 +115,9 @@ struct Program {
 /// and its slice of the batch. Only rank 0 prints the JSON and progress
 /// lines and writes --log: its loss is the Loss result of the lowest rank
 /// that has one, its peak_bytes the maximum over ranks. After every step
-/// each rank completes its sends (waitSends). --save and --dump-grads gather
+/// each rank completes its sends (waitSends). --save writes
+/// Program::stateDict's names when the program has them (docs/training.md).
+/// --save and --dump-grads gather
 /// the ranks' Param (Grad) values by name to rank 0, which writes one file
 /// holding each name once: the first holder by rank, then in spec order. An
 /// error on any rank prints "error: rank R: ..." and aborts the whole job

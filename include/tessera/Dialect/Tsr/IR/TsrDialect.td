@@ -16,6 +16,11 @@ defvar Tsr_DiscardableAttrs = [
     "the model's data inputs (graph inputs that are not initializers) in "
     "graph order (set by the ONNX importer): the driver maps a token file's "
     "tokens and next tokens onto the first two">,
+  TesseraDiscardableAttr<"state_dict", "::mlir::ArrayAttr", "Module",
+    "an array of [name, initializer] string pairs",
+    "the PyTorch state_dict in order (set by the ONNX importer from the "
+    "model's metadata): --save writes each name with its initializer's "
+    "value, so tied weights appear under every name and buffers too">,
   TesseraDiscardableAttr<"param", "::mlir::StringAttr", "ArgOrResult",
     "a string (the parameter's name)",
     "a trained parameter: its name in the weights file">,
