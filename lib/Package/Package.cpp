@@ -25,6 +25,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 
+#include <set>
+
 using namespace mlir;
 
 namespace tessera::package {
@@ -168,6 +170,19 @@ LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options) {
   bool distributed = static_cast<bool>(module->getAttrOfType<dist::MeshAttr>(
       Dist::MeshAttrHelper::getNameStr()));
   int64_t ranks = worldSize(module);
+  // The runtime holds the constants file's tensors for the whole run
+  // (runtime/common/Constants.cpp), and every rank loads all of them: they
+  // add to each rank's peak.
+  int64_t held = 0;
+  std::set<std::string> keys;
+  module.walk([&](tsr::ConstantOp op) {
+    auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+    if (!isOutlinedConstant(dense, kOutlineConstantsAbove) ||
+        !keys.insert(outlinedConstantKey(dense)).second)
+      return;
+    if (std::optional<std::string> bytes = constantBytes(dense))
+      held += static_cast<int64_t>(bytes->size());
+  });
   std::string json;
   llvm::raw_string_ostream os(json);
   os << "{";
@@ -175,7 +190,7 @@ LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options) {
     os << (i ? ", " : "") << "\"" << opt << "\": [";
     for (int64_t r = 0; r < ranks; ++r) {
       func::FuncOp f = findStep(module, opt, distributed ? r : -1);
-      int64_t bytes = f ? dist::predictPeakBytes(f) : 0;
+      int64_t bytes = f ? dist::predictPeakBytes(f) + held : 0;
       os << (r ? ", " : "") << bytes;
       if (StringRef(opt) == "adamw")
         progress(options, llvm::formatv("  rank {0}: predicted peak tensor "

@@ -101,6 +101,8 @@ ImportRuleRegistry &importRules() {
     registerContractionImportRules(*r);
     registerShapeImportRules(*r);
     registerTrainingImportRules(*r);
+    registerVisionImportRules(*r);
+    registerActivationImportRules(*r);
     return r;
   }();
   return *rules;

@@ -48,7 +48,8 @@ bool comparesValue(StringRef op) {
 }
 
 /// True if every use of `name` (through value-moving ops) is a comparison,
-/// a logical op or a Where condition, and there is at least one use.
+/// a logical op, a Where condition or a BatchNormalization's running
+/// statistic, and there is at least one use.
 bool onlyMasks(const Model &model,
                const std::multimap<std::string, size_t> &users,
                const std::string &name) {
@@ -64,6 +65,14 @@ bool onlyMasks(const Model &model,
       used = true;
       if (comparesValue(n.opType))
         continue;
+      if (n.opType == "BatchNormalization") {
+        // The running statistics (inputs 3 and 4) are state the node
+        // updates, not weights: training mode normalizes by the batch's.
+        for (size_t i = 0; i < n.inputs.size() && i < 3; ++i)
+          if (n.inputs[i] == value)
+            return false;
+        continue;
+      }
       if (n.opType == "Where") {
         // Only as the condition: as a branch it is a value that flows on.
         for (size_t i = 1; i < n.inputs.size(); ++i)
@@ -181,8 +190,8 @@ LogicalResult ImportContext::decideParameters() {
   if (!buffers.empty())
     line += "; constants (buffers, not in the list): " + list(buffers);
   if (!masks.empty())
-    line += "; constants (only compared or used as a Where condition, "
-            "masks): " +
+    line += "; constants (only compared, used as a Where condition or as "
+            "batch norm's running statistics): " +
             list(masks);
   if (!frozen.empty())
     line += "; constants by --freeze: " + list(frozen);

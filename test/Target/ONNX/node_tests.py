@@ -57,6 +57,13 @@ SELECTION = [
     "test_identity", "test_identity_*", "test_sigmoid", "test_sigmoid_*",
     "test_sin", "test_sin_example", "test_cos", "test_cos_example",
     "test_tril*", "test_triu*",
+    # Convolutional networks (Rules/Vision.cpp).
+    "test_basic_conv_*", "test_conv_with_*", "test_maxpool_*",
+    "test_averagepool_*", "test_globalaveragepool*", "test_batchnorm_*",
+    "test_constant_pad", "test_edge_pad", "test_reflect_pad",
+    # Piecewise activations (Rules/Activations.cpp).
+    "test_leakyrelu*", "test_abs", "test_softplus*", "test_clip*",
+    "test_max_*", "test_min_*", "test_tile*",
     # Function-expanded variants: the op's definition in terms of others,
     # with Shape/Size/Slice/Neg/Concat shape arithmetic the importer folds.
     "test_layer_normalization_*_expanded", "test_softmax_*_expanded",
@@ -108,6 +115,44 @@ EXPECTED_REJECT = {
     "test_sce_none_weights_log_prob": ("class weights", "class weights"),
     "test_tril_zero": ("empty tensors are not supported", "empty input"),
     "test_triu_zero": ("empty tensors are not supported", "empty input"),
+    # Convolutional ops outside Rules/Vision.cpp's scope (2-D images,
+    # explicit pads, floor rounding, constant padding).
+    "test_averagepool_1d_default": ("only 2-D images are supported", "1-D pooling"),
+    "test_averagepool_3d_default": ("only 2-D images are supported", "3-D pooling"),
+    "test_maxpool_1d_default": ("only 2-D images are supported", "1-D pooling"),
+    "test_maxpool_3d_default": ("only 2-D images are supported", "3-D pooling"),
+    "test_averagepool_2d_ceil": ("ceil_mode 1 is not supported", "ceil rounding"),
+    "test_maxpool_2d_ceil": ("ceil_mode 1 is not supported", "ceil rounding"),
+    "test_averagepool_2d_precomputed_same_upper": ("auto_pad 'SAME_UPPER' is not supported", "auto_pad"),
+    "test_averagepool_2d_same_lower": ("auto_pad 'SAME_LOWER' is not supported", "auto_pad"),
+    "test_averagepool_2d_same_upper": ("auto_pad 'SAME_UPPER' is not supported", "auto_pad"),
+    "test_maxpool_2d_precomputed_same_upper": ("auto_pad 'SAME_UPPER' is not supported", "auto_pad"),
+    "test_maxpool_2d_same_lower": ("auto_pad 'SAME_LOWER' is not supported", "auto_pad"),
+    "test_maxpool_2d_same_upper": ("auto_pad 'SAME_UPPER' is not supported", "auto_pad"),
+    "test_conv_with_autopad_same": ("auto_pad 'SAME_LOWER' is not supported", "auto_pad"),
+    "test_maxpool_2d_uint8": ("unsupported element type UINT8", "uint8 tensors"),
+    "test_maxpool_with_argmax_2d_precomputed_pads": ("the Indices output is not supported", "argmax indices"),
+    "test_maxpool_with_argmax_2d_precomputed_strides": ("the Indices output is not supported", "argmax indices"),
+    "test_edge_pad": ("mode 'edge' is not supported", "edge padding"),
+    "test_reflect_pad": ("mode 'reflect' is not supported", "reflect padding"),
+    # Min, Max and Clip on element types tsr lacks.
+    "test_clip_default_int8_inbounds": ("unsupported element type INT8", "int8 tensors"),
+    "test_clip_default_int8_max": ("unsupported element type INT8", "int8 tensors"),
+    "test_clip_default_int8_min": ("unsupported element type INT8", "int8 tensors"),
+    "test_max_float64": ("unsupported element type DOUBLE", "float64 tensors"),
+    "test_max_int16": ("unsupported element type INT16", "int16 tensors"),
+    "test_max_int8": ("unsupported element type INT8", "int8 tensors"),
+    "test_max_uint16": ("unsupported element type UINT16", "uint16 tensors"),
+    "test_max_uint32": ("unsupported element type UINT32", "uint32 tensors"),
+    "test_max_uint64": ("unsupported element type UINT64", "uint64 tensors"),
+    "test_max_uint8": ("unsupported element type UINT8", "uint8 tensors"),
+    "test_min_float64": ("unsupported element type DOUBLE", "float64 tensors"),
+    "test_min_int16": ("unsupported element type INT16", "int16 tensors"),
+    "test_min_int8": ("unsupported element type INT8", "int8 tensors"),
+    "test_min_uint16": ("unsupported element type UINT16", "uint16 tensors"),
+    "test_min_uint32": ("unsupported element type UINT32", "uint32 tensors"),
+    "test_min_uint64": ("unsupported element type UINT64", "uint64 tensors"),
+    "test_min_uint8": ("unsupported element type UINT8", "uint8 tensors"),
     # Sequence values.
     "test_identity_sequence": ("is not a tensor", "sequence values"),
     "test_identity_opt": ("is not a tensor", "optional values"),
@@ -118,7 +163,7 @@ CONST_OPERANDS = {
     "Reshape": [1], "Slice": [1, 2, 3, 4], "Split": [1], "Unsqueeze": [1],
     "Squeeze": [1], "Expand": [1], "ReduceMean": [1], "ReduceSum": [1],
     "ReduceMax": [1], "ConstantOfShape": [0], "Dropout": [1, 2], "Tile": [1],
-    "Trilu": [1],
+    "Trilu": [1], "Pad": [1, 2],
 }
 
 # Node tests whose numeric check cannot pass by construction (with why).
@@ -130,6 +175,8 @@ NUMERIC_SKIP = {
     "test_cast_FLOAT_to_BFLOAT16": "numpy has no bfloat16 for the output file",
     "test_cast_FLOAT16_to_FLOAT": "the CPU runtime (tessera-interp) has no f16",
     "test_cast_FLOAT_to_FLOAT16": "the CPU runtime (tessera-interp) has no f16",
+    "test_max_float16": "the CPU runtime (tessera-interp) has no f16",
+    "test_min_float16": "the CPU runtime (tessera-interp) has no f16",
 }
 
 

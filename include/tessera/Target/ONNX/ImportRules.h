@@ -88,6 +88,8 @@ void registerElementwiseImportRules(ImportRuleRegistry &rules);
 void registerContractionImportRules(ImportRuleRegistry &rules);
 void registerShapeImportRules(ImportRuleRegistry &rules);
 void registerTrainingImportRules(ImportRuleRegistry &rules);
+void registerVisionImportRules(ImportRuleRegistry &rules);
+void registerActivationImportRules(ImportRuleRegistry &rules);
 
 /// "[2, 3]".
 std::string shapeString(ArrayRef<int64_t> shape);

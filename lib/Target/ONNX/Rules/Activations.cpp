@@ -1,0 +1,237 @@
+//===- Activations.cpp - import rules of piecewise activations ------------===//
+//
+// LeakyRelu, Softplus, Abs, Clip, Min, Max and Tile, written with tsr ops
+// that have gradients (compare, where, exp, log, concat), so that they train
+// on every backend and plan without kernels of their own:
+//
+//   LeakyRelu(x)  = where(x > 0, x, alpha x)       gradient 1 or alpha, as
+//   torch Abs(x)        = where(x < 0, -x, x) Softplus(x)   = relu(x) + log(1 +
+//   exp(-|x|))   (no overflow for large |x|) Clip(x, a, b) = min(max(x, a), b)
+//   by two wheres  gradient 1 on [a, b] Max(x, y)     = where(x >= y, x, y);
+//   Min with <=; more inputs fold left Tile(x, r)    = r_d copies concatenated
+//   along each dimension d
+//
+// On ties Max and Min pass the whole gradient to the first input (torch
+// splits it in two); ties of floats that carry gradients are rare.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Target/ONNX/ImportRules.h"
+
+namespace tessera::onnx_import {
+namespace {
+
+FailureOr<Value> compare(ImportContext &cx, tsr::ComparePredicate pred, Value l,
+                         Value r) {
+  auto op = cx.createInferred<tsr::CompareOp>(1, pred, l, r);
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+FailureOr<Value> select(ImportContext &cx, Value c, Value x, Value y) {
+  auto op = cx.createInferred<tsr::WhereOp>(1, c, x, y);
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+template <typename OpTy> FailureOr<Value> unary(ImportContext &cx, Value x) {
+  auto op = cx.createInferred<OpTy>(1, x);
+  if (failed(op))
+    return failure();
+  return op->getResult();
+}
+
+/// |x| = where(x < 0, -x, x).
+FailureOr<Value> absOf(ImportContext &cx, Value x) {
+  FailureOr<Value> zero = cx.scalarConstant(0.0, cx.typeOf(x).getElementType());
+  if (failed(zero))
+    return failure();
+  FailureOr<Value> neg = compare(cx, tsr::ComparePredicate::lt, x, *zero);
+  FailureOr<Value> minus = unary<tsr::NegOp>(cx, x);
+  if (failed(neg) || failed(minus))
+    return failure();
+  return select(cx, *neg, *minus, x);
+}
+
+LogicalResult importLeakyRelu(ImportContext &cx) {
+  if (failed(cx.checkAttributes({"alpha"})))
+    return failure();
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+    return failure();
+  Type elem = cx.typeOf(*x).getElementType();
+  FailureOr<Value> zero = cx.scalarConstant(0.0, elem),
+                   alpha = cx.scalarConstant(cx.attrFloat("alpha", 0.01), elem);
+  if (failed(zero) || failed(alpha))
+    return failure();
+  FailureOr<Value> pos = compare(cx, tsr::ComparePredicate::gt, *x, *zero);
+  FailureOr<Value> scaled = cx.binary<tsr::MulOp>(*x, *alpha);
+  if (failed(pos) || failed(scaled))
+    return failure();
+  FailureOr<Value> y = select(cx, *pos, *x, *scaled);
+  if (failed(y))
+    return failure();
+  return cx.setOutput(0, *y);
+}
+
+LogicalResult importAbs(ImportContext &cx) {
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+    return failure();
+  FailureOr<Value> y = absOf(cx, *x);
+  if (failed(y))
+    return failure();
+  return cx.setOutput(0, *y);
+}
+
+LogicalResult importSoftplus(ImportContext &cx) {
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+    return failure();
+  Type elem = cx.typeOf(*x).getElementType();
+  FailureOr<Value> a = absOf(cx, *x);
+  if (failed(a))
+    return failure();
+  FailureOr<Value> na = unary<tsr::NegOp>(cx, *a);
+  if (failed(na))
+    return failure();
+  FailureOr<Value> e = unary<tsr::ExpOp>(cx, *na);
+  FailureOr<Value> one = cx.scalarConstant(1.0, elem);
+  if (failed(e) || failed(one))
+    return failure();
+  FailureOr<Value> onePlus = cx.binary<tsr::AddOp>(*e, *one);
+  if (failed(onePlus))
+    return failure();
+  FailureOr<Value> l = unary<tsr::LogOp>(cx, *onePlus);
+  FailureOr<Value> r = unary<tsr::ReluOp>(cx, *x);
+  if (failed(l) || failed(r))
+    return failure();
+  FailureOr<Value> y = cx.binary<tsr::AddOp>(*r, *l);
+  if (failed(y))
+    return failure();
+  return cx.setOutput(0, *y);
+}
+
+LogicalResult importClip(ImportContext &cx) {
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+    return failure();
+  Type elem = cx.typeOf(*x).getElementType();
+  // Opset 11 moved min and max from attributes to (optional) inputs.
+  auto bound = [&](size_t input, const char *attr) -> FailureOr<Value> {
+    if (cx.opset < 11) {
+      if (!cx.node->getAttribute(attr))
+        return Value();
+      return cx.scalarConstant(cx.attrFloat(attr, 0), elem);
+    }
+    if (!cx.hasInput(input))
+      return Value();
+    FailureOr<Value> v = cx.input(input);
+    if (failed(v))
+      return failure();
+    if (cx.typeOf(*v).getRank() != 0)
+      return cx.err() << "min and max must be scalars";
+    return cx.castTo(*v, elem);
+  };
+  if (failed(cx.opset < 11 ? cx.checkAttributes({"min", "max"})
+                           : cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> lo = bound(1, "min"), hi = bound(2, "max");
+  if (failed(lo) || failed(hi))
+    return failure();
+  // min(max(x, lo), hi): with lo > hi every value becomes hi, as ONNX says.
+  Value y = *x;
+  if (*lo) {
+    FailureOr<Value> below = compare(cx, tsr::ComparePredicate::lt, y, *lo);
+    if (failed(below))
+      return failure();
+    FailureOr<Value> r = select(cx, *below, *lo, y);
+    if (failed(r))
+      return failure();
+    y = *r;
+  }
+  if (*hi) {
+    FailureOr<Value> above = compare(cx, tsr::ComparePredicate::gt, y, *hi);
+    if (failed(above))
+      return failure();
+    FailureOr<Value> r = select(cx, *above, *hi, y);
+    if (failed(r))
+      return failure();
+    y = *r;
+  }
+  return cx.setOutput(0, y);
+}
+
+LogicalResult importMinMax(ImportContext &cx, bool max) {
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  if (cx.node->inputs.empty())
+    return cx.err() << "needs at least one input";
+  FailureOr<Value> acc = cx.input(0);
+  if (failed(acc))
+    return failure();
+  for (size_t i = 1; i < cx.node->inputs.size(); ++i) {
+    FailureOr<Value> v = cx.input(i);
+    if (failed(v))
+      return failure();
+    FailureOr<Value> keep =
+        compare(cx, max ? tsr::ComparePredicate::ge : tsr::ComparePredicate::le,
+                *acc, *v);
+    if (failed(keep))
+      return failure();
+    acc = select(cx, *keep, *acc, *v);
+    if (failed(acc))
+      return failure();
+  }
+  return cx.setOutput(0, *acc);
+}
+
+LogicalResult importTile(ImportContext &cx) {
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> x = cx.input(0);
+  FailureOr<std::vector<int64_t>> repeats = cx.constInts(1, "repeats");
+  if (failed(x) || failed(repeats))
+    return failure();
+  int64_t rank = cx.typeOf(*x).getRank();
+  if (static_cast<int64_t>(repeats->size()) != rank)
+    return cx.err() << "repeats has " << repeats->size()
+                    << " values for an input of rank " << rank;
+  Value y = *x;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t r = (*repeats)[d];
+    if (r < 1)
+      return cx.err() << "repeats must be >= 1 (empty results are not "
+                         "supported), got "
+                      << r;
+    if (r == 1)
+      continue;
+    SmallVector<Value> copies(r, y);
+    auto cat = cx.createInferred<tsr::ConcatOp>(1, ValueRange(copies),
+                                                static_cast<uint64_t>(d));
+    if (failed(cat))
+      return failure();
+    y = cat->getResult();
+  }
+  return cx.setOutput(0, y);
+}
+
+} // namespace
+
+void registerActivationImportRules(ImportRuleRegistry &r) {
+  r.add("LeakyRelu", importLeakyRelu);
+  r.add("Abs", importAbs);
+  r.add("Softplus", importSoftplus);
+  r.add("Clip", importClip);
+  r.add("Max", [](ImportContext &cx) { return importMinMax(cx, true); });
+  r.add("Min", [](ImportContext &cx) { return importMinMax(cx, false); });
+  r.add("Tile", importTile);
+}
+
+} // namespace tessera::onnx_import
