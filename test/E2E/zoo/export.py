@@ -10,6 +10,12 @@ files, options and PyTorch reference):
                               bias-free Linear ``lm_head`` whose weight IS
                               ``transformer.wte.weight`` (two state_dict
                               names, one ONNX initializer)
+  --model encoder-post-norm   torch.nn.TransformerEncoder as a causal language
+  --model encoder-pre-norm    model (post-norm, the default layer, or
+                              norm_first=True), its mask from
+                              nn.Transformer.generate_square_subsequent_mask
+                              built in forward; token and position
+                              embeddings, an untied head
   --model llama-rope-buffers  examples/llama's Llama with its cos/sin tables
                               as persistent buffers (``attention.cos_cached``,
                               ``attention.sin_cached``, [context, head_dim])
@@ -90,9 +96,36 @@ def gpt_tied_head_forward(self, idx, targets):
     return logits, loss
 
 
+class EncoderLM(torch.nn.Module):
+    """nn.TransformerEncoder under a causal mask, as a language model."""
+
+    def __init__(self, cfg, norm_first):
+        super().__init__()
+        self.cfg = cfg
+        self.wte = torch.nn.Embedding(cfg.vocab, cfg.width)
+        self.wpe = torch.nn.Embedding(cfg.context, cfg.width)
+        layer = torch.nn.TransformerEncoderLayer(
+            cfg.width, cfg.heads, dim_feedforward=4 * cfg.width, dropout=0.0,
+            batch_first=True, norm_first=norm_first)
+        self.encoder = torch.nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(cfg.width, cfg.vocab)
+
+    def forward(self, idx, targets):
+        B, T = (int(s) for s in idx.shape)
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(T)
+        x = self.wte(idx) + self.wpe.weight[:T]
+        logits = self.head(self.encoder(x, mask=mask))
+        loss = F.cross_entropy(logits.reshape(B * T, self.cfg.vocab), targets.reshape(B * T))
+        return logits, loss
+
+    def num_parameters(self):
+        return sum(p.numel() for p in self.parameters())
+
+
 def add_args(ap):
     ap.add_argument("--model", required=True,
-                    choices=("gpt-mask-buffer", "gpt-nanogpt", "llama-rope-buffers"))
+                    choices=("gpt-mask-buffer", "gpt-nanogpt", "encoder-post-norm",
+                             "encoder-pre-norm", "llama-rope-buffers"))
     ap.add_argument("--no-parameter-list", action="store_true",
                     help="remove the metadata 'tessera.parameters' from the exported model")
     llama_export.add_llama_args(ap)
@@ -115,6 +148,10 @@ def make_model(args, vocab):
                 gpt.forward = types.MethodType(gpt_tied_head_forward, gpt)
             return gpt
         return cfg, build
+
+    if args.model.startswith("encoder-"):
+        cfg, _ = gpt_export.make_gpt(args, vocab)
+        return cfg, lambda: EncoderLM(cfg, args.model == "encoder-pre-norm")
 
     cfg, construct = llama_export.make_llama(args, vocab)
 
