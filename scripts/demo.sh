@@ -24,8 +24,10 @@ build/bin/tessera-opt "$OUT/model.mlir" -tsr-test-annotation -o /dev/null \
   > "$OUT/annotations.txt"
 sed -n 1,10p "$OUT/annotations.txt"
 echo
-echo "== training $STEPS AdamW steps on $DATA with $OUT/run (mpirun, $DEVICES ranks)"
+echo "== training $STEPS AdamW steps on $DATA with $OUT/run (mpirun, $DEVICES ranks;"
+echo "   learning rate: 20 warm-up steps, then cosine decay from 3e-3 to 3e-4)"
 "$OUT/run" --data "$DATA" --steps "$STEPS" --optimizer adamw --lr 3e-3 \
+  --warmup-steps 20 --lr-decay cosine --min-lr 3e-4 \
   --log "$OUT/train.jsonl" > /dev/null
 first=$(head -n 1 "$OUT/train.jsonl")
 last=$(tail -n 1 "$OUT/train.jsonl")

@@ -6,6 +6,7 @@
 #include "tessera/runtime/Files.h"
 #include "tessera/runtime/Ops.h"
 
+#include "Checkpoint.h"
 #include "DataFeed.h"
 #include "Logging.h"
 #include "Watchdog.h"
@@ -29,10 +30,28 @@ namespace rt {
 
 namespace {
 
-const char *const kValueFlags[] = {
-    "--data", "--steps", "--init",       "--save",        "--optimizer",
-    "--lr",   "--beta1", "--beta2",      "--eps",         "--weight-decay",
-    "--seed", "--log",   "--dump-grads", "--comm-timeout"};
+const char *const kValueFlags[] = {"--data",
+                                   "--steps",
+                                   "--init",
+                                   "--save",
+                                   "--optimizer",
+                                   "--lr",
+                                   "--beta1",
+                                   "--beta2",
+                                   "--eps",
+                                   "--weight-decay",
+                                   "--seed",
+                                   "--log",
+                                   "--dump-grads",
+                                   "--comm-timeout",
+                                   "--warmup-steps",
+                                   "--lr-decay",
+                                   "--lr-decay-steps",
+                                   "--min-lr",
+                                   "--checkpoint-dir",
+                                   "--checkpoint-every",
+                                   "--keep-checkpoints",
+                                   "--resume"};
 
 double parseDouble(const std::string &flag, const std::string &value) {
   char *end = nullptr;
@@ -507,6 +526,23 @@ int run(int argc, char **argv, const Program &program) {
     o.lr = sgd ? 0.1 : 1e-3;
   if (!o.weightDecaySet)
     o.weightDecay = sgd ? 0.0 : 0.01;
+  if (o.checkpointEvery > 0 && o.checkpointDir.empty())
+    throw Error("--checkpoint-every needs --checkpoint-dir DIR");
+  if (o.lrDecay == "constant" && (o.lrDecaySteps > 0 || o.minLrSet))
+    throw Error(std::string(o.minLrSet ? "--min-lr" : "--lr-decay-steps") +
+                " applies with --lr-decay cosine or linear");
+  if (o.lrDecay != "constant") {
+    int64_t decaySteps = o.lrDecaySteps > 0 ? o.lrDecaySteps : o.steps;
+    if (decaySteps <= o.warmupSteps)
+      throw Error("the learning rate decays over steps " +
+                  std::to_string(o.warmupSteps) + " to " +
+                  std::to_string(decaySteps) +
+                  ": --lr-decay-steps (default --steps) must exceed "
+                  "--warmup-steps");
+    if (o.minLr > o.lr)
+      throw Error("--min-lr (" + std::to_string(o.minLr) + ") exceeds --lr (" +
+                  std::to_string(o.lr) + ")");
+  }
   if (o.commTimeoutSet && !multi)
     throw Error("--comm-timeout applies to programs of several ranks; this "
                 "program runs on one device");
@@ -563,14 +599,38 @@ int run(int argc, char **argv, const Program &program) {
     else if (spec.role == Role::Loss)
       throw Error("a Loss cannot be an argument of the step function");
   }
+  // --resume: the newest checkpoint's parameters, optimizer state, step
+  // (the data position: batches are a function of the step) and dropout
+  // counter; --steps stays the total.
+  int64_t first = 0;
+  if (!o.resume.empty()) {
+    std::string path = latestCheckpoint(o.resume);
+    CheckpointState saved = readCheckpoint(path, program, step);
+    for (auto &[n, t] : saved.params)
+      params[n] = t;
+    for (auto &[n, t] : saved.states)
+      states[n] = t;
+    first = saved.stepsDone;
+    setDropoutCounter(saved.dropoutCounter);
+    if (first > o.steps)
+      throw Error("--resume: " + path + " is after step " +
+                  std::to_string(first) + ", beyond --steps " +
+                  std::to_string(o.steps) +
+                  " (the total, not the steps to "
+                  "add)");
+    if (lead)
+      std::cerr << "resuming from " << path << " (" << first << " of "
+                << o.steps << " steps done)\n";
+  }
   if (!o.dumpGrads.empty())
     dumpGradients(program, params, data.get(), o.dumpGrads);
-  StepLogger logger(lead ? o.log : "");
+  // A resumed run appends to its log.
+  StepLogger logger(lead ? o.log : "", /*append=*/!o.resume.empty());
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   std::vector<Tensor> args, results;
-  for (int64_t i = 0; i < o.steps; ++i) {
+  for (int64_t i = first; i < o.steps; ++i) {
     Clock::time_point stepStart = Clock::now();
     watchdog::setStep(i);
     Batch batch;
@@ -589,7 +649,10 @@ int run(int argc, char **argv, const Program &program) {
         args.push_back(cast(toDevice(batch.at(spec.name)), spec.dtype));
         break;
       case Role::Hyper:
-        args.push_back(hypers.at(spec.name));
+        // The learning rate follows the schedule; the others are fixed.
+        args.push_back(spec.name == "lr"
+                           ? full(spec.shape, spec.dtype, scheduledLr(o, i))
+                           : hypers.at(spec.name));
         break;
       case Role::Step:
         args.push_back(
@@ -675,6 +738,7 @@ int run(int argc, char **argv, const Program &program) {
     Clock::time_point now = Clock::now();
     double seconds = std::chrono::duration<double>(now - stepStart).count();
     m.step = i;
+    m.lr = scheduledLr(o, i);
     m.totalSteps = o.steps;
     m.samples = data && data->countsSamples();
     m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
@@ -682,6 +746,12 @@ int run(int argc, char **argv, const Program &program) {
     m.elapsedSeconds = std::chrono::duration<double>(now - start).count();
     if (lead)
       logger.log(m);
+    bool last = i + 1 == o.steps;
+    if (!o.checkpointDir.empty() &&
+        (last || (o.checkpointEvery > 0 && (i + 1) % o.checkpointEvery == 0)))
+      writeCheckpoint(o.checkpointDir, program, step,
+                      {i + 1, dropoutCounter(), params, states},
+                      o.keepCheckpoints);
   }
 
   if (!o.save.empty()) {
@@ -705,6 +775,25 @@ int run(int argc, char **argv, const Program &program) {
 
 } // namespace
 
+double scheduledLr(const RunOptions &o, int64_t step) {
+  // nanoGPT's get_lr (train.py), with linear and constant decays beside
+  // its cosine: a linear warm-up to --lr over the first warmup steps, then
+  // a decay to --min-lr at --lr-decay-steps, and --min-lr after.
+  if (step < o.warmupSteps)
+    return o.lr * static_cast<double>(step + 1) /
+           static_cast<double>(o.warmupSteps + 1);
+  if (o.lrDecay == "constant")
+    return o.lr;
+  int64_t decaySteps = o.lrDecaySteps > 0 ? o.lrDecaySteps : o.steps;
+  if (step > decaySteps)
+    return o.minLr;
+  double ratio = static_cast<double>(step - o.warmupSteps) /
+                 static_cast<double>(decaySteps - o.warmupSteps);
+  double coeff = o.lrDecay == "cosine" ? 0.5 * (1.0 + std::cos(M_PI * ratio))
+                                       : 1.0 - ratio;
+  return o.minLr + coeff * (o.lr - o.minLr);
+}
+
 std::string usage(const std::string &argv0) {
   return "usage: " + argv0 +
          " --data FILE --steps K [options]\n"
@@ -727,7 +816,21 @@ std::string usage(const std::string &argv0) {
          "  --beta1 X, --beta2 X   AdamW betas (0.9, 0.999)\n"
          "  --eps X                AdamW epsilon (1e-8)\n"
          "  --weight-decay X       weight decay (0.01 adamw, 0 sgd)\n"
+         "  --warmup-steps N       raise the learning rate linearly over the\n"
+         "                         first N steps: lr (i+1)/(N+1) (0)\n"
+         "  --lr-decay KIND        constant (default), cosine or linear from\n"
+         "                         --lr after the warm-up to --min-lr\n"
+         "  --lr-decay-steps N     the step where the decay reaches --min-lr\n"
+         "                         (default: --steps)\n"
+         "  --min-lr X             the learning rate after the decay (0)\n"
          "  --seed S               base seed of dropout masks (0)\n"
+         "  --checkpoint-dir DIR   write checkpoints there (parameters,\n"
+         "                         optimizer state, step; one file per\n"
+         "                         rank): after the last step, and every\n"
+         "  --checkpoint-every K   K steps; --keep-checkpoints N keeps the\n"
+         "                         newest N (3)\n"
+         "  --resume DIR           continue from DIR's newest checkpoint,\n"
+         "                         bit for bit (--steps is the total)\n"
          "  --log FILE.jsonl       also write the per-step JSON lines there\n"
          "  --dump-grads FILE      first write the loss's gradients on the\n"
          "                         first batch (safetensors), then train\n"
@@ -807,7 +910,37 @@ RunOptions parseRunOptions(int argc, char **argv) {
       o.weightDecaySet = true;
     } else if (flag == "--seed")
       o.seed = parseInt(flag, value);
-    else if (flag == "--comm-timeout") {
+    else if (flag == "--warmup-steps") {
+      o.warmupSteps = parseInt(flag, value);
+      if (o.warmupSteps < 0)
+        throw Error("--warmup-steps must be >= 0, got " + value);
+    } else if (flag == "--lr-decay") {
+      if (value != "constant" && value != "cosine" && value != "linear")
+        throw Error("--lr-decay must be constant, cosine or linear, got '" +
+                    value + "'");
+      o.lrDecay = value;
+    } else if (flag == "--lr-decay-steps") {
+      o.lrDecaySteps = parseInt(flag, value);
+      if (o.lrDecaySteps < 1)
+        throw Error("--lr-decay-steps must be >= 1, got " + value);
+    } else if (flag == "--min-lr") {
+      o.minLr = parseDouble(flag, value);
+      o.minLrSet = true;
+      if (o.minLr < 0)
+        throw Error("--min-lr must be >= 0, got " + value);
+    } else if (flag == "--checkpoint-dir") {
+      o.checkpointDir = value;
+    } else if (flag == "--checkpoint-every") {
+      o.checkpointEvery = parseInt(flag, value);
+      if (o.checkpointEvery < 1)
+        throw Error("--checkpoint-every must be >= 1, got " + value);
+    } else if (flag == "--keep-checkpoints") {
+      o.keepCheckpoints = parseInt(flag, value);
+      if (o.keepCheckpoints < 1)
+        throw Error("--keep-checkpoints must be >= 1, got " + value);
+    } else if (flag == "--resume") {
+      o.resume = value;
+    } else if (flag == "--comm-timeout") {
       o.commTimeout = parseDouble(flag, value);
       o.commTimeoutSet = true;
       if (o.commTimeout < 0)

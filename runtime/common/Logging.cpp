@@ -26,6 +26,7 @@ std::string number(double v, const char *format) {
 std::string stepJson(const StepMetrics &m) {
   std::string s = "{\"step\": " + std::to_string(m.step) + ", \"loss\": ";
   s += m.loss ? number(*m.loss, "%.17g") : "null";
+  s += ", \"lr\": " + number(m.lr, "%.17g");
   s += m.samples ? ", \"samples_per_s\": " : ", \"tokens_per_s\": ";
   s += number(m.tokensPerSecond, "%.6g");
   s += ", \"elapsed_s\": " + number(m.elapsedSeconds, "%.6g");
@@ -58,10 +59,11 @@ std::string progressLine(const StepMetrics &m) {
   return s + buf;
 }
 
-StepLogger::StepLogger(const std::string &logPath) {
+StepLogger::StepLogger(const std::string &logPath, bool append) {
   if (logPath.empty())
     return;
-  file_.open(logPath, std::ios::out | std::ios::trunc);
+  file_.open(logPath,
+             std::ios::out | (append ? std::ios::app : std::ios::trunc));
   if (!file_)
     throw Error(logPath +
                 ": cannot open the log file: " + std::strerror(errno));

@@ -16,6 +16,7 @@ struct StepMetrics {
   int64_t step = 0; ///< 0-based
   int64_t totalSteps = 0;
   std::optional<double> loss; ///< absent: the step function has no Loss
+  double lr = 0;              ///< the step's learning rate (the schedule's)
   double tokensPerSecond = 0; ///< this step's tokens over its wall time
   /// Sample data (not tokens): tokensPerSecond counts samples, printed as
   /// "samples_per_s" and "samples/s".
@@ -38,8 +39,9 @@ std::string progressLine(const StepMetrics &m);
 /// progress line to stderr.
 class StepLogger {
 public:
-  /// Opens `logPath` (if not empty) for writing; throws on failure.
-  explicit StepLogger(const std::string &logPath);
+  /// Opens `logPath` (if not empty) for writing, or appending; throws on
+  /// failure.
+  StepLogger(const std::string &logPath, bool append);
   void log(const StepMetrics &m);
 
 private:

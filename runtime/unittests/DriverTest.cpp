@@ -186,8 +186,9 @@ TEST(Driver, SgdRunMatchesAManualLoopAndSaves) {
     std::vector<std::string> keys;
     for (auto it = j.begin(); it != j.end(); ++it)
       keys.push_back(it.key());
-    EXPECT_EQ(keys, (std::vector<std::string>{"step", "loss", "tokens_per_s",
-                                              "elapsed_s", "peak_bytes"}));
+    EXPECT_EQ(keys,
+              (std::vector<std::string>{"step", "loss", "lr", "tokens_per_s",
+                                        "elapsed_s", "peak_bytes"}));
     EXPECT_EQ(j["step"].get<int64_t>(), step);
     EXPECT_EQ(j["loss"].get<double>(), losses[step]); // bit-exact
     EXPECT_GT(j["tokens_per_s"].get<double>(), 0);
@@ -370,4 +371,27 @@ TEST(Driver, ParseRunOptions) {
   EXPECT_TRUE(o.weightDecaySet);
   EXPECT_EQ(o.weightDecay, 0);
   EXPECT_EQ(o.optimizer, "");
+}
+
+// nanoGPT's get_lr, step by step: warm-up (i+1)/(w+1), cosine to min-lr at
+// the decay step, min-lr after; linear and constant decays beside it.
+TEST(Driver, LearningRateSchedule) {
+  RunOptions o;
+  o.lr = 1.0;
+  o.steps = 10;
+  o.warmupSteps = 2;
+  o.lrDecay = "cosine";
+  o.lrDecaySteps = 6;
+  o.minLr = 0.1;
+  EXPECT_EQ(scheduledLr(o, 0), 1.0 / 3.0);
+  EXPECT_EQ(scheduledLr(o, 1), 2.0 / 3.0);
+  EXPECT_EQ(scheduledLr(o, 2), 1.0);           // decay ratio 0: cos 0
+  EXPECT_EQ(scheduledLr(o, 6), 0.1);           // ratio 1: cos pi = -1
+  EXPECT_EQ(scheduledLr(o, 7), 0.1);           // after the decay
+  EXPECT_NEAR(scheduledLr(o, 4), 0.55, 1e-15); // ratio 1/2: cos pi/2 ~ 0
+  o.lrDecay = "linear";
+  EXPECT_EQ(scheduledLr(o, 4), 0.1 + 0.5 * 0.9);
+  o.lrDecay = "constant";
+  EXPECT_EQ(scheduledLr(o, 9), 1.0);
+  EXPECT_EQ(scheduledLr(o, 1), 2.0 / 3.0); // the warm-up still applies
 }

@@ -155,6 +155,19 @@ struct RunOptions {
   std::string optimizer; ///< empty: not given
   double lr = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = -1;
   bool lrSet = false, weightDecaySet = false;
+  /// The learning-rate schedule (scheduledLr): warm-up steps, then
+  /// "constant", "cosine" or "linear" decay to minLr at lrDecaySteps (-1:
+  /// --steps).
+  int64_t warmupSteps = 0;
+  std::string lrDecay = "constant";
+  int64_t lrDecaySteps = -1;
+  double minLr = 0;
+  bool minLrSet = false;
+  /// Checkpoints (docs/training.md): every checkpointEvery steps (0: never)
+  /// into checkpointDir, keeping the newest keepCheckpoints; resume: the
+  /// directory whose newest checkpoint the run continues from.
+  std::string checkpointDir, resume;
+  int64_t checkpointEvery = 0, keepCheckpoints = 3;
   int64_t seed = 0;
   /// Seconds a communication call may block before the job is ended
   /// (several ranks only; 0: never).
@@ -165,6 +178,10 @@ struct RunOptions {
 };
 /// Throws Error("unknown flag ...", "missing value for ...", ...).
 RunOptions parseRunOptions(int argc, char **argv);
+/// The learning rate of 0-based step `step`: nanoGPT's get_lr (a linear
+/// warm-up lr (step+1)/(warmupSteps+1), then cosine decay to minLr at
+/// lrDecaySteps and minLr after), or the same with a linear or no decay.
+double scheduledLr(const RunOptions &o, int64_t step);
 /// The usage text --help prints.
 std::string usage(const std::string &argv0);
 /// Directory of the running executable (/proc/self/exe), without the

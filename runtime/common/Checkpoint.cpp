@@ -1,0 +1,263 @@
+//===- Checkpoint.cpp - training checkpoints ------------------------------===//
+
+#include "Checkpoint.h"
+
+#include "World.h"
+
+#include "tessera/runtime/Comm.h"
+
+#include "tessera/runtime/Files.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace tessera {
+namespace rt {
+
+namespace {
+
+constexpr const char *kFormat = "tessera-checkpoint/1";
+constexpr const char *kPrefix = "step-";
+constexpr const char *kTmpPrefix = ".tmp-step-";
+
+std::string stepName(int64_t step) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%08lld", static_cast<long long>(step));
+  return buf;
+}
+
+std::string rankFile(int64_t rank) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "rank-%05lld.safetensors",
+                static_cast<long long>(rank));
+  return buf;
+}
+
+std::string errnoText() { return std::strerror(errno); }
+
+void makeDir(const std::string &path) {
+  if (::mkdir(path.c_str(), 0777) != 0 && errno != EEXIST)
+    throw Error("--checkpoint-dir: cannot create " + path + ": " + errnoText());
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error("--checkpoint-dir: " + path + " is not a directory");
+}
+
+/// Flushes a file's or directory's data and metadata to the disk.
+void syncPath(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0)
+    throw Error("checkpoint: cannot open " + path +
+                " to sync it: " + errnoText());
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0)
+    throw Error("checkpoint: fsync of " + path +
+                " failed: " + std::strerror(err));
+}
+
+/// Removes a directory and the files in it (checkpoints hold no subdirs).
+void removeTree(const std::string &path) {
+  if (DIR *d = ::opendir(path.c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..")
+        std::remove((path + "/" + name).c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(path.c_str());
+}
+
+std::vector<std::string> entries(const std::string &dir) {
+  std::vector<std::string> names;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d))
+      names.push_back(e->d_name);
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+/// The complete checkpoints in `dir`, oldest first (step names sort).
+std::vector<std::string> completeCheckpoints(const std::string &dir) {
+  std::vector<std::string> out;
+  for (const std::string &name : entries(dir))
+    if (name.rfind(kPrefix, 0) == 0 && exists(dir + "/" + name + "/index.json"))
+      out.push_back(name);
+  return out;
+}
+
+} // namespace
+
+void writeCheckpoint(const std::string &dir, const Program &program,
+                     const StepProgram &step, const CheckpointState &state,
+                     int64_t keep) {
+  int64_t rank = worldRank(), ranks = worldSize();
+  std::string name = stepName(state.stepsDone);
+  std::string tmp = dir + "/" + kTmpPrefix + name;
+  std::string final = dir + "/" + kPrefix + name;
+  std::string what = "checkpoint of step " + std::to_string(state.stepsDone);
+  if (rank == 0) {
+    makeDir(dir);
+    if (exists(tmp))
+      removeTree(tmp);
+    makeDir(tmp);
+  }
+  int ok = 1;
+  std::vector<int> all(rank == 0 ? ranks : 0);
+  if (ranks > 1) {
+    // Every rank waits for rank 0's directory: a scatter from rank 0
+    // returns on the others only after rank 0 made it.
+    std::vector<char> go(rank == 0 ? ranks : 0, 1);
+    std::vector<int> counts(ranks, 1), displs(ranks);
+    for (int64_t r = 0; r < ranks; ++r)
+      displs[r] = static_cast<int>(r);
+    char mine = 0;
+    worldScatterv(go.data(), counts.data(), displs.data(), &mine, 1, what);
+  }
+  if (rank != 0 && !exists(tmp))
+    makeDir(tmp); // a file system that is not shared: each rank's own
+
+  // This rank's tensors, by the step function's names.
+  std::vector<std::pair<std::string, Tensor>> named;
+  for (const ValueSpec &spec : step.args) {
+    if (spec.role == Role::Param)
+      named.push_back({spec.name, state.params.at(spec.name)});
+    else if (spec.role == Role::State)
+      named.push_back({spec.name, state.states.at(spec.name)});
+  }
+  std::string file = tmp + "/" + rankFile(rank);
+  writeSafetensors(file, named,
+                   {{"format", kFormat},
+                    {"step", std::to_string(state.stepsDone)},
+                    {"rank", std::to_string(rank)}});
+  syncPath(file);
+  // Rank 0 renames only after every rank's file is on disk.
+  if (ranks > 1)
+    worldGather(&ok, 1, all.data(), what);
+  if (rank != 0)
+    return;
+
+  nlohmann::ordered_json index;
+  index["format"] = kFormat;
+  index["step"] = state.stepsDone;
+  index["model"] = program.model;
+  index["optimizer"] = step.optimizer;
+  index["world_size"] = ranks;
+  index["dropout_counter"] = state.dropoutCounter;
+  nlohmann::ordered_json files = nlohmann::ordered_json::array();
+  for (int64_t r = 0; r < ranks; ++r)
+    files.push_back(rankFile(r));
+  index["files"] = files;
+  // Rank 0's tensors with their local shapes (another rank's may differ:
+  // its shard of a split tensor).
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::object();
+  for (const auto &[n, t] : named)
+    tensors[n] = t.shape();
+  index["rank0_tensors"] = tensors;
+  {
+    std::ofstream out(tmp + "/index.json", std::ios::trunc);
+    out << index.dump(1) << "\n";
+    out.flush();
+    if (!out)
+      throw Error(what + ": cannot write " + tmp + "/index.json");
+  }
+  syncPath(tmp + "/index.json");
+  syncPath(tmp);
+  if (exists(final))
+    removeTree(final); // the same step written again (a rerun)
+  if (std::rename(tmp.c_str(), final.c_str()) != 0)
+    throw Error(what + ": cannot rename " + tmp + " to " + final + ": " +
+                errnoText());
+  syncPath(dir);
+
+  // The newest `keep` stay; temporary directories of killed runs go.
+  std::vector<std::string> done = completeCheckpoints(dir);
+  for (size_t i = 0; keep > 0 && i + keep < done.size(); ++i)
+    removeTree(dir + "/" + done[i]);
+  for (const std::string &n : entries(dir))
+    if (n.rfind(kTmpPrefix, 0) == 0)
+      removeTree(dir + "/" + n);
+}
+
+std::string latestCheckpoint(const std::string &dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error("--resume " + dir + ": not a directory");
+  std::vector<std::string> done = completeCheckpoints(dir);
+  if (done.empty())
+    throw Error("--resume " + dir + ": no complete checkpoint (" + kPrefix +
+                "NNNNNNNN/index.json) in it");
+  return dir + "/" + done.back();
+}
+
+CheckpointState readCheckpoint(const std::string &path, const Program &program,
+                               const StepProgram &step) {
+  std::ifstream in(path + "/index.json");
+  nlohmann::json index = nlohmann::json::parse(in, nullptr, false);
+  if (!in || index.is_discarded() || !index.is_object() ||
+      index.value("format", "") != kFormat)
+    throw Error("--resume: " + path + "/index.json is not a " + kFormat +
+                " index");
+  CheckpointState state;
+  state.stepsDone = index.value("step", int64_t(-1));
+  state.dropoutCounter = index.value("dropout_counter", uint64_t(0));
+  int64_t ranks = index.value("world_size", int64_t(0));
+  std::string optimizer = index.value("optimizer", "");
+  if (state.stepsDone < 0)
+    throw Error("--resume: " + path + "/index.json has no step");
+  if (ranks != worldSize())
+    throw Error("--resume: " + path + " was written by " +
+                std::to_string(ranks) + " rank(s), this program runs on " +
+                std::to_string(worldSize()) +
+                " (resuming under another plan is not supported yet)");
+  std::string model = index.value("model", "");
+  if (model != program.model)
+    throw Error("--resume: " + path + " was written for model '" + model +
+                "', this program trains '" + program.model + "'");
+  if (optimizer != step.optimizer)
+    throw Error("--resume: " + path + " holds " + optimizer +
+                " state, this run uses " + step.optimizer);
+  std::string file = path + "/" + rankFile(worldRank());
+  std::map<std::string, Tensor> held;
+  for (auto &[n, t] : readSafetensors(file))
+    held[n] = t;
+  for (const ValueSpec &spec : step.args) {
+    if (spec.role != Role::Param && spec.role != Role::State)
+      continue;
+    auto it = held.find(spec.name);
+    if (it == held.end())
+      throw Error("--resume: " + file + " has no '" + spec.name +
+                  "' (written by another program or plan?)");
+    if (it->second.shape() != spec.shape || it->second.dtype() != spec.dtype)
+      throw Error("--resume: " + file + " holds '" + spec.name + "' as " +
+                  dtypeName(it->second.dtype()) + " " +
+                  shapeToString(it->second.shape()) + ", this program as " +
+                  dtypeName(spec.dtype) + " " + shapeToString(spec.shape) +
+                  " (resuming under another plan is not supported yet)");
+    (spec.role == Role::Param ? state.params : state.states)[spec.name] =
+        toDevice(it->second);
+  }
+  return state;
+}
+
+} // namespace rt
+} // namespace tessera

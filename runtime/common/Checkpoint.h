@@ -1,0 +1,53 @@
+//===- Checkpoint.h - training checkpoints (private) ------------*- C++ -*-===//
+//
+// --checkpoint-dir DIR --checkpoint-every K and --resume DIR of OUT/run
+// (docs/training.md). A checkpoint is a directory DIR/step-NNNNNNNN with one
+// safetensors file per rank (rank-RRRRR.safetensors: the rank's parameters
+// and optimizer state, under the step function's names, its own shards) and
+// an index.json that rank 0 writes last. It is written under a temporary
+// name, every file fsynced, and renamed into place by rank 0 once every
+// rank has written: a checkpoint directory without the temporary name is
+// complete, and a kill at any moment leaves the previous ones intact.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_COMMON_CHECKPOINT_H
+#define TESSERA_RUNTIME_COMMON_CHECKPOINT_H
+
+#include "tessera/runtime/Driver.h"
+
+#include <map>
+#include <string>
+
+namespace tessera {
+namespace rt {
+
+/// What a checkpoint restores: the steps done (the next step's index, so
+/// also the data position), the dropout counter, and this rank's
+/// parameters and optimizer state by name.
+struct CheckpointState {
+  int64_t stepsDone = 0;
+  uint64_t dropoutCounter = 0;
+  std::map<std::string, Tensor> params, states;
+};
+
+/// Writes checkpoint `state.stepsDone` into `dir` (created if missing),
+/// then deletes all but the newest `keep` checkpoints and any temporary
+/// directory a killed run left. Collective over the world's ranks.
+void writeCheckpoint(const std::string &dir, const Program &program,
+                     const StepProgram &step, const CheckpointState &state,
+                     int64_t keep);
+
+/// The newest complete checkpoint in `dir`; throws when there is none.
+std::string latestCheckpoint(const std::string &dir);
+
+/// This rank's part of the checkpoint at `path`, checked against the
+/// program: the same optimizer, ranks and every Param and State of `step`
+/// with its shape (a checkpoint of another plan is an error naming both).
+CheckpointState readCheckpoint(const std::string &path, const Program &program,
+                               const StepProgram &step);
+
+} // namespace rt
+} // namespace tessera
+
+#endif // TESSERA_RUNTIME_COMMON_CHECKPOINT_H
