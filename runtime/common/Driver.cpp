@@ -726,7 +726,7 @@ int run(int argc, char **argv, const Program &program) {
     int64_t tokens = data ? data->itemsPerStep() : 0;
     if (multi) {
       waitSends();
-      RankReport report = gatherReport({peakBytes(), m.loss, tokens},
+      RankReport report = gatherReport({peakBytes(), m.loss, tokens, {}},
                                        "step " + std::to_string(i));
       m.loss = report.loss;
       m.peakBytes = report.peakBytes;
