@@ -224,11 +224,8 @@ CheckpointState readCheckpoint(const std::string &path, const Program &program,
   std::string optimizer = index.value("optimizer", "");
   if (state.stepsDone < 0)
     throw Error("--resume: " + path + "/index.json has no step");
-  if (ranks != worldSize())
-    throw Error("--resume: " + path + " was written by " +
-                std::to_string(ranks) + " rank(s), this program runs on " +
-                std::to_string(worldSize()) +
-                " (resuming under another plan is not supported yet)");
+  if (ranks < 1)
+    throw Error("--resume: " + path + "/index.json has no world_size");
   std::string model = index.value("model", "");
   if (model != program.model)
     throw Error("--resume: " + path + " was written for model '" + model +
@@ -236,26 +233,96 @@ CheckpointState readCheckpoint(const std::string &path, const Program &program,
   if (optimizer != step.optimizer)
     throw Error("--resume: " + path + " holds " + optimizer +
                 " state, this run uses " + step.optimizer);
-  std::string file = path + "/" + rankFile(worldRank());
-  std::map<std::string, Tensor> held;
-  for (auto &[n, t] : readSafetensors(file))
-    held[n] = t;
-  for (const ValueSpec &spec : step.args) {
-    if (spec.role != Role::Param && spec.role != Role::State)
-      continue;
-    auto it = held.find(spec.name);
-    if (it == held.end())
-      throw Error("--resume: " + file + " has no '" + spec.name +
-                  "' (written by another program or plan?)");
-    if (it->second.shape() != spec.shape || it->second.dtype() != spec.dtype)
-      throw Error("--resume: " + file + " holds '" + spec.name + "' as " +
-                  dtypeName(it->second.dtype()) + " " +
-                  shapeToString(it->second.shape()) + ", this program as " +
-                  dtypeName(spec.dtype) + " " + shapeToString(spec.shape) +
-                  " (resuming under another plan is not supported yet)");
+
+  // Under the same plan a rank reads its own file. Under another (another
+  // world size, or tensors of other shapes), every rank file: a tensor is
+  // taken whole from the lowest rank that holds it whole (the step
+  // functions' parameters and moments are whole on every rank that uses
+  // them), or put together from dim-0 shards in rank order (ZeRO-1's
+  // moments: the dp ranks hold consecutive pieces, and a stage's dp ranks
+  // are in rank order).
+  auto wanted = [&](auto &&fn) {
+    for (const ValueSpec &spec : step.args)
+      if (spec.role == Role::Param || spec.role == Role::State)
+        fn(spec);
+  };
+  auto take = [&](const ValueSpec &spec, const Tensor &t) {
     (spec.role == Role::Param ? state.params : state.states)[spec.name] =
-        toDevice(it->second);
+        toDevice(t);
+  };
+  if (ranks == worldSize()) {
+    std::string file = path + "/" + rankFile(worldRank());
+    std::map<std::string, Tensor> held;
+    for (auto &[n, t] : readSafetensors(file))
+      held[n] = t;
+    bool same = true;
+    wanted([&](const ValueSpec &spec) {
+      auto it = held.find(spec.name);
+      same = same && it != held.end() && it->second.shape() == spec.shape &&
+             it->second.dtype() == spec.dtype;
+    });
+    if (same) {
+      wanted([&](const ValueSpec &spec) { take(spec, held.at(spec.name)); });
+      return state;
+    }
   }
+  std::map<std::string, std::vector<Tensor>> holders; // in rank order
+  for (int64_t r = 0; r < ranks; ++r)
+    for (auto &[n, t] : readSafetensors(path + "/" + rankFile(r)))
+      holders[n].push_back(t);
+  wanted([&](const ValueSpec &spec) {
+    auto it = holders.find(spec.name);
+    if (it == holders.end())
+      throw Error("--resume: " + path + " has no '" + spec.name +
+                  "' (written for another program?)");
+    // A moment whose shape is not its parameter's is a ZeRO-1 shard, whatever
+    // shape this program asks for: only the whole tensor, joined from all
+    // of them, can be taken.
+    bool sharded = false;
+    size_t slash = spec.name.find('/');
+    if (spec.role == Role::State && slash != std::string::npos) {
+      auto param = holders.find(spec.name.substr(slash + 1));
+      sharded = param != holders.end() &&
+                it->second.front().shape() != param->second.front().shape();
+    }
+    std::string found;
+    int64_t rows = 0;
+    for (const Tensor &t : it->second) {
+      if (t.dtype() != spec.dtype)
+        throw Error("--resume: " + path + " holds '" + spec.name + "' as " +
+                    dtypeName(t.dtype()) + ", this program as " +
+                    dtypeName(spec.dtype));
+      if (!sharded && t.shape() == spec.shape) {
+        take(spec, t);
+        return;
+      }
+      found += (found.empty() ? "" : ", ") + shapeToString(t.shape());
+      if (t.rank() > 0)
+        rows += t.shape()[0];
+    }
+    // Dim-0 shards that add up to the whole tensor.
+    const std::vector<Tensor> &parts = it->second;
+    Shape whole = parts.front().shape();
+    bool shards =
+        !whole.empty() && !spec.shape.empty() && rows == spec.shape[0];
+    for (const Tensor &t : parts)
+      shards = shards && t.rank() == int64_t(spec.shape.size()) &&
+               std::equal(t.shape().begin() + 1, t.shape().end(),
+                          spec.shape.begin() + 1);
+    if (!shards)
+      throw Error("--resume: " + path + " holds '" + spec.name + "' as " +
+                  found + " (by rank), this program needs " +
+                  shapeToString(spec.shape) +
+                  " (a piece of a tensor split another way; resharding is "
+                  "done for whole tensors and ZeRO-1's dim-0 shards)");
+    Tensor joined(spec.shape, spec.dtype, Device::host);
+    char *to = static_cast<char *>(joined.rawData());
+    for (const Tensor &t : parts) {
+      std::memcpy(to, t.rawData(), t.nbytes());
+      to += t.nbytes();
+    }
+    take(spec, joined);
+  });
   return state;
 }
 

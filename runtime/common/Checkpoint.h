@@ -42,8 +42,10 @@ void writeCheckpoint(const std::string &dir, const Program &program,
 std::string latestCheckpoint(const std::string &dir);
 
 /// This rank's part of the checkpoint at `path`, checked against the
-/// program: the same optimizer, ranks and every Param and State of `step`
-/// with its shape (a checkpoint of another plan is an error naming both).
+/// program: the same model and optimizer, and every Param and State of
+/// `step` with its shape: from the rank's own file under the same plan,
+/// else from all rank files (whole tensors, or ZeRO-1's dim-0 moment
+/// shards joined); another split is an error naming the tensor.
 CheckpointState readCheckpoint(const std::string &path, const Program &program,
                                const StepProgram &step);
 
