@@ -51,7 +51,10 @@ const char *const kValueFlags[] = {"--data",
                                    "--checkpoint-dir",
                                    "--checkpoint-every",
                                    "--keep-checkpoints",
-                                   "--resume"};
+                                   "--resume",
+                                   "--val-data",
+                                   "--eval-every",
+                                   "--eval-steps"};
 
 double parseDouble(const std::string &flag, const std::string &value) {
   char *end = nullptr;
@@ -526,6 +529,11 @@ int run(int argc, char **argv, const Program &program) {
     o.lr = sgd ? 0.1 : 1e-3;
   if (!o.weightDecaySet)
     o.weightDecay = sgd ? 0.0 : 0.01;
+  if (!o.valData.empty() && o.evalEvery == 0)
+    o.evalEvery = o.steps > 0 ? o.steps : 1; // after the last step only
+  if (o.valData.empty() && (o.evalEvery > 0 || o.evalStepsSet))
+    throw Error(std::string(o.evalEvery > 0 ? "--eval-every" : "--eval-steps") +
+                " needs --val-data FILE");
   if (o.checkpointEvery > 0 && o.checkpointDir.empty())
     throw Error("--checkpoint-every needs --checkpoint-dir DIR");
   if (o.lrDecay == "constant" && (o.lrDecaySteps > 0 || o.minLrSet))
@@ -571,11 +579,14 @@ int run(int argc, char **argv, const Program &program) {
   for (const ValueSpec &spec : step.args)
     if (spec.role == Role::Input)
       inputSpecs.push_back(spec);
-  std::unique_ptr<DataFeed> data;
+  std::unique_ptr<DataFeed> data, valData;
   if (!inputSpecs.empty()) {
     if (o.data.empty())
       throw Error("missing --data FILE (see --help)");
     data = std::make_unique<DataFeed>(o.data, inputSpecs, program.inputs);
+    if (!o.valData.empty())
+      valData =
+          std::make_unique<DataFeed>(o.valData, inputSpecs, program.inputs);
     // Reading a sample file made tensors, now freed: the peak that the
     // steps report is tensor memory from here on.
     resetPeak();
@@ -630,39 +641,87 @@ int run(int argc, char **argv, const Program &program) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   std::vector<Tensor> args, results;
-  for (int64_t i = first; i < o.steps; ++i) {
-    Clock::time_point stepStart = Clock::now();
-    watchdog::setStep(i);
-    Batch batch;
-    if (data)
-      batch = data->batch(i);
-    args.clear();
+  // The step function's arguments for one batch, learning rate and step.
+  auto buildArgs = [&](std::vector<Tensor> &out, const Batch &batch, double lr,
+                       int64_t i) {
+    out.clear();
     for (const ValueSpec &spec : step.args) {
       switch (spec.role) {
       case Role::Param:
-        args.push_back(params.at(spec.name));
+        out.push_back(params.at(spec.name));
         break;
       case Role::State:
-        args.push_back(states.at(spec.name));
+        out.push_back(states.at(spec.name));
         break;
       case Role::Input:
-        args.push_back(cast(toDevice(batch.at(spec.name)), spec.dtype));
+        out.push_back(cast(toDevice(batch.at(spec.name)), spec.dtype));
         break;
       case Role::Hyper:
         // The learning rate follows the schedule; the others are fixed.
-        args.push_back(spec.name == "lr"
-                           ? full(spec.shape, spec.dtype, scheduledLr(o, i))
-                           : hypers.at(spec.name));
+        out.push_back(spec.name == "lr" ? full(spec.shape, spec.dtype, lr)
+                                        : hypers.at(spec.name));
         break;
       case Role::Step:
-        args.push_back(
-            full(spec.shape, spec.dtype, static_cast<double>(i + 1)));
+        out.push_back(full(spec.shape, spec.dtype, static_cast<double>(i + 1)));
         break;
       case Role::Loss:
       case Role::Grad:
         break;
       }
     }
+  };
+  // The mean loss of the first --eval-steps batches of --val-data. The step
+  // function runs with the learning rate 0 and its results are dropped, so
+  // parameters and optimizer state stay as they were; the dropout counter
+  // is restored, so that evaluating does not change the training that
+  // follows (or a resume). Every rank runs it (the step communicates).
+  auto evaluate = [&](int64_t i) -> std::optional<double> {
+    uint64_t counter = dropoutCounter();
+    std::vector<Tensor> evalArgs, evalResults;
+    double sum = 0;
+    bool have = false;
+    for (int64_t j = 0; j < o.evalSteps; ++j) {
+      // A rank whose step takes no input (a middle pipeline stage) has no
+      // data but runs the step with the others.
+      buildArgs(evalArgs, valData ? valData->batch(j) : Batch(), 0.0, i);
+      evalResults.assign(step.results.size(), Tensor());
+      try {
+        step.fn(evalArgs, evalResults);
+      } catch (const Error &e) {
+        throw Error("evaluation after step " + std::to_string(i) + ": " +
+                    e.what());
+      }
+      std::optional<double> loss;
+      for (size_t r = 0; r < evalResults.size(); ++r)
+        if (step.results[r].role == Role::Loss)
+          loss = item(evalResults[r]);
+      evalArgs.clear();
+      evalResults.clear();
+      synchronize();
+      if (multi) {
+        waitSends();
+        loss = gatherReport({peakBytes(), loss, 0, {}},
+                            "evaluation after step " + std::to_string(i))
+                   .loss;
+      }
+      if (loss) {
+        sum += *loss;
+        have = true;
+      }
+    }
+    setDropoutCounter(counter);
+    if (!have)
+      return std::nullopt;
+    return sum / static_cast<double>(o.evalSteps);
+  };
+
+  for (int64_t i = first; i < o.steps; ++i) {
+    Clock::time_point stepStart = Clock::now();
+    watchdog::setStep(i);
+    Batch batch;
+    if (data)
+      batch = data->batch(i);
+    buildArgs(args, batch, scheduledLr(o, i), i);
     // The step holds its inputs in args; the host copies can go.
     batch.clear();
     results.assign(step.results.size(), Tensor());
@@ -744,9 +803,11 @@ int run(int argc, char **argv, const Program &program) {
     m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
     m.flopsPerSecond = seconds > 0 ? program.flopsPerStep / seconds : 0;
     m.elapsedSeconds = std::chrono::duration<double>(now - start).count();
+    bool last = i + 1 == o.steps;
+    if (!o.valData.empty() && (last || (i + 1) % o.evalEvery == 0))
+      m.valLoss = evaluate(i);
     if (lead)
       logger.log(m);
-    bool last = i + 1 == o.steps;
     if (!o.checkpointDir.empty() &&
         (last || (o.checkpointEvery > 0 && (i + 1) % o.checkpointEvery == 0)))
       writeCheckpoint(o.checkpointDir, program, step,
@@ -829,6 +890,10 @@ std::string usage(const std::string &argv0) {
          "                         rank): after the last step, and every\n"
          "  --checkpoint-every K   K steps; --keep-checkpoints N keeps the\n"
          "                         newest N (3)\n"
+         "  --val-data FILE        held-out data (the --data formats): its\n"
+         "                         loss in the JSON lines as val_loss\n"
+         "  --eval-every K         after every K steps (default: the last)\n"
+         "  --eval-steps E         over its first E batches (10)\n"
          "  --resume DIR           continue from DIR's newest checkpoint,\n"
          "                         bit for bit (--steps is the total)\n"
          "  --log FILE.jsonl       also write the per-step JSON lines there\n"
@@ -940,6 +1005,17 @@ RunOptions parseRunOptions(int argc, char **argv) {
         throw Error("--keep-checkpoints must be >= 1, got " + value);
     } else if (flag == "--resume") {
       o.resume = value;
+    } else if (flag == "--val-data") {
+      o.valData = value;
+    } else if (flag == "--eval-every") {
+      o.evalEvery = parseInt(flag, value);
+      if (o.evalEvery < 1)
+        throw Error("--eval-every must be >= 1, got " + value);
+    } else if (flag == "--eval-steps") {
+      o.evalSteps = parseInt(flag, value);
+      o.evalStepsSet = true;
+      if (o.evalSteps < 1)
+        throw Error("--eval-steps must be >= 1, got " + value);
     } else if (flag == "--comm-timeout") {
       o.commTimeout = parseDouble(flag, value);
       o.commTimeoutSet = true;

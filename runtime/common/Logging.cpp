@@ -27,6 +27,8 @@ std::string stepJson(const StepMetrics &m) {
   std::string s = "{\"step\": " + std::to_string(m.step) + ", \"loss\": ";
   s += m.loss ? number(*m.loss, "%.17g") : "null";
   s += ", \"lr\": " + number(m.lr, "%.17g");
+  if (m.valLoss)
+    s += ", \"val_loss\": " + number(*m.valLoss, "%.17g");
   s += m.samples ? ", \"samples_per_s\": " : ", \"tokens_per_s\": ";
   s += number(m.tokensPerSecond, "%.6g");
   s += ", \"elapsed_s\": " + number(m.elapsedSeconds, "%.6g");
@@ -52,6 +54,10 @@ std::string progressLine(const StepMetrics &m) {
   std::string s(buf, n);
   if (m.flopsPerSecond > 0) {
     std::snprintf(buf, sizeof(buf), " | %.2f GFLOP/s", m.flopsPerSecond / 1e9);
+    s += buf;
+  }
+  if (m.valLoss) {
+    std::snprintf(buf, sizeof(buf), " | val loss %.6f", *m.valLoss);
     s += buf;
   }
   std::snprintf(buf, sizeof(buf), " | peak %.1f MiB | %.2f s",

@@ -17,6 +17,8 @@ struct StepMetrics {
   int64_t totalSteps = 0;
   std::optional<double> loss; ///< absent: the step function has no Loss
   double lr = 0;              ///< the step's learning rate (the schedule's)
+  /// The validation loss evaluated after this step, if it was.
+  std::optional<double> valLoss;
   double tokensPerSecond = 0; ///< this step's tokens over its wall time
   /// Sample data (not tokens): tokensPerSecond counts samples, printed as
   /// "samples_per_s" and "samples/s".

@@ -167,6 +167,11 @@ struct RunOptions {
   /// into checkpointDir, keeping the newest keepCheckpoints; resume: the
   /// directory whose newest checkpoint the run continues from.
   std::string checkpointDir, resume;
+  /// Validation: the loss on the first evalSteps batches of valData after
+  /// every evalEvery steps (0: after the last only).
+  std::string valData;
+  int64_t evalEvery = 0, evalSteps = 10;
+  bool evalStepsSet = false;
   int64_t checkpointEvery = 0, keepCheckpoints = 3;
   int64_t seed = 0;
   /// Seconds a communication call may block before the job is ended
