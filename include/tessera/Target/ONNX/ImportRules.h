@@ -475,6 +475,15 @@ public:
     return op->getResult();
   }
 
+  /// The values concatenated along `axis` (tsr.concat).
+  FailureOr<Value> concat(ValueRange values, int64_t axis) {
+    auto op =
+        createInferred<tsr::ConcatOp>(1, values, static_cast<uint64_t>(axis));
+    if (failed(op))
+      return failure();
+    return op->getResult();
+  }
+
   template <typename OpTy> FailureOr<Value> binary(Value lhs, Value rhs) {
     auto op = createInferred<OpTy>(1, lhs, rhs);
     if (failed(op))

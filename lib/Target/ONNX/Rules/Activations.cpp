@@ -213,11 +213,10 @@ LogicalResult importTile(ImportContext &cx) {
     if (r == 1)
       continue;
     SmallVector<Value> copies(r, y);
-    auto cat = cx.createInferred<tsr::ConcatOp>(1, ValueRange(copies),
-                                                static_cast<uint64_t>(d));
+    FailureOr<Value> cat = cx.concat(copies, d);
     if (failed(cat))
       return failure();
-    y = cat->getResult();
+    y = *cat;
   }
   return cx.setOutput(0, y);
 }

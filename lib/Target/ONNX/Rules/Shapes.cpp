@@ -234,11 +234,10 @@ LogicalResult importConcat(ImportContext &cx) {
     return failure();
   if (ins.size() == 1)
     return cx.setOutput(0, ins[0]);
-  auto op = cx.createInferred<tsr::ConcatOp>(1, ValueRange(ins),
-                                             static_cast<uint64_t>(*axis));
-  if (failed(op))
+  FailureOr<Value> cat = cx.concat(ins, *axis);
+  if (failed(cat))
     return failure();
-  return cx.setOutput(0, op->getResult());
+  return cx.setOutput(0, *cat);
 }
 
 LogicalResult importExpand(ImportContext &cx) {

@@ -146,11 +146,9 @@ FailureOr<Value> windows(ImportContext &cx, Value x, const Window &w,
         cx.createTyped<tsr::BroadcastToOp>(cx.tensorOf({1, n, c}, elem), *pad3);
     if (failed(row))
       return failure();
-    auto cat = cx.createInferred<tsr::ConcatOp>(
-        1, ValueRange{*table, row->getResult()}, static_cast<uint64_t>(0));
-    if (failed(cat))
+    table = cx.concat({*table, row->getResult()}, 0);
+    if (failed(table))
       return failure();
-    table = cat->getResult();
   }
   FailureOr<Value> idx = cx.materialize(index, cx.nodeName + "/windows");
   if (failed(idx))
@@ -227,11 +225,10 @@ LogicalResult importConv(ImportContext &cx) {
   }
   Value y = outs.front();
   if (groups > 1) {
-    auto cat =
-        cx.createInferred<tsr::ConcatOp>(1, ValueRange(outs), uint64_t(2));
+    FailureOr<Value> cat = cx.concat(outs, 2);
     if (failed(cat))
       return failure();
-    y = cat->getResult();
+    y = *cat;
   }
   if (cx.hasInput(2)) {
     FailureOr<Value> bias = cx.input(2);
@@ -251,9 +248,21 @@ LogicalResult importConv(ImportContext &cx) {
   return cx.setOutput(0, *img);
 }
 
-/// [K, P, N, C] windows -> [N, C, P, K].
-FailureOr<Value> perChannel(ImportContext &cx, Value win) {
-  return cx.transpose(win, {2, 3, 1, 0});
+/// A pool's windows as [N, C, P, K] (with its window in `w`), taps outside
+/// the image reading `padValue`; `valid` as windows() fills it.
+FailureOr<Value> poolWindows(ImportContext &cx, Window &w, double padValue,
+                             std::vector<int64_t> *valid = nullptr) {
+  FailureOr<Value> x = cx.input(0);
+  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+    return failure();
+  FailureOr<Window> win = windowOf(cx, cx.typeOf(*x).getShape(), std::nullopt);
+  if (failed(win))
+    return failure();
+  w = *win;
+  FailureOr<Value> pixels = windows(cx, *x, w, padValue, valid);
+  if (failed(pixels))
+    return failure();
+  return cx.transpose(*pixels, {2, 3, 1, 0});
 }
 
 LogicalResult importMaxPool(ImportContext &cx) {
@@ -263,24 +272,16 @@ LogicalResult importMaxPool(ImportContext &cx) {
     return failure();
   if (cx.hasOutput(1))
     return cx.err() << "the Indices output is not supported";
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
-    return failure();
-  FailureOr<Window> w = windowOf(cx, cx.typeOf(*x).getShape(), std::nullopt);
-  if (failed(w))
-    return failure();
-  FailureOr<Value> win =
-      windows(cx, *x, *w, -std::numeric_limits<double>::infinity());
-  if (failed(win))
-    return failure();
-  FailureOr<Value> t = perChannel(cx, *win);
+  Window w;
+  FailureOr<Value> t =
+      poolWindows(cx, w, -std::numeric_limits<double>::infinity());
   if (failed(t))
     return failure();
   auto max = cx.createInferred<tsr::ReduceMaxOp>(
       1, *t, cx.b.getDenseI64ArrayAttr({3}), cx.b.getBoolAttr(false));
   if (failed(max))
     return failure();
-  FailureOr<Value> img = toImage(cx, max->getResult(), *w);
+  FailureOr<Value> img = toImage(cx, max->getResult(), w);
   if (failed(img))
     return failure();
   return cx.setOutput(0, *img);
@@ -290,17 +291,9 @@ LogicalResult importAveragePool(ImportContext &cx) {
   if (failed(cx.checkAttributes({"auto_pad", "ceil_mode", "count_include_pad",
                                  "kernel_shape", "pads", "strides"})))
     return failure();
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
-    return failure();
-  FailureOr<Window> w = windowOf(cx, cx.typeOf(*x).getShape(), std::nullopt);
-  if (failed(w))
-    return failure();
+  Window w;
   std::vector<int64_t> valid;
-  FailureOr<Value> win = windows(cx, *x, *w, 0.0, &valid);
-  if (failed(win))
-    return failure();
-  FailureOr<Value> t = perChannel(cx, *win);
+  FailureOr<Value> t = poolWindows(cx, w, 0.0, &valid);
   if (failed(t))
     return failure();
   auto sum = cx.createInferred<tsr::ReduceSumOp>(
@@ -310,9 +303,9 @@ LogicalResult importAveragePool(ImportContext &cx) {
   // The divisor per position: the whole window, or (count_include_pad 0,
   // the default) its taps inside the image.
   bool includePad = cx.attrInt("count_include_pad", 0) != 0;
-  Tensor scale = Tensor::zeros(DType::Float, {w->positions()});
-  for (int64_t i = 0; i < w->positions(); ++i)
-    scale.setDouble(i, 1.0 / double(includePad ? w->taps() : valid[i]));
+  Tensor scale = Tensor::zeros(DType::Float, {w.positions()});
+  for (int64_t i = 0; i < w.positions(); ++i)
+    scale.setDouble(i, 1.0 / double(includePad ? w.taps() : valid[i]));
   FailureOr<Value> s = cx.materialize(scale, cx.nodeName + "/divisors");
   if (failed(s))
     return failure();
@@ -323,7 +316,7 @@ LogicalResult importAveragePool(ImportContext &cx) {
   FailureOr<Value> mean = cx.binary<tsr::MulOp>(sum->getResult(), *s2);
   if (failed(mean))
     return failure();
-  FailureOr<Value> img = toImage(cx, *mean, *w);
+  FailureOr<Value> img = toImage(cx, *mean, w);
   if (failed(img))
     return failure();
   return cx.setOutput(0, *img);
@@ -511,11 +504,10 @@ LogicalResult importPad(ImportContext &cx) {
     parts.push_back(y);
     if (after && failed(block(after)))
       return failure();
-    auto cat = cx.createInferred<tsr::ConcatOp>(1, ValueRange(parts),
-                                                static_cast<uint64_t>(d));
+    FailureOr<Value> cat = cx.concat(parts, d);
     if (failed(cat))
       return failure();
-    y = cat->getResult();
+    y = *cat;
   }
   return cx.setOutput(0, y);
 }
