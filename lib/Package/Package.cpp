@@ -139,6 +139,10 @@ void printPlanReport(ModuleOp module, StringRef plan, raw_ostream &os) {
      << (micro > 1 && !schedule.empty() ? " (" + schedule.str() + ")"
                                         : std::string())
      << "\n";
+  // What tensor parallelism split (dist-plan's tp policy).
+  if (auto report = getAttr<Dist::TpReportAttrHelper>(module))
+    for (auto line : report.getAsValueRange<StringAttr>())
+      os << "  " << line << "\n";
   for (int64_t rank = 0; rank < mesh.numRanks(); ++rank) {
     func::FuncOp f = findStep(module, "adamw", rank);
     if (!f)

@@ -32,6 +32,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
 
 #include <deque>
@@ -387,6 +390,83 @@ LogicalResult planBatch(func::FuncOp f, const planner::PlanShape &shape) {
   return success();
 }
 
+namespace {
+
+/// The weight a forward projection multiplies by: the parameter its right
+/// operand comes from through transposes, casts and reshapes, or "".
+std::string projectionWeight(tsr::MatmulOp m) {
+  Value v = m.getRhs();
+  while (Operation *def = v.getDefiningOp()) {
+    if (!isa<tsr::TransposeOp, tsr::CastOp, tsr::ReshapeOp>(def))
+      return "";
+    v = def->getOperand(0);
+  }
+  auto arg = cast<BlockArgument>(v);
+  auto f = cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  if (auto name = f.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), Tsr::ParamAttrHelper::getNameStr()))
+    return name.str();
+  return "";
+}
+
+/// dist.tp_report: for each forward projection by a weight, whether the
+/// tp policy split it column-parallel (its output features: the dimension
+/// the seed reached is not contracted) or row-parallel (the contracted
+/// one), and which seed reached it; the others stay whole, with why.
+void reportTensorParallel(
+    func::FuncOp f,
+    const llvm::DenseMap<Operation *, std::pair<std::string, const char *>>
+        &why) {
+  llvm::StringMap<SmallVector<std::string>> groups;
+  SmallVector<std::string> order, whole;
+  size_t projections = 0;
+  for (Operation &op : f.getBody().front()) {
+    if (!isProjection(&op))
+      continue;
+    std::string weight = projectionWeight(cast<tsr::MatmulOp>(op));
+    if (weight.empty())
+      continue;
+    ++projections;
+    auto it = why.find(&op);
+    if (it == why.end()) {
+      whole.push_back(weight);
+      continue;
+    }
+    // The matmul's annotation is "* m k+, * k+ n -> * m n": the seed
+    // reached either its output features or the contracted dimension.
+    auto iface = cast<DimAnnotationOpInterface>(op);
+    bool row = false;
+    if (auto bound = bindOpAnnotation(iface))
+      row = dimOfName(bound->annotation.outputs.front(), it->second.first) < 0;
+    std::string key = std::string(row ? "row" : "column") + "-parallel by " +
+                      it->second.second;
+    if (!groups.count(key))
+      order.push_back(key);
+    groups[key].push_back(weight);
+  }
+  if (!projections)
+    return;
+  SmallVector<Attribute> lines;
+  MLIRContext *ctx = f.getContext();
+  size_t split = projections - whole.size();
+  lines.push_back(StringAttr::get(
+      ctx, llvm::formatv("tp splits {0} of {1} weight projections", split,
+                         projections)
+               .str()));
+  for (const std::string &key : order)
+    lines.push_back(StringAttr::get(ctx, "  " + key + ": " +
+                                             llvm::join(groups[key], ", ")));
+  if (!whole.empty())
+    lines.push_back(StringAttr::get(
+        ctx, "  kept whole (neither a head reshape nor an MLP activation "
+             "reaches them): " +
+                 llvm::join(whole, ", ")));
+  setAttr<Dist::TpReportAttrHelper>(f->getParentOfType<ModuleOp>(),
+                                    ArrayAttr::get(ctx, lines));
+}
+
+} // namespace
+
 LogicalResult planTensorParallel(func::FuncOp f, int64_t tp) {
   Block &body = f.getBody().front();
   // Heads: reshapes [..., C] -> [..., H, D] of the forward; the MLP
@@ -400,14 +480,24 @@ LogicalResult planTensorParallel(func::FuncOp f, int64_t tp) {
              << tp << " does not divide the " << h << " attention heads";
   }
   auto all = [](Operation *) { return true; };
+  // Which seed split each op, for the report: the first to reach it wins,
+  // as in addSplit.
+  llvm::DenseMap<Operation *, std::pair<std::string, const char *>> why;
   for (auto *seeds : {&heads, &hidden}) {
     if (seeds->empty())
       continue;
     LogicalDim flow = traceDim(body, *seeds, tp, /*backward=*/true, all);
     for (auto &[op, name] : flow.names)
-      if (!isa<tsr::ConstantOp>(op))
+      if (!isa<tsr::ConstantOp>(op)) {
         addSplit(op, name, "tp");
+        why.try_emplace(op, name,
+                        seeds == &heads
+                            ? "heads (a reshape [..., H*D] -> [..., H, D])"
+                            : "MLP hidden units (an activation between "
+                              "projections)");
+      }
   }
+  reportTensorParallel(f, why);
   return success();
 }
 

@@ -55,7 +55,11 @@ defvar Dist_DiscardableAttrs = [
     "on an op of a `dist.ranks` function: for each rank-variant attribute "
     "(RankVariantOpInterface) whose value differs between those ranks, the "
     "value of each rank in the order of `dist.ranks`; the first is the op's "
-    "own">
+    "own">,
+  TesseraDiscardableAttr<"tp_report", "::mlir::ArrayAttr", "Module",
+    "an array of strings",
+    "what the tp policy split and what it kept whole, by weight, with the "
+    "reason (set by dist-plan; tessera-compile prints it with the plan)">
 ];
 
 def Dist_Dialect : Dialect {
