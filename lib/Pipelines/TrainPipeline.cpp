@@ -15,6 +15,19 @@ using namespace mlir;
 
 namespace tessera {
 
+bool TrainPipelineOptions::namesTensorParallel() const {
+  if (plan == "tp")
+    return devices > 1;
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(plan).split(parts, 'x');
+  for (llvm::StringRef part : parts) {
+    int64_t n = 0;
+    if (part.consume_front("tp") && !part.getAsInteger(10, n) && n > 1)
+      return true;
+  }
+  return false;
+}
+
 LogicalResult
 buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
                    llvm::function_ref<void(const llvm::Twine &)> error) {
@@ -46,6 +59,9 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   // Extension ops for the subgraphs they replace, then the training steps.
   if (o.raise)
     pm.addPass(tsr::createTsrRaise());
+  // Fused projections (QKV) as one per piece, so that tp splits them.
+  if (o.namesTensorParallel())
+    pm.addPass(tsr::createTsrSplitFusedProjections());
   pm.addPass(tsr::createTsrAutodiff());
   // Split means must divide by the global count (see tsr-decompose-means).
   if (o.distributed())

@@ -92,6 +92,10 @@ struct TrainPipelineOptions
   /// One device and one micro-batch need no plan.
   bool distributed() const { return devices > 1 || microBatches > 1; }
   bool autoPlan() const { return plan == "auto"; }
+  /// Whether the plan names tensor parallelism over several ranks: `tp`
+  /// with devices > 1, or a product with a tp factor above 1 (not auto or
+  /// a plan file, whose tp is decided later).
+  bool namesTensorParallel() const;
 };
 
 /// The optimizers whose steps every program carries, in emission order.

@@ -397,7 +397,7 @@ namespace {
 std::string projectionWeight(tsr::MatmulOp m) {
   Value v = m.getRhs();
   while (Operation *def = v.getDefiningOp()) {
-    if (!isa<tsr::TransposeOp, tsr::CastOp, tsr::ReshapeOp>(def))
+    if (!isa<tsr::TransposeOp, tsr::CastOp, tsr::ReshapeOp, tsr::SliceOp>(def))
       return "";
     v = def->getOperand(0);
   }
@@ -444,6 +444,21 @@ void reportTensorParallel(
       order.push_back(key);
     groups[key].push_back(weight);
   }
+  // A weight used by several projections (a fused QKV projection cut into
+  // its pieces) is listed once, with their number.
+  auto listed = [](ArrayRef<std::string> names) {
+    SmallVector<std::string> out;
+    for (size_t i = 0; i < names.size();) {
+      size_t j = i;
+      while (j < names.size() && names[j] == names[i])
+        ++j;
+      out.push_back(names[i] + (j - i > 1
+                                    ? " (" + std::to_string(j - i) + " pieces)"
+                                    : std::string()));
+      i = j;
+    }
+    return llvm::join(out, ", ");
+  };
   if (!projections)
     return;
   SmallVector<Attribute> lines;
@@ -454,13 +469,13 @@ void reportTensorParallel(
                          projections)
                .str()));
   for (const std::string &key : order)
-    lines.push_back(StringAttr::get(ctx, "  " + key + ": " +
-                                             llvm::join(groups[key], ", ")));
+    lines.push_back(
+        StringAttr::get(ctx, "  " + key + ": " + listed(groups[key])));
   if (!whole.empty())
     lines.push_back(StringAttr::get(
         ctx, "  kept whole (neither a head reshape nor an MLP activation "
              "reaches them): " +
-                 llvm::join(whole, ", ")));
+                 listed(whole)));
   setAttr<Dist::TpReportAttrHelper>(f->getParentOfType<ModuleOp>(),
                                     ArrayAttr::get(ctx, lines));
 }

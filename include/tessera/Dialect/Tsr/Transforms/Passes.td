@@ -91,6 +91,18 @@ def TsrDecomposeMeans : Pass<"tsr-decompose-means"> {
   }];
 }
 
+def TsrSplitFusedProjections : Pass<"tsr-split-fused-projections"> {
+  let summary = "One projection per piece of a projection's split output";
+  let description = [{
+    `split(x @ W (+ b))` along the last (feature) dimension becomes
+    `x @ slice(W) (+ slice(b))` per piece: GPT's fused QKV projection turns
+    into q, k and v projections whose features are whole heads, so the tp
+    policy's head trace splits them column-parallel. Each output element is
+    the same dot product. tessera-train-pipeline runs it before tsr-autodiff
+    when the plan names tp > 1 (`tp`, or a product with `tp2` and more).
+  }];
+}
+
 def TsrExportGradStep : Pass<"tsr-export-grad-step", "::mlir::ModuleOp"> {
   let summary = "Keep a copy of the gradient function as the program's grad_step";
   let description = [{
