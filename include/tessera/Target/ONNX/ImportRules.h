@@ -484,6 +484,38 @@ public:
     return op->getResult();
   }
 
+  template <typename OpTy> FailureOr<Value> unary(Value v) {
+    auto op = createInferred<OpTy>(1, v);
+    if (failed(op))
+      return failure();
+    return op->getResult();
+  }
+
+  FailureOr<Value> compare(tsr::ComparePredicate pred, Value lhs, Value rhs) {
+    auto op = createInferred<tsr::CompareOp>(1, pred, lhs, rhs);
+    if (failed(op))
+      return failure();
+    return op->getResult();
+  }
+
+  /// tsr.where: `cond ? x : y` elementwise.
+  FailureOr<Value> select(Value cond, Value x, Value y) {
+    auto op = createInferred<tsr::WhereOp>(1, cond, x, y);
+    if (failed(op))
+      return failure();
+    return op->getResult();
+  }
+
+  /// A reduction (tsr.reduce_sum, reduce_mean, reduce_max) over `axes`.
+  template <typename OpTy>
+  FailureOr<Value> reduce(Value v, ArrayRef<int64_t> axes, bool keepdims) {
+    auto op = createInferred<OpTy>(1, v, b.getDenseI64ArrayAttr(axes),
+                                   b.getBoolAttr(keepdims));
+    if (failed(op))
+      return failure();
+    return op->getResult();
+  }
+
   template <typename OpTy> FailureOr<Value> binary(Value lhs, Value rhs) {
     auto op = createInferred<OpTy>(1, lhs, rhs);
     if (failed(op))

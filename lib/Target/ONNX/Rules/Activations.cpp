@@ -21,38 +21,16 @@
 namespace tessera::onnx_import {
 namespace {
 
-FailureOr<Value> compare(ImportContext &cx, tsr::ComparePredicate pred, Value l,
-                         Value r) {
-  auto op = cx.createInferred<tsr::CompareOp>(1, pred, l, r);
-  if (failed(op))
-    return failure();
-  return op->getResult();
-}
-
-FailureOr<Value> select(ImportContext &cx, Value c, Value x, Value y) {
-  auto op = cx.createInferred<tsr::WhereOp>(1, c, x, y);
-  if (failed(op))
-    return failure();
-  return op->getResult();
-}
-
-template <typename OpTy> FailureOr<Value> unary(ImportContext &cx, Value x) {
-  auto op = cx.createInferred<OpTy>(1, x);
-  if (failed(op))
-    return failure();
-  return op->getResult();
-}
-
 /// |x| = where(x < 0, -x, x).
 FailureOr<Value> absOf(ImportContext &cx, Value x) {
   FailureOr<Value> zero = cx.scalarConstant(0.0, cx.typeOf(x).getElementType());
   if (failed(zero))
     return failure();
-  FailureOr<Value> neg = compare(cx, tsr::ComparePredicate::lt, x, *zero);
-  FailureOr<Value> minus = unary<tsr::NegOp>(cx, x);
+  FailureOr<Value> neg = cx.compare(tsr::ComparePredicate::lt, x, *zero);
+  FailureOr<Value> minus = cx.unary<tsr::NegOp>(x);
   if (failed(neg) || failed(minus))
     return failure();
-  return select(cx, *neg, *minus, x);
+  return cx.select(*neg, *minus, x);
 }
 
 LogicalResult importLeakyRelu(ImportContext &cx) {
@@ -66,11 +44,11 @@ LogicalResult importLeakyRelu(ImportContext &cx) {
                    alpha = cx.scalarConstant(cx.attrFloat("alpha", 0.01), elem);
   if (failed(zero) || failed(alpha))
     return failure();
-  FailureOr<Value> pos = compare(cx, tsr::ComparePredicate::gt, *x, *zero);
+  FailureOr<Value> pos = cx.compare(tsr::ComparePredicate::gt, *x, *zero);
   FailureOr<Value> scaled = cx.binary<tsr::MulOp>(*x, *alpha);
   if (failed(pos) || failed(scaled))
     return failure();
-  FailureOr<Value> y = select(cx, *pos, *x, *scaled);
+  FailureOr<Value> y = cx.select(*pos, *x, *scaled);
   if (failed(y))
     return failure();
   return cx.setOutput(0, *y);
@@ -98,18 +76,18 @@ LogicalResult importSoftplus(ImportContext &cx) {
   FailureOr<Value> a = absOf(cx, *x);
   if (failed(a))
     return failure();
-  FailureOr<Value> na = unary<tsr::NegOp>(cx, *a);
+  FailureOr<Value> na = cx.unary<tsr::NegOp>(*a);
   if (failed(na))
     return failure();
-  FailureOr<Value> e = unary<tsr::ExpOp>(cx, *na);
+  FailureOr<Value> e = cx.unary<tsr::ExpOp>(*na);
   FailureOr<Value> one = cx.scalarConstant(1.0, elem);
   if (failed(e) || failed(one))
     return failure();
   FailureOr<Value> onePlus = cx.binary<tsr::AddOp>(*e, *one);
   if (failed(onePlus))
     return failure();
-  FailureOr<Value> l = unary<tsr::LogOp>(cx, *onePlus);
-  FailureOr<Value> r = unary<tsr::ReluOp>(cx, *x);
+  FailureOr<Value> l = cx.unary<tsr::LogOp>(*onePlus);
+  FailureOr<Value> r = cx.unary<tsr::ReluOp>(*x);
   if (failed(l) || failed(r))
     return failure();
   FailureOr<Value> y = cx.binary<tsr::AddOp>(*r, *l);
@@ -148,19 +126,19 @@ LogicalResult importClip(ImportContext &cx) {
   // min(max(x, lo), hi): with lo > hi every value becomes hi, as ONNX says.
   Value y = *x;
   if (*lo) {
-    FailureOr<Value> below = compare(cx, tsr::ComparePredicate::lt, y, *lo);
+    FailureOr<Value> below = cx.compare(tsr::ComparePredicate::lt, y, *lo);
     if (failed(below))
       return failure();
-    FailureOr<Value> r = select(cx, *below, *lo, y);
+    FailureOr<Value> r = cx.select(*below, *lo, y);
     if (failed(r))
       return failure();
     y = *r;
   }
   if (*hi) {
-    FailureOr<Value> above = compare(cx, tsr::ComparePredicate::gt, y, *hi);
+    FailureOr<Value> above = cx.compare(tsr::ComparePredicate::gt, y, *hi);
     if (failed(above))
       return failure();
-    FailureOr<Value> r = select(cx, *above, *hi, y);
+    FailureOr<Value> r = cx.select(*above, *hi, y);
     if (failed(r))
       return failure();
     y = *r;
@@ -180,12 +158,11 @@ LogicalResult importMinMax(ImportContext &cx, bool max) {
     FailureOr<Value> v = cx.input(i);
     if (failed(v))
       return failure();
-    FailureOr<Value> keep =
-        compare(cx, max ? tsr::ComparePredicate::ge : tsr::ComparePredicate::le,
-                *acc, *v);
+    FailureOr<Value> keep = cx.compare(
+        max ? tsr::ComparePredicate::ge : tsr::ComparePredicate::le, *acc, *v);
     if (failed(keep))
       return failure();
-    acc = select(cx, *keep, *acc, *v);
+    acc = cx.select(*keep, *acc, *v);
     if (failed(acc))
       return failure();
   }

@@ -395,11 +395,10 @@ LogicalResult importEinsum(ImportContext &cx) {
     }
     if (axes.empty())
       continue;
-    auto op = cx.createInferred<tsr::ReduceSumOp>(
-        1, xs[i], cx.b.getDenseI64ArrayAttr(axes), cx.b.getBoolAttr(false));
-    if (failed(op))
+    FailureOr<Value> summed = cx.reduce<tsr::ReduceSumOp>(xs[i], axes, false);
+    if (failed(summed))
       return failure();
-    xs[i] = op->getResult();
+    xs[i] = *summed;
     ins[i] = kept;
   }
   auto permuteTo = [&](Value v, const Labels &from,

@@ -105,10 +105,10 @@ LogicalResult importCompare(ImportContext &cx, tsr::ComparePredicate pred) {
       return failure();
     r = *rc;
   }
-  auto op = cx.createInferred<tsr::CompareOp>(1, pred, l, r);
-  if (failed(op))
+  FailureOr<Value> cmp = cx.compare(pred, l, r);
+  if (failed(cmp))
     return failure();
-  return cx.setOutput(0, op->getResult());
+  return cx.setOutput(0, *cmp);
 }
 
 LogicalResult importWhere(ImportContext &cx) {
@@ -117,10 +117,10 @@ LogicalResult importWhere(ImportContext &cx) {
   FailureOr<Value> c = cx.input(0), x = cx.input(1), y = cx.input(2);
   if (failed(c) || failed(x) || failed(y))
     return failure();
-  auto op = cx.createInferred<tsr::WhereOp>(1, *c, *x, *y);
-  if (failed(op))
+  FailureOr<Value> sel = cx.select(*c, *x, *y);
+  if (failed(sel))
     return failure();
-  return cx.setOutput(0, op->getResult());
+  return cx.setOutput(0, *sel);
 }
 
 /// Trilu: the lower (upper = 0) or upper triangle of the last two
@@ -185,10 +185,10 @@ LogicalResult importTrilu(ImportContext &cx) {
       cx.scalarConstant(0.0, cx.typeOf(*x).getElementType());
   if (failed(zero))
     return failure();
-  auto op = cx.createInferred<tsr::WhereOp>(1, mask, *x, *zero);
-  if (failed(op))
+  FailureOr<Value> sel = cx.select(mask, *x, *zero);
+  if (failed(sel))
     return failure();
-  return cx.setOutput(0, op->getResult());
+  return cx.setOutput(0, *sel);
 }
 
 LogicalResult importCast(ImportContext &cx) {

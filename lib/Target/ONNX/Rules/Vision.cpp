@@ -277,11 +277,10 @@ LogicalResult importMaxPool(ImportContext &cx) {
       poolWindows(cx, w, -std::numeric_limits<double>::infinity());
   if (failed(t))
     return failure();
-  auto max = cx.createInferred<tsr::ReduceMaxOp>(
-      1, *t, cx.b.getDenseI64ArrayAttr({3}), cx.b.getBoolAttr(false));
+  FailureOr<Value> max = cx.reduce<tsr::ReduceMaxOp>(*t, {3}, false);
   if (failed(max))
     return failure();
-  FailureOr<Value> img = toImage(cx, max->getResult(), w);
+  FailureOr<Value> img = toImage(cx, *max, w);
   if (failed(img))
     return failure();
   return cx.setOutput(0, *img);
@@ -296,8 +295,7 @@ LogicalResult importAveragePool(ImportContext &cx) {
   FailureOr<Value> t = poolWindows(cx, w, 0.0, &valid);
   if (failed(t))
     return failure();
-  auto sum = cx.createInferred<tsr::ReduceSumOp>(
-      1, *t, cx.b.getDenseI64ArrayAttr({3}), cx.b.getBoolAttr(false));
+  FailureOr<Value> sum = cx.reduce<tsr::ReduceSumOp>(*t, {3}, false);
   if (failed(sum))
     return failure();
   // The divisor per position: the whole window, or (count_include_pad 0,
@@ -309,11 +307,10 @@ LogicalResult importAveragePool(ImportContext &cx) {
   FailureOr<Value> s = cx.materialize(scale, cx.nodeName + "/divisors");
   if (failed(s))
     return failure();
-  FailureOr<Value> s2 =
-      cx.castTo(*s, cx.typeOf(sum->getResult()).getElementType());
+  FailureOr<Value> s2 = cx.castTo(*s, cx.typeOf(*sum).getElementType());
   if (failed(s2))
     return failure();
-  FailureOr<Value> mean = cx.binary<tsr::MulOp>(sum->getResult(), *s2);
+  FailureOr<Value> mean = cx.binary<tsr::MulOp>(*sum, *s2);
   if (failed(mean))
     return failure();
   FailureOr<Value> img = toImage(cx, *mean, w);
@@ -335,11 +332,10 @@ LogicalResult importGlobalAveragePool(ImportContext &cx) {
   SmallVector<int64_t> axes;
   for (int64_t d = 2; d < rank; ++d)
     axes.push_back(d);
-  auto mean = cx.createInferred<tsr::ReduceMeanOp>(
-      1, *x, cx.b.getDenseI64ArrayAttr(axes), cx.b.getBoolAttr(true));
+  FailureOr<Value> mean = cx.reduce<tsr::ReduceMeanOp>(*x, axes, true);
   if (failed(mean))
     return failure();
-  return cx.setOutput(0, mean->getResult());
+  return cx.setOutput(0, *mean);
 }
 
 LogicalResult importBatchNorm(ImportContext &cx) {
@@ -375,12 +371,8 @@ LogicalResult importBatchNorm(ImportContext &cx) {
   for (int64_t d = 0; d < rank; ++d)
     if (d != 1)
       axes.push_back(d);
-  auto reduceMean = [&](Value v) -> FailureOr<Value> {
-    auto op = cx.createInferred<tsr::ReduceMeanOp>(
-        1, v, cx.b.getDenseI64ArrayAttr(axes), cx.b.getBoolAttr(true));
-    if (failed(op))
-      return failure();
-    return op->getResult();
+  auto reduceMean = [&](Value v) {
+    return cx.reduce<tsr::ReduceMeanOp>(v, axes, true);
   };
   FailureOr<Value> mean, var;
   if (training) {
@@ -406,10 +398,10 @@ LogicalResult importBatchNorm(ImportContext &cx) {
   FailureOr<Value> varEps = cx.binary<tsr::AddOp>(*var, *epsV);
   if (failed(varEps))
     return failure();
-  auto inv = cx.createInferred<tsr::RsqrtOp>(1, *varEps);
+  FailureOr<Value> inv = cx.unary<tsr::RsqrtOp>(*varEps);
   if (failed(inv))
     return failure();
-  FailureOr<Value> norm = cx.binary<tsr::MulOp>(*d, inv->getResult());
+  FailureOr<Value> norm = cx.binary<tsr::MulOp>(*d, *inv);
   FailureOr<Value> g = perChan(*scale), bb = perChan(*bias);
   if (failed(norm) || failed(g) || failed(bb))
     return failure();
