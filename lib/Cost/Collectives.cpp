@@ -1,44 +1,32 @@
 //===- Collectives.cpp - Alpha-beta cost of collectives -------------------===//
 
 #include "tessera/Cost/Collectives.h"
+#include "tessera/Support/EnumNames.h"
 
 #include <algorithm>
 #include <cmath>
 
 namespace tessera::cost {
 
+namespace {
+constexpr support::EnumName<Collective> kCollectiveNames[] = {
+    {Collective::AllReduce, "all_reduce"},
+    {Collective::AllGather, "all_gather"},
+    {Collective::ReduceScatter, "reduce_scatter"},
+    {Collective::Broadcast, "broadcast"},
+    {Collective::AllToAll, "all_to_all"},
+    {Collective::SendRecv, "send_recv"}};
+} // namespace
+
 Collective parseCollective(const std::string &name) {
-  if (name == "all_reduce")
-    return Collective::AllReduce;
-  if (name == "all_gather")
-    return Collective::AllGather;
-  if (name == "reduce_scatter")
-    return Collective::ReduceScatter;
-  if (name == "broadcast")
-    return Collective::Broadcast;
-  if (name == "all_to_all")
-    return Collective::AllToAll;
-  if (name == "send_recv")
-    return Collective::SendRecv;
+  if (std::optional<Collective> kind =
+          support::parseEnum(kCollectiveNames, name))
+    return *kind;
   throw Exception("unknown collective '" + name + "'");
 }
 
 const char *collectiveName(Collective kind) {
-  switch (kind) {
-  case Collective::AllReduce:
-    return "all_reduce";
-  case Collective::AllGather:
-    return "all_gather";
-  case Collective::ReduceScatter:
-    return "reduce_scatter";
-  case Collective::Broadcast:
-    return "broadcast";
-  case Collective::AllToAll:
-    return "all_to_all";
-  case Collective::SendRecv:
-    return "send_recv";
-  }
-  return "?";
+  return support::enumName(kCollectiveNames, kind);
 }
 
 AlphaBeta alphaBeta(const LinkSpec &link) {

@@ -1,11 +1,13 @@
 //===- Rvd.cpp - RVD layouts and the collective search --------------------===//
 
 #include "tessera/Layout/Rvd.h"
+#include "tessera/Support/EnumNames.h"
 
 #include <algorithm>
 #include <cassert>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace tessera {
@@ -598,31 +600,23 @@ Result<std::vector<int64_t>> pieceOffsets(const Mesh &mesh,
 // Primitives and costs
 //===----------------------------------------------------------------------===//
 
+namespace {
+constexpr support::EnumName<Primitive> kPrimitiveNames[] = {
+    {Primitive::AllReduce, "all_reduce"},
+    {Primitive::ReduceScatter, "reduce_scatter"},
+    {Primitive::AllGather, "all_gather"},
+    {Primitive::AllToAll, "all_to_all"},
+    {Primitive::LocalSlice, "local_slice"},
+    {Primitive::LocalZero, "local_zero"}};
+static_assert(std::size(kPrimitiveNames) == kNumPrimitives);
+} // namespace
+
 const char *primitiveName(Primitive primitive) {
-  switch (primitive) {
-  case Primitive::AllReduce:
-    return "all_reduce";
-  case Primitive::ReduceScatter:
-    return "reduce_scatter";
-  case Primitive::AllGather:
-    return "all_gather";
-  case Primitive::AllToAll:
-    return "all_to_all";
-  case Primitive::LocalSlice:
-    return "local_slice";
-  case Primitive::LocalZero:
-    return "local_zero";
-  }
-  return "?";
+  return support::enumName(kPrimitiveNames, primitive);
 }
 
 std::optional<Primitive> parsePrimitive(const std::string &name) {
-  for (int i = 0; i < kNumPrimitives; ++i) {
-    Primitive primitive = static_cast<Primitive>(i);
-    if (name == primitiveName(primitive))
-      return primitive;
-  }
-  return std::nullopt;
+  return support::parseEnum(kPrimitiveNames, name);
 }
 
 bool isCollective(Primitive primitive) {

@@ -1,6 +1,7 @@
 //===- Builtins.cpp - GPipe, 1F1B, interleaved and zero-bubble ------------===//
 
 #include "tessera/Schedule/Builtins.h"
+#include "tessera/Support/EnumNames.h"
 
 #include <algorithm>
 #include <tuple>
@@ -42,60 +43,47 @@ Placement makePipelinePlacement(const PipelineSpec &s) {
   p.name = "pipeline";
   p.numDevices = s.stages;
   p.blocks.resize(splitWeight(s) ? 3 * S : 2 * S);
-  for (int j = 0; j < S; ++j) {
-    Block &f = p.blocks[forwardIndex(s, j)];
-    f.id = forwardIndex(s, j);
-    f.kind = BlockKind::Forward;
-    f.span = s.forwardSpan;
-    f.memory = splitWeight(s) ? 2 : 1;
-    f.devices = {stageDevice(s, j)};
-    if (j > 0)
-      f.deps = {forwardIndex(s, j - 1)};
-    Block &b = p.blocks[backwardIndex(s, j)];
-    b.id = backwardIndex(s, j);
-    b.kind = BlockKind::Backward;
-    b.span = s.backwardSpan;
-    b.memory = -1;
+  auto place = [&](int id, BlockKind kind, int64_t span, int64_t memory, int j,
+                   std::vector<int> deps) {
+    Block &b = p.blocks[id];
+    b.id = id;
+    b.kind = kind;
+    b.span = span;
+    b.memory = memory;
     b.devices = {stageDevice(s, j)};
-    b.deps = {j == S - 1 ? forwardIndex(s, j) : backwardIndex(s, j + 1)};
-    if (splitWeight(s)) {
-      Block &w = p.blocks[weightIndex(s, j)];
-      w.id = weightIndex(s, j);
-      w.kind = BlockKind::WeightGrad;
-      w.span = s.weightSpan;
-      w.memory = -1;
-      w.devices = {stageDevice(s, j)};
-      w.deps = {backwardIndex(s, j)};
-    }
+    b.deps = std::move(deps);
+  };
+  for (int j = 0; j < S; ++j) {
+    std::vector<int> fwdDeps;
+    if (j > 0)
+      fwdDeps = {forwardIndex(s, j - 1)};
+    place(forwardIndex(s, j), BlockKind::Forward, s.forwardSpan,
+          splitWeight(s) ? 2 : 1, j, std::move(fwdDeps));
+    place(backwardIndex(s, j), BlockKind::Backward, s.backwardSpan, -1, j,
+          {j == S - 1 ? forwardIndex(s, j) : backwardIndex(s, j + 1)});
+    if (splitWeight(s))
+      place(weightIndex(s, j), BlockKind::WeightGrad, s.weightSpan, -1, j,
+            {backwardIndex(s, j)});
   }
   return p;
 }
 
+namespace {
+constexpr support::EnumName<BuiltinMethod> kBuiltinNames[] = {
+    {BuiltinMethod::GPipe, "gpipe"},
+    {BuiltinMethod::OneFOneB, "1f1b"},
+    {BuiltinMethod::Interleaved, "interleaved"},
+    {BuiltinMethod::ZBH1, "zb-h1"},
+    {BuiltinMethod::ZBH2, "zb-h2"},
+    {BuiltinMethod::ZBV, "zb-v"}};
+} // namespace
+
 const char *builtinName(BuiltinMethod m) {
-  switch (m) {
-  case BuiltinMethod::GPipe:
-    return "gpipe";
-  case BuiltinMethod::OneFOneB:
-    return "1f1b";
-  case BuiltinMethod::Interleaved:
-    return "interleaved";
-  case BuiltinMethod::ZBH1:
-    return "zb-h1";
-  case BuiltinMethod::ZBH2:
-    return "zb-h2";
-  case BuiltinMethod::ZBV:
-    return "zb-v";
-  }
-  return "?";
+  return support::enumName(kBuiltinNames, m);
 }
 
 std::optional<BuiltinMethod> parseBuiltinMethod(const std::string &name) {
-  for (BuiltinMethod m : {BuiltinMethod::GPipe, BuiltinMethod::OneFOneB,
-                          BuiltinMethod::Interleaved, BuiltinMethod::ZBH1,
-                          BuiltinMethod::ZBH2, BuiltinMethod::ZBV})
-    if (name == builtinName(m))
-      return m;
-  return std::nullopt;
+  return support::parseEnum(kBuiltinNames, name);
 }
 
 PipelineSpec normalizeSpec(BuiltinMethod m, PipelineSpec s) {

@@ -1,6 +1,7 @@
 //===- Placement.cpp - Placement parsing and graph checks -----------------===//
 
 #include "tessera/Schedule/Placement.h"
+#include "tessera/Support/EnumNames.h"
 
 #include "tessera/Support/StrictJson.h"
 
@@ -14,16 +15,15 @@ using nlohmann::json;
 
 namespace tessera::schedule {
 
+namespace {
+constexpr support::EnumName<BlockKind> kKindNames[] = {
+    {BlockKind::Forward, "F"},
+    {BlockKind::Backward, "B"},
+    {BlockKind::WeightGrad, "W"}};
+} // namespace
+
 const char *kindName(BlockKind kind) {
-  switch (kind) {
-  case BlockKind::Forward:
-    return "F";
-  case BlockKind::Backward:
-    return "B";
-  case BlockKind::WeightGrad:
-    return "W";
-  }
-  return "?";
+  return support::enumName(kKindNames, kind);
 }
 
 Placement parsePlacement(const json &root, const std::string &origin) {
@@ -47,12 +47,8 @@ Placement parsePlacement(const json &root, const std::string &origin) {
     b.id = static_cast<int>(o.get("id").getInt(intMin, intMax, "a block id"));
     JsonValue kind = o.get("kind");
     std::string k = kind.getString("a block kind");
-    if (k == "F")
-      b.kind = BlockKind::Forward;
-    else if (k == "B")
-      b.kind = BlockKind::Backward;
-    else if (k == "W")
-      b.kind = BlockKind::WeightGrad;
+    if (std::optional<BlockKind> parsed = support::parseEnum(kKindNames, k))
+      b.kind = *parsed;
     else
       kind.fail("unknown kind '" + k + "' (expected F, B or W)");
     b.span = o.get("span").getInt(1, kMaxBlockSpan, "a span in time steps");

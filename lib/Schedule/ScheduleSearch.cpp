@@ -791,17 +791,20 @@ struct PeriodScan {
 /// cheaply), and the answer is that of a plain ascending scan with `cap`
 /// nodes per period whenever the caller's budget allows it. `search(P, b)`
 /// runs one search with at most b nodes, or returns nothing once the
-/// caller's budget is spent.
+/// caller's budget is spent. With `anyPeriod`, the periods are tried from
+/// the largest down and the first one found ends the scan (scanAnyPeriod).
 template <typename Fn>
-PeriodScan scanPeriods(int64_t W, int64_t maxP, uint64_t cap, Fn search) {
+PeriodScan scanPeriodsIn(int64_t W, int64_t maxP, uint64_t cap, bool anyPeriod,
+                         Fn search) {
   PeriodScan scan;
   scan.infeasible.assign(static_cast<size_t>(maxP - W + 1), 0);
-  scan.lastTried = W - 1;
+  scan.lastTried = anyPeriod ? maxP : W - 1;
   int64_t best = maxP + 1;
   for (uint64_t round = std::max<uint64_t>(1, cap >> 10);; round *= 4) {
     round = std::min(round, cap);
     bool undecided = false;
-    for (int64_t P = W; P < best; ++P) {
+    for (int64_t k = 0; k < best - W; ++k) {
+      const int64_t P = anyPeriod ? maxP - k : W + k;
       if (scan.infeasible[P - W])
         continue;
       std::optional<PeriodSearchResult> r = search(P, round);
@@ -809,10 +812,14 @@ PeriodScan scanPeriods(int64_t W, int64_t maxP, uint64_t cap, Fn search) {
         scan.stopped = true;
         return scan;
       }
-      scan.lastTried = std::max(scan.lastTried, P);
+      if (!anyPeriod)
+        scan.lastTried = std::max(scan.lastTried, P);
       if (r->outcome == PeriodOutcome::Found) {
-        best = scan.period = P;
+        scan.period = P;
         scan.result = std::move(*r);
+        if (anyPeriod)
+          return scan;
+        best = P;
         break;
       }
       scan.infeasible[P - W] = r->outcome == PeriodOutcome::Infeasible;
@@ -823,36 +830,17 @@ PeriodScan scanPeriods(int64_t W, int64_t maxP, uint64_t cap, Fn search) {
   }
 }
 
+template <typename Fn>
+PeriodScan scanPeriods(int64_t W, int64_t maxP, uint64_t cap, Fn search) {
+  return scanPeriodsIn(W, maxP, cap, /*anyPeriod=*/false, std::move(search));
+}
+
 /// Like scanPeriods, but for any period with a schedule: largest first
 /// (they overlap micro-batches least, so they need the least memory), and
 /// the first one found is the answer.
 template <typename Fn>
 PeriodScan scanAnyPeriod(int64_t W, int64_t maxP, uint64_t cap, Fn search) {
-  PeriodScan scan;
-  scan.infeasible.assign(static_cast<size_t>(maxP - W + 1), 0);
-  scan.lastTried = maxP;
-  for (uint64_t round = std::max<uint64_t>(1, cap >> 10);; round *= 4) {
-    round = std::min(round, cap);
-    bool undecided = false;
-    for (int64_t P = maxP; P >= W; --P) {
-      if (scan.infeasible[P - W])
-        continue;
-      std::optional<PeriodSearchResult> r = search(P, round);
-      if (!r) {
-        scan.stopped = true;
-        return scan;
-      }
-      if (r->outcome == PeriodOutcome::Found) {
-        scan.period = P;
-        scan.result = std::move(*r);
-        return scan;
-      }
-      scan.infeasible[P - W] = r->outcome == PeriodOutcome::Infeasible;
-      undecided = undecided || !scan.infeasible[P - W];
-    }
-    if (!undecided || round == cap)
-      return scan;
-  }
+  return scanPeriodsIn(W, maxP, cap, /*anyPeriod=*/true, std::move(search));
 }
 
 /// The searches behind a memory explanation, all drawing on one node budget

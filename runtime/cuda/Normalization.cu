@@ -415,6 +415,23 @@ template <typename T> struct LayerNormParamGrad {
 // Cross-entropy fused with softmax
 //===----------------------------------------------------------------------===//
 
+/// log(sum(exp(row))) of a row of c values, by the whole block (every
+/// thread gets it): max first, then the sum of exp(x - max) in double; a row
+/// whose max is infinite gives that infinity.
+template <typename T>
+__device__ double blockLogSumExp(const T *row, int64_t c) {
+  T mx = dm::negInfinity<T>();
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x)
+    mx = MaxOp()(mx, row[i]);
+  mx = blockReduce(mx, MaxOp(), dm::negInfinity<T>());
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < c; i += blockDim.x)
+    sum += ::exp(static_cast<double>(row[i] - mx));
+  sum = blockReduce(sum, SumOp(), 0.0);
+  return isinf(static_cast<double>(mx)) ? static_cast<double>(mx)
+                                        : mx + ::log(sum);
+}
+
 /// Per row: loss = logsumexp(row) - row[label] (0 for ignored labels) into
 /// rowLoss (double), label checks into the error record.
 template <typename T, typename I>
@@ -438,19 +455,9 @@ __global__ void crossEntropyRowKernel(const T *logits, const I *labels,
     return;
   }
   const T *row = logits + r * c;
-  T mx = dm::negInfinity<T>();
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x)
-    mx = MaxOp()(mx, row[i]);
-  mx = blockReduce(mx, MaxOp(), dm::negInfinity<T>());
-  double sum = 0;
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x)
-    sum += ::exp(static_cast<double>(row[i] - mx));
-  sum = blockReduce(sum, SumOp(), 0.0);
-  if (threadIdx.x == 0) {
-    double lse = isinf(static_cast<double>(mx)) ? static_cast<double>(mx)
-                                                : mx + ::log(sum);
+  double lse = blockLogSumExp(row, c);
+  if (threadIdx.x == 0)
     rowLoss[r] = lse - static_cast<double>(row[label]);
-  }
 }
 
 /// One block: the sum of the row losses (fixed order) and the count of
@@ -500,16 +507,7 @@ crossEntropyGradKernel(const T *logits, const I *labels, const void *grad,
   double scale = loadScalar(grad, gradDType, perRow ? r : 0);
   if (mean)
     scale /= *count;
-  T mx = dm::negInfinity<T>();
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x)
-    mx = MaxOp()(mx, row[i]);
-  mx = blockReduce(mx, MaxOp(), dm::negInfinity<T>());
-  double sum = 0;
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x)
-    sum += ::exp(static_cast<double>(row[i] - mx));
-  sum = blockReduce(sum, SumOp(), 0.0);
-  double lse = isinf(static_cast<double>(mx)) ? static_cast<double>(mx)
-                                              : mx + ::log(sum);
+  double lse = blockLogSumExp(row, c);
   for (int64_t i = threadIdx.x; i < c; i += blockDim.x) {
     double p = ::exp(static_cast<double>(row[i]) - lse);
     // (p - 1) * scale in double: subtracting in T would round twice.

@@ -50,6 +50,9 @@ class Tessera_Op<Dialect dialect, string mnemonic, string annotationText,
   // The cost: C++ expressions in the op's class.
   code flops = [{::tessera::elementwiseFlops(getOperation())}];
   code bytes = [{::tessera::operandAndResultBytes(getOperation())}];
+  // More C++ definitions for the op's class, for op classes that define
+  // methods once for all their ops ($cppClass is the op's class).
+  code extraDefinitions = "";
 
   let description = "**Annotation**: `" # annotationText # "`" #
       !if(!empty(annotationOverrides), "", " *(adapted to attributes)*") #
@@ -69,7 +72,7 @@ class Tessera_Op<Dialect dialect, string mnemonic, string annotationText,
     }
     double $cppClass::getFlops() { return }] # flops # [{; }
     double $cppClass::getBytesMoved() { return }] # bytes # [{; }
-  }];
+  }] # extraDefinitions;
 }
 
 #endif // TESSERA_INTERFACES_TESSERAOPBASE_TD

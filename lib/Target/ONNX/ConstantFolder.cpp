@@ -13,6 +13,8 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <optional>
+#include <type_traits>
 
 namespace tessera::onnx_import {
 
@@ -107,6 +109,40 @@ bool axesOf(const Node &n, const std::vector<const Tensor *> &in,
 
 bool isFloatLike(DType t) { return isFloatDType(t); }
 
+/// `x op y` for ONNX's arithmetic, comparison and (on integers) logical
+/// operators, computed in T; nullopt for an operator T does not fold.
+/// Comparisons give 0 or 1; integer division truncates, as ONNX runtimes do.
+template <typename T>
+std::optional<T> applyBinary(const std::string &op, T x, T y) {
+  if (op == "Add")
+    return x + y;
+  if (op == "Sub")
+    return x - y;
+  if (op == "Mul")
+    return x * y;
+  if (op == "Div")
+    return x / y;
+  if (op == "Equal")
+    return T(x == y);
+  if (op == "Less")
+    return T(x < y);
+  if (op == "Greater")
+    return T(x > y);
+  if (op == "LessOrEqual")
+    return T(x <= y);
+  if (op == "GreaterOrEqual")
+    return T(x >= y);
+  if constexpr (std::is_integral_v<T>) {
+    if (op == "And")
+      return T(x && y);
+    if (op == "Or")
+      return T(x || y);
+    if (op == "Xor")
+      return T((x != 0) != (y != 0));
+  }
+  return std::nullopt;
+}
+
 FoldStatus binaryOp(const Node &n, const std::vector<const Tensor *> &in,
                     std::vector<Tensor> &outs, std::string &error,
                     int64_t maxElements) {
@@ -129,60 +165,25 @@ FoldStatus binaryOp(const Node &n, const std::vector<const Tensor *> &in,
     int64_t ia = broadcastIndex(i, shape, a.shape);
     int64_t ib = broadcastIndex(i, shape, b.shape);
     if (fl) {
-      double x = a.getDouble(ia), y = b.getDouble(ib);
-      if (op == "Add")
-        r.setDouble(i, x + y);
-      else if (op == "Sub")
-        r.setDouble(i, x - y);
-      else if (op == "Mul")
-        r.setDouble(i, x * y);
-      else if (op == "Div")
-        r.setDouble(i, x / y);
-      else if (op == "Equal")
-        r.setInt(i, x == y);
-      else if (op == "Less")
-        r.setInt(i, x < y);
-      else if (op == "Greater")
-        r.setInt(i, x > y);
-      else if (op == "LessOrEqual")
-        r.setInt(i, x <= y);
-      else if (op == "GreaterOrEqual")
-        r.setInt(i, x >= y);
-      else
+      std::optional<double> v =
+          applyBinary<double>(op, a.getDouble(ia), b.getDouble(ib));
+      if (!v)
         return FoldStatus::NotFoldable;
-    } else {
-      int64_t x = a.getInt(ia), y = b.getInt(ib);
-      if (op == "Add")
-        r.setInt(i, x + y);
-      else if (op == "Sub")
-        r.setInt(i, x - y);
-      else if (op == "Mul")
-        r.setInt(i, x * y);
-      else if (op == "Div") {
-        if (y == 0) {
-          error = "integer division by zero";
-          return FoldStatus::Error;
-        }
-        r.setInt(i, x / y); // truncation, as ONNX runtimes do
-      } else if (op == "Equal")
-        r.setInt(i, x == y);
-      else if (op == "Less")
-        r.setInt(i, x < y);
-      else if (op == "Greater")
-        r.setInt(i, x > y);
-      else if (op == "LessOrEqual")
-        r.setInt(i, x <= y);
-      else if (op == "GreaterOrEqual")
-        r.setInt(i, x >= y);
-      else if (op == "And")
-        r.setInt(i, x && y);
-      else if (op == "Or")
-        r.setInt(i, x || y);
-      else if (op == "Xor")
-        r.setInt(i, (x != 0) != (y != 0));
+      if (compare)
+        r.setInt(i, *v != 0);
       else
-        return FoldStatus::NotFoldable;
+        r.setDouble(i, *v);
+      continue;
     }
+    int64_t y = b.getInt(ib);
+    if (op == "Div" && y == 0) {
+      error = "integer division by zero";
+      return FoldStatus::Error;
+    }
+    std::optional<int64_t> v = applyBinary<int64_t>(op, a.getInt(ia), y);
+    if (!v)
+      return FoldStatus::NotFoldable;
+    r.setInt(i, *v);
   }
   outs.push_back(std::move(r));
   return FoldStatus::Folded;

@@ -247,6 +247,15 @@ public:
     return valueOf(node->inputs[i]);
   }
 
+  /// Input `i`, which must be a floating-point tensor (`what` names it in
+  /// the diagnostic).
+  FailureOr<Value> floatInput(size_t i, StringRef what = "the input") {
+    FailureOr<Value> v = input(i);
+    if (failed(v) || failed(requireFloat(*v, what)))
+      return failure();
+    return v;
+  }
+
   /// Tessera's kernels, cost model and partitioner assume every tensor
   /// has elements; ONNX allows empty ones.
   LogicalResult checkNotEmpty(ArrayRef<int64_t> shape, StringRef name) {
@@ -302,6 +311,12 @@ public:
                b, loc, type,
                cast<ElementsAttr>(DenseElementsAttr::get(type, a)))
         .getResult();
+  }
+
+  /// setOutput of a value a helper may have failed to build: a failure (its
+  /// diagnostic already emitted) passes through.
+  LogicalResult setOutput(size_t i, FailureOr<Value> v) {
+    return failed(v) ? failure() : setOutput(i, *v);
   }
 
   /// Records output `i` of the current node, checking it against the type

@@ -207,19 +207,35 @@ OpFoldResult ReluOp::fold(FoldAdaptor adaptor) {
 }
 
 namespace {
-template <typename Adaptor>
-LogicalResult inferBinary(std::optional<Location> loc, Adaptor adaptor,
-                          SmallVectorImpl<Type> &types) {
-  auto lhs = tensorType(adaptor.getLhs());
-  auto rhs = tensorType(adaptor.getRhs());
+LogicalResult checkSameElementType(std::optional<Location> loc, StringRef what,
+                                   RankedTensorType lhs, RankedTensorType rhs) {
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "operands have different element types ",
+    return emitOptionalError(loc, what, " have different element types ",
                              lhs.getElementType(), " and ",
                              rhs.getElementType());
-  SmallVector<int64_t> shape;
-  if (failed(broadcastShapes(loc, {lhs.getShape(), rhs.getShape()}, shape)))
+  return success();
+}
+
+/// The result type of an elementwise op: `lhs` and `rhs` (called `what`) share
+/// an element type, and the shapes of `extra`, `lhs` and `rhs` broadcast
+/// together. The result has element type `resultElt`, or the operands' one.
+LogicalResult inferBroadcast(std::optional<Location> loc, StringRef what,
+                             Value lhsValue, Value rhsValue,
+                             SmallVectorImpl<Type> &types, Type resultElt = {},
+                             Value extra = {}) {
+  auto lhs = tensorType(lhsValue);
+  auto rhs = tensorType(rhsValue);
+  if (failed(checkSameElementType(loc, what, lhs, rhs)))
     return failure();
-  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  SmallVector<ArrayRef<int64_t>, 3> shapes;
+  if (extra)
+    shapes.push_back(tensorType(extra).getShape());
+  shapes.append({lhs.getShape(), rhs.getShape()});
+  SmallVector<int64_t> shape;
+  if (failed(broadcastShapes(loc, shapes, shape)))
+    return failure();
+  types.push_back(RankedTensorType::get(
+      shape, resultElt ? resultElt : lhs.getElementType()));
   return success();
 }
 } // namespace
@@ -228,7 +244,8 @@ LogicalResult inferBinary(std::optional<Location> loc, Adaptor adaptor,
   LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> l, \
                                      Adaptor adaptor,                          \
                                      SmallVectorImpl<Type> &types) {           \
-    return inferBinary(l, adaptor, types);                                     \
+    return inferBroadcast(l, "operands", adaptor.getLhs(), adaptor.getRhs(),   \
+                          types);                                              \
   }                                                                            \
   OpFoldResult OP::fold(FoldAdaptor adaptor) {                                 \
     return foldBinary(*this, adaptor.getLhs(), adaptor.getRhs(), IDENTITY,     \
@@ -246,36 +263,16 @@ LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
                                           Adaptor adaptor,
                                           SmallVectorImpl<Type> &types) {
-  auto lhs = tensorType(adaptor.getLhs());
-  auto rhs = tensorType(adaptor.getRhs());
-  if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "operands have different element types ",
-                             lhs.getElementType(), " and ",
-                             rhs.getElementType());
-  SmallVector<int64_t> shape;
-  if (failed(broadcastShapes(loc, {lhs.getShape(), rhs.getShape()}, shape)))
-    return failure();
-  types.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 1)));
-  return success();
+  return inferBroadcast(loc, "operands", adaptor.getLhs(), adaptor.getRhs(),
+                        types, IntegerType::get(ctx, 1));
 }
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *,
                                         std::optional<Location> loc,
                                         Adaptor adaptor,
                                         SmallVectorImpl<Type> &types) {
-  auto cond = tensorType(adaptor.getCondition());
-  auto lhs = tensorType(adaptor.getLhs());
-  auto rhs = tensorType(adaptor.getRhs());
-  if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "lhs and rhs have different element types ",
-                             lhs.getElementType(), " and ",
-                             rhs.getElementType());
-  SmallVector<int64_t> shape;
-  if (failed(broadcastShapes(
-          loc, {cond.getShape(), lhs.getShape(), rhs.getShape()}, shape)))
-    return failure();
-  types.push_back(RankedTensorType::get(shape, lhs.getElementType()));
-  return success();
+  return inferBroadcast(loc, "lhs and rhs", adaptor.getLhs(), adaptor.getRhs(),
+                        types, Type(), adaptor.getCondition());
 }
 
 LogicalResult CastOp::verify() {
@@ -325,10 +322,8 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
                                          SmallVectorImpl<Type> &types) {
   auto lhs = tensorType(adaptor.getLhs());
   auto rhs = tensorType(adaptor.getRhs());
-  if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "operands have different element types ",
-                             lhs.getElementType(), " and ",
-                             rhs.getElementType());
+  if (failed(checkSameElementType(loc, "operands", lhs, rhs)))
+    return failure();
   if (lhs.getRank() < 2 || rhs.getRank() < 2)
     return emitOptionalError(loc, "operands must have rank >= 2, found ",
                              lhs.getRank(), " and ", rhs.getRank());
@@ -356,18 +351,6 @@ Result<annotation::Annotation> axisAnnotation(int64_t rank, int64_t axis,
 }
 } // namespace
 
-LogicalResult SoftmaxOp::verify() {
-  return checkAxis(getLoc(), getAxis(), getType().getRank());
-}
-Result<annotation::Annotation> SoftmaxOp::buildAnnotation() {
-  return axisAnnotation(getType().getRank(), getAxis(), 1);
-}
-LogicalResult LogSoftmaxOp::verify() {
-  return checkAxis(getLoc(), getAxis(), getType().getRank());
-}
-Result<annotation::Annotation> LogSoftmaxOp::buildAnnotation() {
-  return axisAnnotation(getType().getRank(), getAxis(), 1);
-}
 
 namespace {
 /// Shape of layer_norm's mean/rstd: leading dims, then 1s.
@@ -924,18 +907,6 @@ Result<annotation::Annotation> SoftmaxCrossEntropyOp::buildAnnotation() {
 // Backward ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxGradOp::verify() {
-  return checkAxis(getLoc(), getAxis(), getType().getRank());
-}
-Result<annotation::Annotation> SoftmaxGradOp::buildAnnotation() {
-  return axisAnnotation(getType().getRank(), getAxis(), 2);
-}
-LogicalResult LogSoftmaxGradOp::verify() {
-  return checkAxis(getLoc(), getAxis(), getType().getRank());
-}
-Result<annotation::Annotation> LogSoftmaxGradOp::buildAnnotation() {
-  return axisAnnotation(getType().getRank(), getAxis(), 2);
-}
 
 LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,

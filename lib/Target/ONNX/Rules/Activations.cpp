@@ -36,8 +36,8 @@ FailureOr<Value> absOf(ImportContext &cx, Value x) {
 LogicalResult importLeakyRelu(ImportContext &cx) {
   if (failed(cx.checkAttributes({"alpha"})))
     return failure();
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   Type elem = cx.typeOf(*x).getElementType();
   FailureOr<Value> zero = cx.scalarConstant(0.0, elem),
@@ -48,29 +48,23 @@ LogicalResult importLeakyRelu(ImportContext &cx) {
   FailureOr<Value> scaled = cx.binary<tsr::MulOp>(*x, *alpha);
   if (failed(pos) || failed(scaled))
     return failure();
-  FailureOr<Value> y = cx.select(*pos, *x, *scaled);
-  if (failed(y))
-    return failure();
-  return cx.setOutput(0, *y);
+  return cx.setOutput(0, cx.select(*pos, *x, *scaled));
 }
 
 LogicalResult importAbs(ImportContext &cx) {
   if (failed(cx.checkAttributes({})))
     return failure();
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
-  FailureOr<Value> y = absOf(cx, *x);
-  if (failed(y))
-    return failure();
-  return cx.setOutput(0, *y);
+  return cx.setOutput(0, absOf(cx, *x));
 }
 
 LogicalResult importSoftplus(ImportContext &cx) {
   if (failed(cx.checkAttributes({})))
     return failure();
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   Type elem = cx.typeOf(*x).getElementType();
   FailureOr<Value> a = absOf(cx, *x);
@@ -90,15 +84,12 @@ LogicalResult importSoftplus(ImportContext &cx) {
   FailureOr<Value> r = cx.unary<tsr::ReluOp>(*x);
   if (failed(l) || failed(r))
     return failure();
-  FailureOr<Value> y = cx.binary<tsr::AddOp>(*r, *l);
-  if (failed(y))
-    return failure();
-  return cx.setOutput(0, *y);
+  return cx.setOutput(0, cx.binary<tsr::AddOp>(*r, *l));
 }
 
 LogicalResult importClip(ImportContext &cx) {
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   Type elem = cx.typeOf(*x).getElementType();
   // Opset 11 moved min and max from attributes to (optional) inputs.

@@ -80,10 +80,7 @@ LogicalResult importIdentity(ImportContext &cx) {
   auto it = cx.model.valueTypes.find(cx.node->inputs[0]);
   if (it != cx.model.valueTypes.end() && !it->second.isTensor)
     return cx.err() << "only tensor values are supported";
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x))
-    return failure();
-  return cx.setOutput(0, *x);
+  return cx.setOutput(0, cx.input(0));
 }
 
 } // namespace

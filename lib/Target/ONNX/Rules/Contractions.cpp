@@ -183,8 +183,8 @@ LogicalResult importLayerNorm(ImportContext &cx) {
 template <typename OpTy> LogicalResult importSoftmax(ImportContext &cx) {
   if (failed(cx.checkAttributes({"axis"})))
     return failure();
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   auto xt = cx.typeOf(*x);
   int64_t rank = xt.getRank();
@@ -213,17 +213,14 @@ template <typename OpTy> LogicalResult importSoftmax(ImportContext &cx) {
       cx.createTyped<OpTy>(cx.typeOf(*flat), *flat, cx.b.getI64IntegerAttr(1));
   if (failed(op))
     return failure();
-  FailureOr<Value> back = cx.reshapeTo(op->getResult(), xt.getShape());
-  if (failed(back))
-    return failure();
-  return cx.setOutput(0, *back);
+  return cx.setOutput(0, cx.reshapeTo(op->getResult(), xt.getShape()));
 }
 
 template <typename OpTy> LogicalResult importReduce(ImportContext &cx) {
   if (failed(cx.checkAttributes({"axes", "keepdims", "noop_with_empty_axes"})))
     return failure();
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   auto xt = cx.typeOf(*x);
   int64_t rank = xt.getRank();
@@ -468,10 +465,7 @@ LogicalResult importEinsum(ImportContext &cx) {
       return failure();
     result = *shaped;
   }
-  FailureOr<Value> r = permuteTo(result, resultLabels, out);
-  if (failed(r))
-    return failure();
-  return cx.setOutput(0, *r);
+  return cx.setOutput(0, permuteTo(result, resultLabels, out));
 }
 
 } // namespace

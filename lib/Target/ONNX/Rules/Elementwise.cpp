@@ -16,8 +16,8 @@ namespace {
 template <typename OpTy> LogicalResult importUnary(ImportContext &cx) {
   if (failed(cx.checkAttributes({})))
     return failure();
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   auto op = cx.createTyped<OpTy>(x->getType(), *x);
   if (failed(op))
@@ -37,8 +37,8 @@ LogicalResult importGelu(ImportContext &cx) {
   else
     return cx.err() << "unsupported value '" << approx
                     << "' of attribute 'approximate'";
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   auto op = cx.createTyped<tsr::GeluOp>(x->getType(), mode, *x);
   if (failed(op))
@@ -49,15 +49,12 @@ LogicalResult importGelu(ImportContext &cx) {
 LogicalResult importReciprocal(ImportContext &cx) {
   if (failed(cx.checkAttributes({})))
     return failure();
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   // tsr has no reciprocal op: 1 / x.
   FailureOr<Value> one = cx.scalarConstant(1.0, cx.typeOf(*x).getElementType());
-  FailureOr<Value> r = cx.binary<tsr::DivOp>(*one, *x);
-  if (failed(r))
-    return failure();
-  return cx.setOutput(0, *r);
+  return cx.setOutput(0, cx.binary<tsr::DivOp>(*one, *x));
 }
 
 template <typename OpTy> LogicalResult importArith(ImportContext &cx) {
@@ -79,10 +76,7 @@ template <typename OpTy> LogicalResult importArith(ImportContext &cx) {
       return failure();
     r = *c;
   }
-  FailureOr<Value> res = cx.binary<OpTy>(*lhs, r);
-  if (failed(res))
-    return failure();
-  return cx.setOutput(0, *res);
+  return cx.setOutput(0, cx.binary<OpTy>(*lhs, r));
 }
 
 LogicalResult importCompare(ImportContext &cx, tsr::ComparePredicate pred) {
@@ -105,10 +99,7 @@ LogicalResult importCompare(ImportContext &cx, tsr::ComparePredicate pred) {
       return failure();
     r = *rc;
   }
-  FailureOr<Value> cmp = cx.compare(pred, l, r);
-  if (failed(cmp))
-    return failure();
-  return cx.setOutput(0, *cmp);
+  return cx.setOutput(0, cx.compare(pred, l, r));
 }
 
 LogicalResult importWhere(ImportContext &cx) {
@@ -117,10 +108,7 @@ LogicalResult importWhere(ImportContext &cx) {
   FailureOr<Value> c = cx.input(0), x = cx.input(1), y = cx.input(2);
   if (failed(c) || failed(x) || failed(y))
     return failure();
-  FailureOr<Value> sel = cx.select(*c, *x, *y);
-  if (failed(sel))
-    return failure();
-  return cx.setOutput(0, *sel);
+  return cx.setOutput(0, cx.select(*c, *x, *y));
 }
 
 /// Trilu: the lower (upper = 0) or upper triangle of the last two
@@ -185,10 +173,7 @@ LogicalResult importTrilu(ImportContext &cx) {
       cx.scalarConstant(0.0, cx.typeOf(*x).getElementType());
   if (failed(zero))
     return failure();
-  FailureOr<Value> sel = cx.select(mask, *x, *zero);
-  if (failed(sel))
-    return failure();
-  return cx.setOutput(0, *sel);
+  return cx.setOutput(0, cx.select(mask, *x, *zero));
 }
 
 LogicalResult importCast(ImportContext &cx) {
@@ -202,10 +187,7 @@ LogicalResult importCast(ImportContext &cx) {
   FailureOr<Value> x = cx.input(0);
   if (failed(x))
     return failure();
-  FailureOr<Value> r = cx.castTo(*x, elem);
-  if (failed(r))
-    return failure();
-  return cx.setOutput(0, *r);
+  return cx.setOutput(0, cx.castTo(*x, elem));
 }
 
 } // namespace

@@ -27,10 +27,7 @@ LogicalResult importReshape(ImportContext &cx) {
   std::string error;
   if (!reshapeShape(in, *target, cx.attrInt("allowzero", 0) != 0, out, error))
     return cx.err() << error;
-  FailureOr<Value> r = cx.reshapeTo(*x, out);
-  if (failed(r))
-    return failure();
-  return cx.setOutput(0, *r);
+  return cx.setOutput(0, cx.reshapeTo(*x, out));
 }
 
 LogicalResult importFlatten(ImportContext &cx) {
@@ -46,11 +43,8 @@ LogicalResult importFlatten(ImportContext &cx) {
     return cx.err() << "axis " << axis << " is out of range for rank " << rank;
   if (axis < 0)
     axis += rank;
-  FailureOr<Value> r = cx.reshapeTo(
-      *x, {product(shape.take_front(axis)), product(shape.drop_front(axis))});
-  if (failed(r))
-    return failure();
-  return cx.setOutput(0, *r);
+  return cx.setOutput(0, cx.reshapeTo(*x, {product(shape.take_front(axis)),
+                                           product(shape.drop_front(axis))}));
 }
 
 LogicalResult importUnsqueezeSqueeze(ImportContext &cx, bool unsqueeze) {
@@ -73,10 +67,7 @@ LogicalResult importUnsqueezeSqueeze(ImportContext &cx, bool unsqueeze) {
                       : squeezeShape(in, axes, given, out, error);
   if (!ok)
     return cx.err() << error;
-  FailureOr<Value> r = cx.reshapeTo(*x, out);
-  if (failed(r))
-    return failure();
-  return cx.setOutput(0, *r);
+  return cx.setOutput(0, cx.reshapeTo(*x, out));
 }
 
 LogicalResult importTranspose(ImportContext &cx) {
@@ -98,10 +89,7 @@ LogicalResult importTranspose(ImportContext &cx) {
       return failure();
     p = *n;
   }
-  FailureOr<Value> r = cx.transpose(*x, perm);
-  if (failed(r))
-    return failure();
-  return cx.setOutput(0, *r);
+  return cx.setOutput(0, cx.transpose(*x, perm));
 }
 
 LogicalResult importSplit(ImportContext &cx) {
@@ -234,10 +222,7 @@ LogicalResult importConcat(ImportContext &cx) {
     return failure();
   if (ins.size() == 1)
     return cx.setOutput(0, ins[0]);
-  FailureOr<Value> cat = cx.concat(ins, *axis);
-  if (failed(cat))
-    return failure();
-  return cx.setOutput(0, *cat);
+  return cx.setOutput(0, cx.concat(ins, *axis));
 }
 
 LogicalResult importExpand(ImportContext &cx) {

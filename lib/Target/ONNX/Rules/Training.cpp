@@ -51,10 +51,7 @@ LogicalResult importDropout(ImportContext &cx) {
                                                         xt.getShape().end()));
     for (int64_t i = 0, e = mask.numElements(); i < e; ++i)
       mask.setInt(i, 1);
-    FailureOr<Value> m = cx.materialize(mask, cx.node->outputs[1]);
-    if (failed(m))
-      return failure();
-    return cx.setOutput(1, *m);
+    return cx.setOutput(1, cx.materialize(mask, cx.node->outputs[1]));
   }
   if (failed(cx.requireFloat(*x, "the input")))
     return failure();

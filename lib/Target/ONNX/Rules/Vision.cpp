@@ -242,18 +242,15 @@ LogicalResult importConv(ImportContext &cx) {
   FailureOr<Value> nct = cx.transpose(y, {0, 2, 1}); // [N, Co, P]
   if (failed(nct))
     return failure();
-  FailureOr<Value> img = toImage(cx, *nct, *w);
-  if (failed(img))
-    return failure();
-  return cx.setOutput(0, *img);
+  return cx.setOutput(0, toImage(cx, *nct, *w));
 }
 
 /// A pool's windows as [N, C, P, K] (with its window in `w`), taps outside
 /// the image reading `padValue`; `valid` as windows() fills it.
 FailureOr<Value> poolWindows(ImportContext &cx, Window &w, double padValue,
                              std::vector<int64_t> *valid = nullptr) {
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   FailureOr<Window> win = windowOf(cx, cx.typeOf(*x).getShape(), std::nullopt);
   if (failed(win))
@@ -280,10 +277,7 @@ LogicalResult importMaxPool(ImportContext &cx) {
   FailureOr<Value> max = cx.reduce<tsr::ReduceMaxOp>(*t, {3}, false);
   if (failed(max))
     return failure();
-  FailureOr<Value> img = toImage(cx, *max, w);
-  if (failed(img))
-    return failure();
-  return cx.setOutput(0, *img);
+  return cx.setOutput(0, toImage(cx, *max, w));
 }
 
 LogicalResult importAveragePool(ImportContext &cx) {
@@ -313,17 +307,14 @@ LogicalResult importAveragePool(ImportContext &cx) {
   FailureOr<Value> mean = cx.binary<tsr::MulOp>(*sum, *s2);
   if (failed(mean))
     return failure();
-  FailureOr<Value> img = toImage(cx, *mean, w);
-  if (failed(img))
-    return failure();
-  return cx.setOutput(0, *img);
+  return cx.setOutput(0, toImage(cx, *mean, w));
 }
 
 LogicalResult importGlobalAveragePool(ImportContext &cx) {
   if (failed(cx.checkAttributes({})))
     return failure();
-  FailureOr<Value> x = cx.input(0);
-  if (failed(x) || failed(cx.requireFloat(*x, "the input")))
+  FailureOr<Value> x = cx.floatInput(0);
+  if (failed(x))
     return failure();
   int64_t rank = cx.typeOf(*x).getRank();
   if (rank < 3)
@@ -332,10 +323,7 @@ LogicalResult importGlobalAveragePool(ImportContext &cx) {
   SmallVector<int64_t> axes;
   for (int64_t d = 2; d < rank; ++d)
     axes.push_back(d);
-  FailureOr<Value> mean = cx.reduce<tsr::ReduceMeanOp>(*x, axes, true);
-  if (failed(mean))
-    return failure();
-  return cx.setOutput(0, *mean);
+  return cx.setOutput(0, cx.reduce<tsr::ReduceMeanOp>(*x, axes, true));
 }
 
 LogicalResult importBatchNorm(ImportContext &cx) {
@@ -428,10 +416,7 @@ LogicalResult importBatchNorm(ImportContext &cx) {
                      bv = cx.binary<tsr::MulOp>(*cur, *m1);
     if (failed(a) || failed(bv))
       return failure();
-    FailureOr<Value> r = cx.binary<tsr::AddOp>(*a, *bv);
-    if (failed(r))
-      return failure();
-    return cx.setOutput(out, *r);
+    return cx.setOutput(out, cx.binary<tsr::AddOp>(*a, *bv));
   };
   if (failed(running(1, *runMean, *mean)) || failed(running(2, *runVar, *var)))
     return failure();

@@ -251,26 +251,43 @@ def Tsr_MatmulOp : Tsr_Op<"matmul", "* m k+, * k+ n -> * m n",
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
-def Tsr_SoftmaxOp : Tsr_Op<"softmax", "* d^ -> * d^",
-    [Tsr_Differentiable, Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
+// Ops along one `axis` of their operands' common type (the softmax
+// family): the verifier checks `axis` against the rank, and the annotation
+// marks that dimension (d^) whatever the rank.
+class Tsr_AxisOp<string mnemonic, string annotationText, int numInputs,
+                 list<Trait> traits = []>
+    : Tsr_Op<mnemonic, annotationText,
+             !listconcat(traits, [Pure, SameOperandsAndResultType]),
+             ["buildAnnotation"]> {
   let rtArgs = [{.operands().i64(getAxis())}];
+  let results = (outs Tsr_FloatTensor:$result);
+  let hasVerifier = 1;
+  let extraDefinitions = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return checkAxis(getLoc(), getAxis(), getType().getRank());
+    }
+    ::tessera::Result<::tessera::annotation::Annotation>
+    $cppClass::buildAnnotation() {
+      return axisAnnotation(getType().getRank(), getAxis(), }] #
+      numInputs # [{);
+    }
+  }];
+}
+
+def Tsr_SoftmaxOp
+    : Tsr_AxisOp<"softmax", "* d^ -> * d^", 1, [Tsr_Differentiable]> {
   let summary = "softmax along one axis";
   let opDescription = "`d` is the `axis` dimension.";
   let arguments = (ins Tsr_FloatTensor:$input, I64Attr:$axis);
-  let results = (outs Tsr_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
-  let hasVerifier = 1;
 }
 
-def Tsr_LogSoftmaxOp : Tsr_Op<"log_softmax", "* d^ -> * d^",
-    [Tsr_Differentiable, Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
-  let rtArgs = [{.operands().i64(getAxis())}];
+def Tsr_LogSoftmaxOp
+    : Tsr_AxisOp<"log_softmax", "* d^ -> * d^", 1, [Tsr_Differentiable]> {
   let summary = "log of the softmax along one axis";
   let opDescription = "`d` is the `axis` dimension.";
   let arguments = (ins Tsr_FloatTensor:$input, I64Attr:$axis);
-  let results = (outs Tsr_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
-  let hasVerifier = 1;
 }
 
 def Tsr_LayerNormOp : Tsr_Op<"layer_norm", "* d^, d^, d^ -> * d^, * 1, * 1",
@@ -457,28 +474,21 @@ def Tsr_SoftmaxCrossEntropyOp : Tsr_Op<"softmax_cross_entropy",
 // Backward ops: gradients the forward ops cannot express well
 //===----------------------------------------------------------------------===//
 
-def Tsr_SoftmaxGradOp : Tsr_Op<"softmax_grad", "* d^, * d^ -> * d^",
-    [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
-  let rtArgs = [{.operands().i64(getAxis())}];
+def Tsr_SoftmaxGradOp : Tsr_AxisOp<"softmax_grad", "* d^, * d^ -> * d^", 2> {
   let summary = "input gradient of softmax from its output and output gradient";
   let opDescription = "dx = y * (dy - sum(dy * y, axis)).";
   let arguments = (ins Tsr_FloatTensor:$output, Tsr_FloatTensor:$grad,
                        I64Attr:$axis);
-  let results = (outs Tsr_FloatTensor:$result);
   let assemblyFormat = "$output `,` $grad attr-dict `:` type($output)";
-  let hasVerifier = 1;
 }
 
-def Tsr_LogSoftmaxGradOp : Tsr_Op<"log_softmax_grad", "* d^, * d^ -> * d^",
-    [Pure, SameOperandsAndResultType], ["buildAnnotation"]> {
-  let rtArgs = [{.operands().i64(getAxis())}];
+def Tsr_LogSoftmaxGradOp
+    : Tsr_AxisOp<"log_softmax_grad", "* d^, * d^ -> * d^", 2> {
   let summary = "input gradient of log_softmax from its output and gradient";
   let opDescription = "dx = dy - exp(y) * sum(dy, axis).";
   let arguments = (ins Tsr_FloatTensor:$output, Tsr_FloatTensor:$grad,
                        I64Attr:$axis);
-  let results = (outs Tsr_FloatTensor:$result);
   let assemblyFormat = "$output `,` $grad attr-dict `:` type($output)";
-  let hasVerifier = 1;
 }
 
 def Tsr_GeluGradOp : Tsr_Op<"gelu_grad", "*, * -> *",
