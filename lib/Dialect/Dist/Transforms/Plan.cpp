@@ -26,6 +26,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 
 #include <limits>
@@ -279,64 +281,215 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     return applyOrder(f, spec);
   }
 
+  /// What a selector reads of the step: each forward op's layer group, the
+  /// backward ops' forward op names, the parameters' names.
+  struct SelectionContext {
+    llvm::DenseMap<Operation *, std::string> groupOf; ///< forward ops
+    llvm::StringMap<std::string> groupOfName;         ///< forward op names
+    llvm::DenseMap<Value, std::string> paramName;     ///< block arguments
+  };
+
+  static SelectionContext selectionContext(func::FuncOp f) {
+    SelectionContext cx;
+    Block &body = f.getBody().front();
+    Units units = groupUnits(body);
+    for (auto [i, op] : llvm::enumerate(units.forward)) {
+      const std::string &group = units.names[units.unitOf[i]];
+      cx.groupOf[op] = group;
+      std::string name = tsr::opName(op);
+      if (!name.empty())
+        cx.groupOfName.try_emplace(name, group);
+    }
+    for (BlockArgument arg : body.getArguments())
+      if (auto param = getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber()))
+        cx.paramName[arg] = param.getValue().str();
+    return cx;
+  }
+
+  /// The name of the forward op a backward op differentiates, or "".
+  static StringRef forwardNameOf(Operation *op) {
+    auto of =
+        dyn_cast_or_null<StringAttr>(getAttr<Tsr::BackwardAttrHelper>(op));
+    return of ? of.getValue() : StringRef();
+  }
+
+  /// The ops of `f` that `sel` selects, in program order.
+  static SmallVector<Operation *> selectOps(func::FuncOp f,
+                                            const PlanFile::Selector &sel,
+                                            const SelectionContext &cx) {
+    auto whole = [](const std::optional<std::string> &p) {
+      return llvm::Regex(p ? "^(" + *p + ")$" : "");
+    };
+    llvm::Regex opsRe(sel.ops.value_or("")), paramsRe = whole(sel.params),
+                                             groupRe = whole(sel.group);
+    // A parameter read directly or through views of it.
+    auto readsParam = [&](Operation &op) {
+      for (Value v : op.getOperands()) {
+        while (Operation *def = v.getDefiningOp()) {
+          if (!isa<tsr::TransposeOp, tsr::ReshapeOp, tsr::CastOp>(def))
+            break;
+          v = def->getOperand(0);
+        }
+        auto it = cx.paramName.find(v);
+        if (it != cx.paramName.end() && paramsRe.match(it->second))
+          return true;
+      }
+      return false;
+    };
+    SmallVector<Operation *> out;
+    for (Operation &op : f.getBody().front()) {
+      if (isa<func::ReturnOp, tsr::ConstantOp>(op))
+        continue;
+      // A backward op is known by the forward op it differentiates.
+      std::string name, group;
+      if (sel.backward) {
+        name = forwardNameOf(&op).str();
+        if (name.empty())
+          continue;
+        group = cx.groupOfName.lookup(name);
+      } else {
+        if (!tsr::isForward(&op))
+          continue;
+        name = tsr::opName(&op);
+        group = cx.groupOf.lookup(&op);
+      }
+      if ((sel.kind && op.getName().getStringRef() != *sel.kind) ||
+          (sel.ops && !opsRe.match(name)) ||
+          (sel.group && !groupRe.match(group)) ||
+          (sel.params && !readsParam(op)))
+        continue;
+      out.push_back(&op);
+    }
+    return out;
+  }
+
   LogicalResult applyPlanFile(func::FuncOp f, const PlanSpec &spec) {
     // The plan-file reader checked the patterns and the axes.
     if (spec.trans.empty() && spec.assign.empty())
       return success();
     Block &body = f.getBody().front();
-    std::vector<bool> transUsed(spec.trans.size()),
-        assignUsed(spec.assign.size());
-    // Both factors are >= 1; an overflowing product admits every stage.
-    int64_t numStages = support::checkedMul(spec.shape.pp, stagesPerDevice)
-                            .value_or(std::numeric_limits<int64_t>::max());
-    for (Operation &op : body) {
-      std::string name = tsr::opName(&op);
-      if (name.empty())
-        continue;
-      for (const auto &t : spec.trans) {
-        if (!llvm::Regex(t.pattern).match(name))
-          continue;
-        transUsed[t.index] = true;
-        auto iface = dyn_cast<DimAnnotationOpInterface>(&op);
+    SelectionContext cx = selectionContext(f);
+    for (const auto &t : spec.trans) {
+      SmallVector<Operation *> ops = selectOps(f, t.select, cx);
+      if (ops.empty())
+        return f.emitError("dist-plan: plan entry trans[")
+               << t.index << "] (" << t.select.str() << ") matches no "
+               << (t.select.backward ? "backward" : "forward") << " op";
+      // A split names annotation dimensions, which belong to one op kind.
+      std::map<std::string, int> kinds;
+      for (Operation *op : ops)
+        ++kinds[op->getName().getStringRef().str()];
+      if (kinds.size() > 1) {
+        std::string list;
+        for (auto &[kind, n] : kinds)
+          list += (list.empty() ? "" : ", ") + kind + " x" + std::to_string(n);
+        return ops.front()->emitError("dist-plan: plan entry trans[")
+               << t.index << "] (" << t.select.str() << ") matches ops of "
+               << kinds.size() << " kinds (" << list
+               << "), but its split names the dimensions of one kind's "
+                  "annotation: add \"kind\" to choose one";
+      }
+      llvm::StringSet<> forwardNames;
+      for (Operation *op : ops) {
+        std::string name = tsr::opNameOrKind(op);
+        auto iface = dyn_cast<DimAnnotationOpInterface>(op);
         if (!iface)
-          return op.emitError("dist-plan: plan entry trans[")
+          return op->emitError("dist-plan: plan entry trans[")
                  << t.index << "] matches '" << name
                  << "', which has no dimension annotation";
         auto bound = bindOpAnnotation(iface);
         if (!bound)
-          return op.emitError("dist-plan: ") << bound.message();
+          return op->emitError("dist-plan: ") << bound.message();
         std::map<std::string, int64_t> factors;
         for (auto &[dim, axis] : t.split)
           factors[dim] = axis == "dp" ? spec.shape.dp : spec.shape.tp;
         auto split = annotation::split(*bound, factors);
         if (!split)
-          return op.emitError("dist-plan: plan entry trans[")
+          return op->emitError("dist-plan: plan entry trans[")
                  << t.index << "] cannot split '" << name << "' ("
                  << bound->annotation.str() << "): " << split.message();
         for (auto &[dim, axis] : t.split)
-          addSplit(&op, dim, axis);
+          addSplit(op, dim, axis);
+        if (!t.select.backward)
+          forwardNames.insert(tsr::opName(op));
       }
-      for (const auto &a : spec.assign)
-        if (llvm::Regex(a.pattern).match(name)) {
-          assignUsed[a.index] = true;
-          if (a.stage >= numStages)
-            return op.emitError("dist-plan: plan entry assign[")
-                   << a.index << "] puts '" << name << "' on stage " << a.stage
-                   << ", but the mesh has " << numStages << " stage(s)";
-          op.setAttr(
-              Dist::StageAttrHelper::getNameStr(),
-              IntegerAttr::get(IntegerType::get(&getContext(), 64), a.stage));
-        }
+      if (!forwardNames.empty())
+        followIntoBackward(body, ops, t.split, spec.shape, forwardNames);
     }
-    for (const auto &t : spec.trans)
-      if (!transUsed[t.index])
-        return f.emitError("dist-plan: plan entry trans[")
-               << t.index << "] ('" << t.pattern << "') matches no op";
-    for (const auto &a : spec.assign)
-      if (!assignUsed[a.index])
+    // Both factors are >= 1; an overflowing product admits every stage.
+    int64_t numStages = support::checkedMul(spec.shape.pp, stagesPerDevice)
+                            .value_or(std::numeric_limits<int64_t>::max());
+    for (const auto &a : spec.assign) {
+      SmallVector<Operation *> ops = selectOps(f, a.select, cx);
+      if (ops.empty())
         return f.emitError("dist-plan: plan entry assign[")
-               << a.index << "] ('" << a.pattern << "') matches no op";
+               << a.index << "] (" << a.select.str() << ") matches no "
+               << (a.select.backward ? "backward" : "forward") << " op";
+      if (a.stage >= numStages)
+        return ops.front()->emitError("dist-plan: plan entry assign[")
+               << a.index << "] puts '" << tsr::opNameOrKind(ops.front())
+               << "' on stage " << a.stage << ", but the mesh has " << numStages
+               << " stage(s)";
+      for (Operation *op : ops)
+        op->setAttr(
+            Dist::StageAttrHelper::getNameStr(),
+            IntegerAttr::get(IntegerType::get(&getContext(), 64), a.stage));
+    }
     return success();
+  }
+
+  /// A trans entry's split carried from the forward ops it selected to the
+  /// ops that only serve them: the views by which they read a parameter
+  /// (a weight's transpose), the backward ops that differentiate them, and
+  /// the optimizer ops of those parameters. Each split dimension is traced
+  /// from the values the forward ops split along it through those ops
+  /// only, taking each op's name for it there (the weight's transpose, the
+  /// matmul by it, the weight gradient's matmul through the update that
+  /// pairs it with the weight). Ops the trace does not reach stay
+  /// replicated; the partitioner converts layouts wherever they meet.
+  static void
+  followIntoBackward(Block &body, ArrayRef<Operation *> ops,
+                     const std::map<std::string, std::string> &split,
+                     const planner::PlanShape &shape,
+                     const llvm::StringSet<> &forwardNames) {
+    llvm::DenseSet<Operation *> views;
+    for (Operation *op : ops)
+      for (Value v : op->getOperands())
+        while (Operation *def = v.getDefiningOp()) {
+          if (!isa<tsr::TransposeOp, tsr::ReshapeOp, tsr::CastOp>(def))
+            break;
+          views.insert(def);
+          v = def->getOperand(0);
+        }
+    auto accept = [&](Operation *op) {
+      if (isa<tsr::ConstantOp>(op))
+        return false;
+      if (views.contains(op) || hasAttr<Tsr::UpdateAttrHelper>(op))
+        return true;
+      StringRef of = forwardNameOf(op);
+      return !of.empty() && forwardNames.contains(of);
+    };
+    for (auto &[dim, axis] : split) {
+      SmallVector<std::pair<Value, int64_t>> seeds;
+      for (Operation *op : ops) {
+        auto bound = bindOpAnnotation(cast<DimAnnotationOpInterface>(op));
+        if (!bound)
+          continue;
+        for (auto [v, spec] :
+             llvm::zip(op->getOperands(), bound->annotation.inputs))
+          if (int64_t d = dimOfName(spec, dim); d >= 0)
+            seeds.push_back({v, d});
+        for (auto [v, spec] :
+             llvm::zip(op->getResults(), bound->annotation.outputs))
+          if (int64_t d = dimOfName(spec, dim); d >= 0)
+            seeds.push_back({v, d});
+      }
+      int64_t factor = axis == "dp" ? shape.dp : shape.tp;
+      LogicalDim flow =
+          traceDim(body, seeds, factor, /*backward=*/true, accept);
+      for (auto &[op, name] : flow.names)
+        addSplit(op, name, axis);
+    }
   }
 
   LogicalResult applyOrder(func::FuncOp f, const PlanSpec &spec) {

@@ -24,15 +24,44 @@ namespace {
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-/// An `ops` pattern: a non-empty, valid regular expression over op names.
-std::string readPattern(const JsonValue &v) {
-  std::string pattern = v.getString("a regular expression over op names");
+/// A selector pattern: a non-empty, valid regular expression.
+std::string readPattern(const JsonValue &v, const char *over) {
+  std::string what = std::string("a regular expression over ") + over;
+  std::string pattern = v.getString(what.c_str());
   if (pattern.empty())
-    v.fail("expected a regular expression over op names, got \"\"");
+    v.fail("expected " + what + ", got \"\"");
   std::string why;
   if (!llvm::Regex(pattern).isValid(why))
     v.fail("invalid regular expression '" + pattern + "': " + why);
   return pattern;
+}
+
+/// The selector keys of a trans or assign entry `o`.
+PlanFile::Selector readSelector(const JsonObject &o) {
+  PlanFile::Selector s;
+  if (auto ops = o.find("ops"))
+    s.ops = readPattern(*ops, "op names");
+  if (auto params = o.find("params"))
+    s.params = readPattern(*params, "parameter names");
+  if (auto group = o.find("group"))
+    s.group = readPattern(*group, "layer-group names");
+  if (auto kind = o.find("kind")) {
+    s.kind = kind->getString("an op kind (e.g. \"tsr.matmul\")");
+    if (s.kind->find('.') == std::string::npos)
+      kind->fail("expected an op kind with its dialect (e.g. \"tsr.matmul\"), "
+                 "got \"" +
+                 *s.kind + "\"");
+  }
+  if (auto phase = o.find("phase")) {
+    std::string p = phase->getString("\"forward\" or \"backward\"");
+    if (p != "forward" && p != "backward")
+      phase->fail("expected \"forward\" or \"backward\", got \"" + p + "\"");
+    s.backward = p == "backward";
+  }
+  if (!s.ops && !s.params && !s.group)
+    o.fail("needs at least one selector: 'ops' (op names), 'params' "
+           "(parameter names) or 'group' (layer groups)");
+  return s;
 }
 
 std::string readOpName(const JsonValue &v) {
@@ -61,8 +90,9 @@ planner::PlanShape readMesh(const JsonValue &v) {
 }
 
 PlanFile::Trans readTrans(const JsonValue &v, size_t index) {
-  JsonObject o = v.getObject({"ops", "split"}, "a trans entry");
-  PlanFile::Trans t{readPattern(o.get("ops")), {}, index};
+  JsonObject o = v.getObject(
+      {"ops", "params", "group", "kind", "phase", "split"}, "a trans entry");
+  PlanFile::Trans t{readSelector(o), {}, index};
   JsonObject split =
       o.get("split").getMap("a map from annotation dimension to mesh axis");
   if (split.empty())
@@ -85,10 +115,11 @@ PlanFile::Trans readTrans(const JsonValue &v, size_t index) {
 }
 
 PlanFile::Assign readAssign(const JsonValue &v, size_t index) {
-  JsonObject o = v.getObject({"ops", "stage"}, "an assign entry");
-  return PlanFile::Assign{readPattern(o.get("ops")),
-                          o.get("stage").getInt(0, kInt64Max, "a stage"),
-                          index};
+  JsonObject o = v.getObject(
+      {"ops", "params", "group", "kind", "phase", "stage"}, "an assign entry");
+  PlanFile::Selector select = readSelector(o);
+  return PlanFile::Assign{
+      std::move(select), o.get("stage").getInt(0, kInt64Max, "a stage"), index};
 }
 
 PlanFile parsePlan(const nlohmann::json &root, const std::string &path);
@@ -140,6 +171,21 @@ PlanFile parsePlan(const nlohmann::json &root, const std::string &path) {
 }
 
 } // namespace
+
+std::string PlanFile::Selector::str() const {
+  std::string out;
+  auto add = [&](const char *key, const std::optional<std::string> &value) {
+    if (value)
+      out += std::string(out.empty() ? "" : ", ") + key + " '" + *value + "'";
+  };
+  add("ops", ops);
+  add("params", params);
+  add("group", group);
+  add("kind", kind);
+  if (backward)
+    out += ", phase backward";
+  return out;
+}
 
 std::optional<PlanFile>
 tessera::dist::parsePlanFile(std::string_view text, const std::string &origin,

@@ -59,18 +59,17 @@ std::string outermostName(const annotation::TensorSpec &spec, int64_t dim) {
   return atom.isBroadcast() ? "" : atom.name;
 }
 
-/// The dimension of `spec` whose outermost factor is `name`, or -1.
+} // namespace
+
+// Shared with the auto policy (AutoPlan.cpp) through PlanUtils.h.
+namespace tessera::dist::plan_detail {
+
 int64_t dimOfName(const annotation::TensorSpec &spec, const std::string &name) {
   for (auto [i, dim] : llvm::enumerate(spec.dims))
     if (!dim.atoms.front().isBroadcast() && dim.atoms.front().name == name)
       return i;
   return -1;
 }
-
-} // namespace
-
-// Shared with the auto policy (AutoPlan.cpp) through PlanUtils.h.
-namespace tessera::dist::plan_detail {
 
 /// Traces a logical dimension of size `factor`-divisible extent from the
 /// seeds through the ops of `body`, both from operands to results and, if

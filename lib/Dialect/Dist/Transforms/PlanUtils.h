@@ -11,6 +11,7 @@
 #ifndef TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANUTILS_H
 #define TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANUTILS_H
 
+#include "tessera/Annotation/Annotation.h"
 #include "tessera/Planner/PlanShape.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,6 +31,10 @@ struct LogicalDim {
   llvm::DenseMap<mlir::Value, int64_t> carriers; ///< value -> dimension
   llvm::DenseMap<mlir::Operation *, std::string> names;
 };
+
+/// The dimension of `spec` whose outermost factor is `name`, or -1.
+int64_t dimOfName(const tessera::annotation::TensorSpec &spec,
+                  const std::string &name);
 
 /// Traces a logical dimension of size `factor`-divisible extent from the
 /// seeds through the ops of `body`, both from operands to results and, if

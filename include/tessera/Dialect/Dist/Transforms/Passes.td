@@ -42,7 +42,11 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     plan rejects a value other than their default); or a JSON plan file (docs/plans.md),
     read strictly: an unknown key, a value of the wrong
     type or out of range, or a file that is not a regular file is an error
-    naming the file and the key path. With `zero1` the
+    naming the file and the key path. A plan file's entries select
+    forward ops by op name, parameter name, layer group and kind, and the
+    split follows into the views, backward ops and optimizer updates that
+    serve the selected ops (an assigned op's backward ops go to its
+    stage). With `zero1` the
     optimizer updates are split over `dp` (ZeRO-1). An infeasible plan is an
     error naming the op and the plan entry.
   }];

@@ -35,16 +35,39 @@ struct PlanFile {
   std::optional<planner::PlanShape> mesh;
   std::optional<int64_t> microBatches;
   std::optional<bool> zero1;
-  /// `trans[i]`: split the ops matching `pattern` along annotation
-  /// dimensions, each over "dp" or "tp" (each axis at most once).
+  /// Which ops an entry means. Every condition given must hold; at least
+  /// one of ops, params and group is given. Entries select forward ops
+  /// (the model's own), and the pass carries their plan to the backward ops
+  /// that differentiate them; `backward` selects those backward ops instead,
+  /// for the rare plan that treats them apart.
+  struct Selector {
+    /// `ops`: a regular expression found anywhere in the op's name (its
+    /// ONNX node name; a backward op's is the forward op's it
+    /// differentiates).
+    std::optional<std::string> ops;
+    /// `params`: a regular expression matching a whole parameter name
+    /// ("h.0.mlp.c_fc.weight"): the ops that read a matching parameter,
+    /// directly or through a transpose, reshape or cast.
+    std::optional<std::string> params;
+    /// `group`: a regular expression matching a whole layer-group name
+    /// ("h.1", "layers.0", "(before the layers)", "(after the layers)").
+    std::optional<std::string> group;
+    /// `kind`: an op name ("tsr.matmul"); only ops of that kind.
+    std::optional<std::string> kind;
+    bool backward = false;
+    /// The entry's selectors as written, for messages.
+    std::string str() const;
+  };
+  /// `trans[i]`: split the selected ops along annotation dimensions, each
+  /// over "dp" or "tp" (each axis at most once).
   struct Trans {
-    std::string pattern;
+    Selector select;
     std::map<std::string, std::string> split; ///< dimension -> axis
     size_t index;
   };
-  /// `assign[i]`: put the ops matching `pattern` on pipeline stage `stage`.
+  /// `assign[i]`: put the selected ops on pipeline stage `stage`.
   struct Assign {
-    std::string pattern;
+    Selector select;
     int64_t stage;
     size_t index;
   };

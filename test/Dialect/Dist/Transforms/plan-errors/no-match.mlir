@@ -1,7 +1,7 @@
 // A plan entry that matches no op is an error, not a silently smaller plan.
 // RUN: tessera-opt %s -dist-plan="plan=%S/../Inputs/no-match.json devices=2" -verify-diagnostics
 
-// expected-error @+1 {{dist-plan: plan entry trans[0] ('/nothing/.*') matches no op}}
+// expected-error @+1 {{dist-plan: plan entry trans[0] (ops '/nothing/.*') matches no forward op}}
 func.func @train_step_sgd(%w1: tensor<8x16xf32> {tsr.param = "w1"}, %w2: tensor<16x8xf32> {tsr.param = "w2"},
                           %x: tensor<4x8xf32> {tsr.input = "x"}, %t: tensor<4xi64> {tsr.input = "t"},
                           %lr: tensor<f32> {tsr.hyper = "lr"}, %wd: tensor<f32> {tsr.hyper = "weight_decay"},
