@@ -326,5 +326,98 @@ CheckpointState readCheckpoint(const std::string &path, const Program &program,
   return state;
 }
 
+void describeCheckpoint(const std::string &path, std::ostream &os) {
+  std::string step = path;
+  if (!exists(path + "/index.json")) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      throw Error(path + ": not a directory");
+    std::vector<std::string> done = completeCheckpoints(path);
+    if (done.empty())
+      throw Error(path +
+                  ": neither a checkpoint (no index.json) nor a "
+                  "checkpoint directory (no " +
+                  std::string(kPrefix) + "NNNNNNNN/index.json in it)");
+    step = path + "/" + done.back();
+  }
+  std::ifstream in(step + "/index.json");
+  nlohmann::json index = nlohmann::json::parse(in, nullptr, false);
+  if (!in || index.is_discarded() || !index.is_object() ||
+      index.value("format", "") != kFormat)
+    throw Error(step + "/index.json is not a " + std::string(kFormat) +
+                " index");
+  int64_t ranks = index.value("world_size", int64_t(0));
+  if (ranks < 1)
+    throw Error(step + "/index.json has no world_size");
+  os << "checkpoint " << step << "\n"
+     << "  step " << index.value("step", int64_t(-1)) << ", model '"
+     << index.value("model", "") << "', optimizer "
+     << index.value("optimizer", "") << ", " << ranks << " rank file(s)"
+     << ", dropout counter " << index.value("dropout_counter", uint64_t(0))
+     << "\n";
+  // Each tensor's shape on each rank, from the headers.
+  struct Held {
+    DType dtype;
+    std::vector<std::pair<int64_t, Shape>> byRank;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Held> held;
+  int64_t bytes = 0;
+  for (int64_t r = 0; r < ranks; ++r) {
+    SafetensorsContents c = readSafetensorsWithMetadata(
+        step + "/" + rankFile(r), [](const std::string &) { return false; });
+    for (SafetensorsEntry &e : c.entries) {
+      auto [it, fresh] = held.try_emplace(e.name, Held{e.dtype, {}});
+      if (fresh)
+        order.push_back(e.name);
+      bytes += shapeNumel(e.shape) * dtypeSize(e.dtype);
+      it->second.byRank.push_back({r, std::move(e.shape)});
+    }
+  }
+  os << "  " << order.size() << " tensor(s), " << bytes
+     << " bytes in all rank files\n";
+  for (const std::string &name : order) {
+    const Held &h = held.at(name);
+    // Ranks grouped by the shape they hold: "[84, 32] on ranks 0-3".
+    std::vector<std::pair<Shape, std::vector<int64_t>>> groups;
+    for (const auto &[r, shape] : h.byRank) {
+      auto g = std::find_if(groups.begin(), groups.end(),
+                            [&](const auto &x) { return x.first == shape; });
+      if (g == groups.end())
+        groups.push_back({shape, {r}});
+      else
+        g->second.push_back(r);
+    }
+    os << "  " << name << ": " << dtypeName(h.dtype);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const std::vector<int64_t> &rs = groups[i].second;
+      bool consecutive = rs.back() - rs.front() + 1 == int64_t(rs.size());
+      std::string list;
+      if (int64_t(rs.size()) == ranks)
+        list = ranks == 1 ? "rank 0" : "every rank";
+      else if (consecutive && rs.size() > 1)
+        list = "ranks " + std::to_string(rs.front()) + "-" +
+               std::to_string(rs.back());
+      else {
+        list = rs.size() > 1 ? "ranks " : "rank ";
+        for (size_t k = 0; k < rs.size(); ++k)
+          list += (k ? "," : "") + std::to_string(rs[k]);
+      }
+      os << (i ? "; " : " ") << shapeToString(groups[i].first) << " on "
+         << list;
+    }
+    // Optimizer state shaped unlike its parameter: a shard of it (ZeRO-1,
+    // or a tensor-parallel split).
+    size_t slash = name.find('/');
+    auto param = slash == std::string::npos ? held.end()
+                                            : held.find(name.substr(slash + 1));
+    if (param != held.end() &&
+        param->second.byRank.front().second != h.byRank.front().second)
+      os << " (shards of the parameter's "
+         << shapeToString(param->second.byRank.front().second) << ")";
+    os << "\n";
+  }
+}
+
 } // namespace rt
 } // namespace tessera

@@ -17,6 +17,7 @@
 #include "tessera/runtime/Driver.h"
 
 #include <map>
+#include <ostream>
 #include <string>
 
 namespace tessera {
@@ -48,6 +49,13 @@ std::string latestCheckpoint(const std::string &dir);
 /// shards joined); another split is an error naming the tensor.
 CheckpointState readCheckpoint(const std::string &path, const Program &program,
                                const StepProgram &step);
+
+/// `tessera-ckpt info PATH`: what the checkpoint at PATH (a step directory,
+/// or a --checkpoint-dir: its newest complete checkpoint) holds: its step,
+/// model, optimizer and rank files, then each tensor with its dtype and its
+/// shape on each rank (a shard's shape differs from the whole's), read from
+/// the files' headers only. Throws Error on what is not a checkpoint.
+void describeCheckpoint(const std::string &path, std::ostream &os);
 
 } // namespace rt
 } // namespace tessera

@@ -163,6 +163,7 @@ SafetensorsContents readSafetensorsWithMetadata(const std::string &path,
                     " in the " + std::to_string(dataLen) +
                     " data bytes (truncated file?)");
     spans.push_back({begin, end});
+    contents.entries.push_back({name, dtype, shape});
     if (wanted && !wanted(name))
       continue;
     begins.push_back(begin);

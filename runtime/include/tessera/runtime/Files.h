@@ -30,10 +30,17 @@ readSafetensors(const std::string &path, const TensorFilter &wanted = nullptr);
 void writeSafetensors(const std::string &path,
                       const std::vector<std::pair<std::string, Tensor>> &named);
 
-/// The same, with the header's "__metadata__" (string to string).
+/// The same, with the header's "__metadata__" (string to string) and every
+/// tensor's entry (a filter that takes no tensor reads the header only).
+struct SafetensorsEntry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
 struct SafetensorsContents {
   std::vector<std::pair<std::string, Tensor>> tensors;
   std::map<std::string, std::string> metadata;
+  std::vector<SafetensorsEntry> entries; ///< every tensor, in file order
 };
 SafetensorsContents
 readSafetensorsWithMetadata(const std::string &path,
