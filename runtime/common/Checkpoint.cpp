@@ -378,15 +378,17 @@ void describeCheckpoint(const std::string &path, std::ostream &os) {
      << " bytes in all rank files\n";
   for (const std::string &name : order) {
     const Held &h = held.at(name);
-    // Ranks grouped by the shape they hold: "[84, 32] on ranks 0-3".
+    // Ranks grouped by the shape they hold: "84x32 on ranks 0-3".
     std::vector<std::pair<Shape, std::vector<int64_t>>> groups;
-    for (const auto &[r, shape] : h.byRank) {
+    for (const std::pair<int64_t, Shape> &rankShape : h.byRank) {
+      // (No structured binding: C++17 lambdas cannot capture one.)
+      const Shape &shape = rankShape.second;
       auto g = std::find_if(groups.begin(), groups.end(),
                             [&](const auto &x) { return x.first == shape; });
       if (g == groups.end())
-        groups.push_back({shape, {r}});
+        groups.push_back({shape, {rankShape.first}});
       else
-        g->second.push_back(r);
+        g->second.push_back(rankShape.first);
     }
     os << "  " << name << ": " << dtypeName(h.dtype);
     for (size_t i = 0; i < groups.size(); ++i) {
