@@ -306,6 +306,20 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     return cx;
   }
 
+  /// The value `v` is a view of (through transposes, reshapes and casts),
+  /// or `v`; the views on the way go to `chain`.
+  static Value
+  sourceThroughViews(Value v, SmallVectorImpl<Operation *> *chain = nullptr) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<tsr::TransposeOp, tsr::ReshapeOp, tsr::CastOp>(def))
+        break;
+      if (chain)
+        chain->push_back(def);
+      v = def->getOperand(0);
+    }
+    return v;
+  }
+
   /// The name of the forward op a backward op differentiates, or "".
   static StringRef forwardNameOf(Operation *op) {
     auto of =
@@ -325,12 +339,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     // A parameter read directly or through views of it.
     auto readsParam = [&](Operation &op) {
       for (Value v : op.getOperands()) {
-        while (Operation *def = v.getDefiningOp()) {
-          if (!isa<tsr::TransposeOp, tsr::ReshapeOp, tsr::CastOp>(def))
-            break;
-          v = def->getOperand(0);
-        }
-        auto it = cx.paramName.find(v);
+        auto it = cx.paramName.find(sourceThroughViews(v));
         if (it != cx.paramName.end() && paramsRe.match(it->second))
           return true;
       }
@@ -414,7 +423,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
           forwardNames.insert(tsr::opName(op));
       }
       if (!forwardNames.empty())
-        followIntoBackward(body, ops, t.split, spec.shape, forwardNames);
+        followIntoBackward(body, ops, t.split, spec.shape, forwardNames, cx);
     }
     // Both factors are >= 1; an overflowing product admits every stage.
     int64_t numStages = support::checkedMul(spec.shape.pp, stagesPerDevice)
@@ -451,16 +460,15 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   followIntoBackward(Block &body, ArrayRef<Operation *> ops,
                      const std::map<std::string, std::string> &split,
                      const planner::PlanShape &shape,
-                     const llvm::StringSet<> &forwardNames) {
+                     const llvm::StringSet<> &forwardNames,
+                     const SelectionContext &cx) {
     llvm::DenseSet<Operation *> views;
     for (Operation *op : ops)
-      for (Value v : op->getOperands())
-        while (Operation *def = v.getDefiningOp()) {
-          if (!isa<tsr::TransposeOp, tsr::ReshapeOp, tsr::CastOp>(def))
-            break;
-          views.insert(def);
-          v = def->getOperand(0);
-        }
+      for (Value v : op->getOperands()) {
+        SmallVector<Operation *> chain;
+        if (cx.paramName.count(sourceThroughViews(v, &chain)))
+          views.insert(chain.begin(), chain.end());
+      }
     auto accept = [&](Operation *op) {
       if (isa<tsr::ConstantOp>(op))
         return false;
