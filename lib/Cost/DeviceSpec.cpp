@@ -97,12 +97,8 @@ DeviceSpec loadDeviceSpec(const std::string &nameOrPath) {
                     "' (not a bundled spec: " + known +
                     "; not an existing file)");
   }
-  std::string error;
-  std::optional<std::string> text = support::readInputFile(
-      nameOrPath, "device spec", support::kMaxJsonFileBytes, error);
-  if (!text)
-    throw Exception(error);
-  return parseDeviceSpec(*text, nameOrPath);
+  return parseDeviceSpec(support::readJsonFileText(nameOrPath, "device spec"),
+                         nameOrPath);
 }
 
 } // namespace tessera::cost

@@ -76,12 +76,7 @@ ProfileDatabase ProfileDatabase::parse(const std::string &jsonText,
 }
 
 ProfileDatabase ProfileDatabase::load(const std::string &path) {
-  std::string error;
-  std::optional<std::string> text = support::readInputFile(
-      path, "profile database", support::kMaxJsonFileBytes, error);
-  if (!text)
-    throw Exception(error);
-  return parse(*text, path);
+  return parse(support::readJsonFileText(path, "profile database"), path);
 }
 
 double estimateOpTime(const DeviceSpec &spec, const ProfileDatabase *profile,

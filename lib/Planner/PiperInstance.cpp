@@ -251,12 +251,8 @@ PiperInstance parsePiperInstance(const std::string &jsonText,
 }
 
 PiperInstance loadPiperInstance(const std::string &path) {
-  std::string error;
-  std::optional<std::string> text = support::readInputFile(
-      path, "Piper input", support::kMaxJsonFileBytes, error);
-  if (!text)
-    throw Exception(error);
-  return parsePiperInstance(*text, path);
+  return parsePiperInstance(support::readJsonFileText(path, "Piper input"),
+                            path);
 }
 
 } // namespace tessera::planner

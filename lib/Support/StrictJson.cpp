@@ -151,13 +151,17 @@ json parseJson(std::string_view text, const std::string &origin) {
   return value;
 }
 
-json loadJsonFile(const std::string &path, std::string_view what) {
+std::string readJsonFileText(const std::string &path, std::string_view what) {
   std::string error;
   std::optional<std::string> text =
       readInputFile(path, what, kMaxJsonFileBytes, error);
   if (!text)
     throw Exception(error);
-  return parseJson(*text, path);
+  return std::move(*text);
+}
+
+json loadJsonFile(const std::string &path, std::string_view what) {
+  return parseJson(readJsonFileText(path, what), path);
 }
 
 std::optional<std::string>

@@ -37,33 +37,26 @@ constexpr uint64_t kMaxHeader = 100ull * 1024 * 1024; // as the reference
   throw Error(path + ": " + message);
 }
 
+// The format's dtype spellings, read both ways.
+constexpr std::pair<const char *, DType> kDTypeNames[] = {{"F32", DType::f32},
+                                                          {"F64", DType::f64},
+                                                          {"I32", DType::i32},
+                                                          {"I64", DType::i64},
+                                                          {"BOOL", DType::i1}};
+
 bool dtypeFromName(const std::string &name, DType *dtype) {
-  static const std::pair<const char *, DType> table[] = {{"F32", DType::f32},
-                                                         {"F64", DType::f64},
-                                                         {"I32", DType::i32},
-                                                         {"I64", DType::i64},
-                                                         {"BOOL", DType::i1}};
-  for (const auto &entry : table)
-    if (name == entry.first) {
-      *dtype = entry.second;
+  for (const auto &[spelling, value] : kDTypeNames)
+    if (name == spelling) {
+      *dtype = value;
       return true;
     }
   return false;
 }
 
 const char *dtypeToName(DType dtype) {
-  switch (dtype) {
-  case DType::f32:
-    return "F32";
-  case DType::f64:
-    return "F64";
-  case DType::i32:
-    return "I32";
-  case DType::i64:
-    return "I64";
-  case DType::i1:
-    return "BOOL";
-  }
+  for (const auto &[spelling, value] : kDTypeNames)
+    if (dtype == value)
+      return spelling;
   return "?";
 }
 

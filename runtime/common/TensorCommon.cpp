@@ -17,34 +17,35 @@
 namespace tessera {
 namespace rt {
 
+namespace {
+struct DTypeInfo {
+  DType dtype;
+  const char *name;
+  int64_t size;
+};
+// Every dtype's name (as in the IR) and element size, in one table.
+constexpr DTypeInfo kDTypes[] = {{DType::f32, "f32", 4},
+                                 {DType::f64, "f64", 8},
+                                 {DType::i32, "i32", 4},
+                                 {DType::i64, "i64", 8},
+                                 {DType::i1, "i1", 1}};
+
+const DTypeInfo *infoOf(DType dtype) {
+  for (const DTypeInfo &info : kDTypes)
+    if (info.dtype == dtype)
+      return &info;
+  return nullptr;
+}
+} // namespace
+
 const char *dtypeName(DType dtype) {
-  switch (dtype) {
-  case DType::f32:
-    return "f32";
-  case DType::f64:
-    return "f64";
-  case DType::i32:
-    return "i32";
-  case DType::i64:
-    return "i64";
-  case DType::i1:
-    return "i1";
-  }
-  return "?";
+  const DTypeInfo *info = infoOf(dtype);
+  return info ? info->name : "?";
 }
 
 int64_t dtypeSize(DType dtype) {
-  switch (dtype) {
-  case DType::f32:
-  case DType::i32:
-    return 4;
-  case DType::f64:
-  case DType::i64:
-    return 8;
-  case DType::i1:
-    return 1;
-  }
-  return 0;
+  const DTypeInfo *info = infoOf(dtype);
+  return info ? info->size : 0;
 }
 
 const char *deviceName(Device device) {

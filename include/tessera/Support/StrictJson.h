@@ -49,9 +49,13 @@ namespace tessera::support {
 /// rejecting a key repeated within one object. Throws Exception.
 nlohmann::json parseJson(std::string_view text, const std::string &origin);
 
-/// Reads a JSON file (readInputFile, at most kMaxJsonFileBytes) and parses
-/// it (parseJson). `what` names the kind of file in messages ("plan file").
-/// Throws Exception.
+/// The text of a JSON file (readInputFile, at most kMaxJsonFileBytes), for
+/// readers that parse it themselves. `what` names the kind of file in
+/// messages ("device spec"). Throws Exception.
+std::string readJsonFileText(const std::string &path, std::string_view what);
+
+/// Reads a JSON file (readJsonFileText) and parses it (parseJson). `what` names
+/// the kind of file in messages ("plan file"). Throws Exception.
 nlohmann::json loadJsonFile(const std::string &path, std::string_view what);
 
 /// The candidate closest to `word` by edit distance, ignoring case, when it

@@ -51,6 +51,16 @@ PipelineAttr tessera::dist::getEnclosingPipeline(Operation *op) {
       op, DistDialect::PipelineAttrHelper::getNameStr());
 }
 
+MeshAttr tessera::dist::requireMesh(ModuleOp module, StringRef pass,
+                                    StringRef prerequisites) {
+  auto mesh = module->getAttrOfType<MeshAttr>(
+      DistDialect::MeshAttrHelper::getNameStr());
+  if (!mesh)
+    module.emitError(pass) << ": the module has no dist.mesh (run "
+                           << prerequisites << " first)";
+  return mesh;
+}
+
 SmallVector<int64_t> tessera::dist::ranksOf(Operation *func) {
   if (auto rank = getAttr<DistDialect::RankAttrHelper>(func))
     return {rank.getInt()};

@@ -9,12 +9,10 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
-namespace tessera {
-namespace dist {
+namespace tessera::dist {
 #define GEN_PASS_DEF_DISTEXTRACTRANK
 #include "tessera/Dialect/Dist/Transforms/Passes.h.inc"
-} // namespace dist
-} // namespace tessera
+} // namespace tessera::dist
 
 using namespace mlir;
 using namespace tessera;
@@ -27,13 +25,10 @@ struct DistExtractRankPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto mesh = module->getAttrOfType<dist::MeshAttr>(
-        Dist::MeshAttrHelper::getNameStr());
-    if (!mesh) {
-      module.emitError("dist-extract-rank: the module has no dist.mesh (run "
-                       "dist-plan and dist-partition first)");
+    dist::MeshAttr mesh = dist::requireMesh(module, "dist-extract-rank",
+                                            "dist-plan and dist-partition");
+    if (!mesh)
       return signalPassFailure();
-    }
     if (rank < 0 || rank >= mesh.numRanks()) {
       module.emitError("dist-extract-rank: rank ")
           << int64_t(rank) << " is not a rank of " << mesh << " (0.."

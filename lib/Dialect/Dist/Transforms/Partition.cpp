@@ -38,12 +38,10 @@
 
 #include <map>
 
-namespace tessera {
-namespace dist {
+namespace tessera::dist {
 #define GEN_PASS_DEF_DISTPARTITION
 #include "tessera/Dialect/Dist/Transforms/Passes.h.inc"
-} // namespace dist
-} // namespace tessera
+} // namespace tessera::dist
 
 using namespace mlir;
 using namespace tessera;
@@ -799,13 +797,9 @@ struct DistPartitionPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto mesh =
-        module->getAttrOfType<MeshAttr>(Dist::MeshAttrHelper::getNameStr());
-    if (!mesh) {
-      module.emitError("dist-partition: the module has no dist.mesh (run "
-                       "dist-plan first)");
+    MeshAttr mesh = requireMesh(module, "dist-partition");
+    if (!mesh)
       return signalPassFailure();
-    }
     int64_t microBatches = 1;
     if (PipelineAttr pipeline = getEnclosingPipeline(module))
       microBatches = pipeline.getMicroBatches();

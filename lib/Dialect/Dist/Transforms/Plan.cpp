@@ -32,12 +32,10 @@
 
 #include <limits>
 
-namespace tessera {
-namespace dist {
+namespace tessera::dist {
 #define GEN_PASS_DEF_DISTPLAN
 #include "tessera/Dialect/Dist/Transforms/Passes.h.inc"
-} // namespace dist
-} // namespace tessera
+} // namespace tessera::dist
 
 using namespace mlir;
 using namespace tessera;

@@ -13,8 +13,8 @@
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
-#include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Schedule/PipelineOrder.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,12 +24,10 @@
 #include <cmath>
 #include <limits>
 
-namespace tessera {
-namespace dist {
+namespace tessera::dist {
 #define GEN_PASS_DEF_DISTSCHEDULE
 #include "tessera/Dialect/Dist/Transforms/Passes.h.inc"
-} // namespace dist
-} // namespace tessera
+} // namespace tessera::dist
 
 using namespace mlir;
 using namespace tessera;
@@ -49,13 +47,9 @@ struct DistSchedulePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-    auto mesh =
-        module->getAttrOfType<MeshAttr>(Dist::MeshAttrHelper::getNameStr());
-    if (!mesh) {
-      module.emitError("dist-schedule: the module has no dist.mesh (run "
-                       "dist-plan first)");
+    MeshAttr mesh = requireMesh(module, "dist-schedule");
+    if (!mesh)
       return signalPassFailure();
-    }
     int64_t pp = 1;
     if (auto axis = mesh.axisIndex("pp"))
       pp = mesh.getSizes()[*axis];

@@ -29,12 +29,10 @@
 
 #include <map>
 
-namespace tessera {
-namespace dist {
+namespace tessera::dist {
 #define GEN_PASS_DEF_DISTSHARERANKPROGRAMS
 #include "tessera/Dialect/Dist/Transforms/Passes.h.inc"
-} // namespace dist
-} // namespace tessera
+} // namespace tessera::dist
 
 using namespace mlir;
 using namespace tessera;

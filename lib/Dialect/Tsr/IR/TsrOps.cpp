@@ -150,61 +150,15 @@ OpFoldResult foldBinary(Operation *op, Attribute lhs, Attribute rhs,
   return {};
 }
 
-float erfF(float x) { return std::erf(x); }
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
 // Elementwise
+//
+// The unary and binary ops' folders and the binary ops' type inference are
+// generated from their records in TsrOps.td (scalarFn, identity), on the
+// helpers above and below.
 //===----------------------------------------------------------------------===//
-
-OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
-  if (auto inner = getInput().getDefiningOp<NegOp>())
-    return inner.getInput();
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return -x; });
-}
-OpFoldResult ExpOp::fold(FoldAdaptor adaptor) {
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return std::exp(x); });
-}
-OpFoldResult LogOp::fold(FoldAdaptor adaptor) {
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return std::log(x); });
-}
-OpFoldResult SqrtOp::fold(FoldAdaptor adaptor) {
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return std::sqrt(x); });
-}
-OpFoldResult RsqrtOp::fold(FoldAdaptor adaptor) {
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return 1.0f / std::sqrt(x); });
-}
-OpFoldResult ErfOp::fold(FoldAdaptor adaptor) {
-  return foldUnaryF32(adaptor.getInput(), getType(), erfF);
-}
-OpFoldResult TanhOp::fold(FoldAdaptor adaptor) {
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return std::tanh(x); });
-}
-OpFoldResult SigmoidOp::fold(FoldAdaptor adaptor) {
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
-}
-OpFoldResult SinOp::fold(FoldAdaptor adaptor) {
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return std::sin(x); });
-}
-OpFoldResult CosOp::fold(FoldAdaptor adaptor) {
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return std::cos(x); });
-}
-OpFoldResult ReluOp::fold(FoldAdaptor adaptor) {
-  if (auto inner = getInput().getDefiningOp<ReluOp>())
-    return inner.getResult();
-  return foldUnaryF32(adaptor.getInput(), getType(),
-                      [](float x) { return x > 0 ? x : 0.0f; });
-}
 
 namespace {
 LogicalResult checkSameElementType(std::optional<Location> loc, StringRef what,
@@ -239,25 +193,6 @@ LogicalResult inferBroadcast(std::optional<Location> loc, StringRef what,
   return success();
 }
 } // namespace
-
-#define TSR_BINARY_OP(OP, IDENTITY, EXPR)                                      \
-  LogicalResult OP::inferReturnTypes(MLIRContext *, std::optional<Location> l, \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &types) {           \
-    return inferBroadcast(l, "operands", adaptor.getLhs(), adaptor.getRhs(),   \
-                          types);                                              \
-  }                                                                            \
-  OpFoldResult OP::fold(FoldAdaptor adaptor) {                                 \
-    return foldBinary(*this, adaptor.getLhs(), adaptor.getRhs(), IDENTITY,     \
-                      [](float a, float b) -> float { return EXPR; });         \
-  }
-
-TSR_BINARY_OP(AddOp, 0.0, a + b)
-TSR_BINARY_OP(SubOp, 0.0, a - b)
-TSR_BINARY_OP(MulOp, 1.0, a *b)
-TSR_BINARY_OP(DivOp, 1.0, a / b)
-TSR_BINARY_OP(PowOp, 1.0, std::pow(a, b))
-#undef TSR_BINARY_OP
 
 LogicalResult CompareOp::inferReturnTypes(MLIRContext *ctx,
                                           std::optional<Location> loc,
@@ -350,7 +285,6 @@ Result<annotation::Annotation> axisAnnotation(int64_t rank, int64_t axis,
   return makeAnnotation(std::vector<std::string>(numInputs, entry), {entry});
 }
 } // namespace
-
 
 namespace {
 /// Shape of layer_norm's mean/rstd: leading dims, then 1s.
@@ -906,7 +840,6 @@ Result<annotation::Annotation> SoftmaxCrossEntropyOp::buildAnnotation() {
 //===----------------------------------------------------------------------===//
 // Backward ops
 //===----------------------------------------------------------------------===//
-
 
 LogicalResult LayerNormGradOp::inferReturnTypes(MLIRContext *,
                                                 std::optional<Location> loc,

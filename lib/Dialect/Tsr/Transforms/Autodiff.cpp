@@ -21,12 +21,10 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
 
-namespace tessera {
-namespace tsr {
+namespace tessera::tsr {
 #define GEN_PASS_DEF_TSRAUTODIFF
 #include "tessera/Dialect/Tsr/Transforms/Passes.h.inc"
-} // namespace tsr
-} // namespace tessera
+} // namespace tessera::tsr
 
 using namespace mlir;
 using namespace tessera;

@@ -7,12 +7,10 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
-namespace tessera {
-namespace tsr {
+namespace tessera::tsr {
 #define GEN_PASS_DEF_TSREXPORTGRADSTEP
 #include "tessera/Dialect/Tsr/Transforms/Passes.h.inc"
-} // namespace tsr
-} // namespace tessera
+} // namespace tessera::tsr
 
 using namespace mlir;
 using namespace tessera;

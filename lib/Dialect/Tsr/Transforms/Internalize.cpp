@@ -6,12 +6,10 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
-namespace tessera {
-namespace tsr {
+namespace tessera::tsr {
 #define GEN_PASS_DEF_TSRINTERNALIZE
 #include "tessera/Dialect/Tsr/Transforms/Passes.h.inc"
-} // namespace tsr
-} // namespace tessera
+} // namespace tessera::tsr
 
 using namespace mlir;
 using namespace tessera;

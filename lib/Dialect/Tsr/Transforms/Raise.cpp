@@ -14,12 +14,10 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/STLExtras.h"
 
-namespace tessera {
-namespace tsr {
+namespace tessera::tsr {
 #define GEN_PASS_DEF_TSRRAISE
 #include "tessera/Dialect/Tsr/Transforms/Passes.h.inc"
-} // namespace tsr
-} // namespace tessera
+} // namespace tessera::tsr
 
 using namespace mlir;
 using namespace tessera;

@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Layout/Rvd.h"
@@ -25,6 +26,11 @@ MeshAttr getEnclosingMesh(mlir::Operation *op);
 /// normally the module; null if none (a step of one micro-batch, one stage
 /// per device, in program order).
 PipelineAttr getEnclosingPipeline(mlir::Operation *op);
+
+/// The module's dist.mesh; without one, emits "<pass>: the module has no
+/// dist.mesh (run <prerequisites> first)" on the module and returns null.
+MeshAttr requireMesh(mlir::ModuleOp module, llvm::StringRef pass,
+                     llvm::StringRef prerequisites = "dist-plan");
 
 /// The ranks that run a per-rank function: its dist.rank, or its dist.ranks
 /// when several ranks share it; empty for a function of no rank.

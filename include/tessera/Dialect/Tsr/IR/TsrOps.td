@@ -93,20 +93,33 @@ class Tsr_Op<string mnemonic, string annotationText, list<Trait> traits = [],
     : Tessera_Op<Tsr_Dialect, mnemonic, annotationText, traits,
                  annotationOverrides>;
 
-// Elementwise ops on one float tensor.
-class Tsr_UnaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
+// Elementwise ops on one float tensor. `scalarFn` is the op on one f32 `x`
+// (a C++ expression): the folder applies it to constant operands, so the
+// op's meaning on constants is stated once, here. `foldFirst` is C++ run
+// before that (algebraic rules such as neg(neg(x)) = x).
+class Tsr_UnaryOp<string mnemonic, string summaryText, code scalarFn,
+                  code foldFirst = "">
     : Tsr_Op<mnemonic, "* -> *",
-             !listconcat(traits, [Pure, SameOperandsAndResultType,
-                                  Tsr_Differentiable])> {
+             [Pure, SameOperandsAndResultType, Tsr_Differentiable]> {
   let summary = summaryText;
   let arguments = (ins Tsr_FloatTensor:$input);
   let results = (outs Tsr_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasFolder = 1;
+  let extraDefinitions = [{
+    ::mlir::OpFoldResult $cppClass::fold(FoldAdaptor adaptor) {
+      }] # foldFirst # [{
+      return foldUnaryF32(adaptor.getInput(), getType(),
+                          [](float x) -> float { return }] # scalarFn # [{; });
+    }
+  }];
 }
 
-// Elementwise ops on two float tensors with numpy broadcasting.
-class Tsr_BinaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
+// Elementwise ops on two float tensors with numpy broadcasting. `scalarFn`
+// is the op on f32 `a` and `b`, folded on splat constants; `identity` is
+// the right operand's value for which the op returns its left operand.
+class Tsr_BinaryOp<string mnemonic, string summaryText, string identity,
+                   code scalarFn, list<Trait> traits = []>
     : Tsr_Op<mnemonic, "*, * -> *",
              !listconcat(traits, [Pure, InferTypeOpAdaptor,
                                   Tsr_Differentiable])> {
@@ -120,24 +133,48 @@ class Tsr_BinaryOp<string mnemonic, string summaryText, list<Trait> traits = []>
   let assemblyFormat =
       "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
   let hasFolder = 1;
+  let extraDefinitions = [{
+    ::mlir::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferBroadcast(loc, "operands", adaptor.getLhs(),
+                            adaptor.getRhs(), types);
+    }
+    ::mlir::OpFoldResult $cppClass::fold(FoldAdaptor adaptor) {
+      return foldBinary(*this, adaptor.getLhs(), adaptor.getRhs(), }] #
+      identity # [{,
+          [](float a, float b) -> float { return }] # scalarFn # [{; });
+    }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-def Tsr_NegOp : Tsr_UnaryOp<"neg", "elementwise negation">;
-def Tsr_ExpOp : Tsr_UnaryOp<"exp", "elementwise exponential">;
-def Tsr_LogOp : Tsr_UnaryOp<"log", "elementwise natural logarithm">;
-def Tsr_SqrtOp : Tsr_UnaryOp<"sqrt", "elementwise square root">;
-def Tsr_RsqrtOp : Tsr_UnaryOp<"rsqrt", "elementwise reciprocal square root">;
-def Tsr_ErfOp : Tsr_UnaryOp<"erf", "elementwise Gauss error function">;
-def Tsr_TanhOp : Tsr_UnaryOp<"tanh", "elementwise hyperbolic tangent">;
-def Tsr_ReluOp : Tsr_UnaryOp<"relu", "elementwise max(x, 0)">;
+def Tsr_NegOp : Tsr_UnaryOp<"neg", "elementwise negation", [{-x}], [{
+  if (auto inner = getInput().getDefiningOp<NegOp>())
+    return inner.getInput();
+}]>;
+def Tsr_ExpOp : Tsr_UnaryOp<"exp", "elementwise exponential", [{std::exp(x)}]>;
+def Tsr_LogOp
+    : Tsr_UnaryOp<"log", "elementwise natural logarithm", [{std::log(x)}]>;
+def Tsr_SqrtOp : Tsr_UnaryOp<"sqrt", "elementwise square root", [{std::sqrt(x)}]>;
+def Tsr_RsqrtOp : Tsr_UnaryOp<"rsqrt", "elementwise reciprocal square root",
+                              [{1.0f / std::sqrt(x)}]>;
+def Tsr_ErfOp
+    : Tsr_UnaryOp<"erf", "elementwise Gauss error function", [{std::erf(x)}]>;
+def Tsr_TanhOp
+    : Tsr_UnaryOp<"tanh", "elementwise hyperbolic tangent", [{std::tanh(x)}]>;
+def Tsr_ReluOp : Tsr_UnaryOp<"relu", "elementwise max(x, 0)", [{x > 0 ? x : 0.0f}], [{
+  if (auto inner = getInput().getDefiningOp<ReluOp>())
+    return inner.getResult();
+}]>;
 def Tsr_SigmoidOp : Tsr_UnaryOp<"sigmoid",
-    "elementwise logistic sigmoid 1 / (1 + exp(-x))">;
-def Tsr_SinOp : Tsr_UnaryOp<"sin", "elementwise sine">;
-def Tsr_CosOp : Tsr_UnaryOp<"cos", "elementwise cosine">;
+    "elementwise logistic sigmoid 1 / (1 + exp(-x))",
+    [{1.0f / (1.0f + std::exp(-x))}]>;
+def Tsr_SinOp : Tsr_UnaryOp<"sin", "elementwise sine", [{std::sin(x)}]>;
+def Tsr_CosOp : Tsr_UnaryOp<"cos", "elementwise cosine", [{std::cos(x)}]>;
 
 def Tsr_GeluOp : Tsr_Op<"gelu", "* -> *", [Tsr_Differentiable, Pure, SameOperandsAndResultType]> {
   let rtArgs = [{.operands().flag(getApproximate() == GeluApproximation::tanh)}];
@@ -152,11 +189,16 @@ def Tsr_GeluOp : Tsr_Op<"gelu", "* -> *", [Tsr_Differentiable, Pure, SameOperand
   let assemblyFormat = "$approximate $input attr-dict `:` type($input)";
 }
 
-def Tsr_AddOp : Tsr_BinaryOp<"add", "elementwise addition", [Commutative]>;
-def Tsr_SubOp : Tsr_BinaryOp<"sub", "elementwise subtraction">;
-def Tsr_MulOp : Tsr_BinaryOp<"mul", "elementwise multiplication", [Commutative]>;
-def Tsr_DivOp : Tsr_BinaryOp<"div", "elementwise division">;
-def Tsr_PowOp : Tsr_BinaryOp<"pow", "elementwise power lhs ^ rhs">;
+def Tsr_AddOp : Tsr_BinaryOp<"add", "elementwise addition", "0.0", [{a + b}],
+                             [Commutative]>;
+def Tsr_SubOp
+    : Tsr_BinaryOp<"sub", "elementwise subtraction", "0.0", [{a - b}]>;
+def Tsr_MulOp : Tsr_BinaryOp<"mul", "elementwise multiplication", "1.0",
+                             [{a * b}], [Commutative]>;
+def Tsr_DivOp
+    : Tsr_BinaryOp<"div", "elementwise division", "1.0", [{a / b}]>;
+def Tsr_PowOp : Tsr_BinaryOp<"pow", "elementwise power lhs ^ rhs", "1.0",
+                             [{std::pow(a, b)}]>;
 
 def Tsr_CompareOp : Tsr_Op<"compare", "*, * -> *", [Pure, InferTypeOpAdaptor]> {
   let rtArgs = [{.enumValue("Compare", stringifyComparePredicate(getPredicate())).operands()}];
