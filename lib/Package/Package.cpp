@@ -139,8 +139,8 @@ void printPlanReport(ModuleOp module, StringRef plan, raw_ostream &os) {
      << (micro > 1 && !schedule.empty() ? " (" + schedule.str() + ")"
                                         : std::string())
      << "\n";
-  // What tensor parallelism split (dist-plan's tp policy).
-  if (auto report = getAttr<Dist::TpReportAttrHelper>(module))
+  // What the built-in policies decided (tp splits, pp stages).
+  if (auto report = getAttr<Dist::PlanReportAttrHelper>(module))
     for (auto line : report.getAsValueRange<StringAttr>())
       os << "  " << line << "\n";
   for (int64_t rank = 0; rank < mesh.numRanks(); ++rank) {
@@ -170,13 +170,32 @@ void printPlanReport(ModuleOp module, StringRef plan, raw_ostream &os) {
   }
 }
 
+/// Whether the program of `rank` (-1: the one program) reads the constants
+/// file: one of its functions holds an outlined constant.
+static bool readsConstants(ModuleOp module, int64_t rank) {
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (rank >= 0 && !llvm::is_contained(dist::ranksOf(f), rank))
+      continue;
+    WalkResult walk = f.walk([](tsr::ConstantOp op) {
+      auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+      return isOutlinedConstant(dense, kOutlineConstantsAbove)
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return true;
+  }
+  return false;
+}
+
 LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options) {
   bool distributed = static_cast<bool>(module->getAttrOfType<dist::MeshAttr>(
       Dist::MeshAttrHelper::getNameStr()));
   int64_t ranks = worldSize(module);
   // The runtime holds the constants file's tensors for the whole run
-  // (runtime/common/Constants.cpp), and every rank loads all of them: they
-  // add to each rank's peak.
+  // (runtime/common/Constants.cpp): a program that reads any of them loads
+  // all of them, which adds to its rank's peak; a program that reads none
+  // (a pipeline stage without large constants) loads nothing.
   int64_t held = 0;
   std::set<std::string> keys;
   module.walk([&](tsr::ConstantOp op) {
@@ -194,7 +213,10 @@ LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options) {
     os << (i ? ", " : "") << "\"" << opt << "\": [";
     for (int64_t r = 0; r < ranks; ++r) {
       func::FuncOp f = findStep(module, opt, distributed ? r : -1);
-      int64_t bytes = f ? dist::predictPeakBytes(f) + held : 0;
+      int64_t bytes =
+          f ? dist::predictPeakBytes(f) +
+                  (readsConstants(module, distributed ? r : -1) ? held : 0)
+            : 0;
       os << (r ? ", " : "") << bytes;
       if (StringRef(opt) == "adamw")
         progress(options, llvm::formatv("  rank {0}: predicted peak tensor "

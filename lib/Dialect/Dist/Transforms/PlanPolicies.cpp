@@ -149,10 +149,53 @@ LogicalDim traceDim(Block &body, ArrayRef<std::pair<Value, int64_t>> seeds,
 // Costs and stages
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// The top-level module of an ONNX node name as PyTorch's exporter writes
+/// it: "fc1" for "/fc1/Gemm" and "/fc1/act/Relu"; empty for a node of no
+/// module ("/Relu", from a functional call in forward).
+StringRef topModule(StringRef name) {
+  if (!name.consume_front("/"))
+    return {};
+  auto [module, rest] = name.split('/');
+  return rest.empty() ? StringRef() : module;
+}
+
+/// The units of a model without numbered layers: the runs of consecutive
+/// ops of one top-level module (an op of no module joins the run before
+/// it; ops before the first module join the first). A module whose ops
+/// come back later forms a new run, named "<module>#<k>", so every unit
+/// is contiguous in program order as the stages need.
+void groupByModules(Units &units) {
+  units.byModules = true;
+  std::vector<int64_t> unitOf(units.forward.size(), -1);
+  llvm::StringMap<int64_t> runs;
+  std::string current;
+  for (auto [i, op] : llvm::enumerate(units.forward)) {
+    std::string name = tsr::opName(op);
+    StringRef module = topModule(name);
+    if (!module.empty() && module != current) {
+      current = module.str();
+      int64_t k = ++runs[current];
+      units.names.push_back(k == 1 ? current
+                                   : current + "#" + std::to_string(k));
+    }
+    unitOf[i] = int64_t(units.names.size()) - 1;
+  }
+  if (units.names.empty())
+    units.names.push_back("(the whole model)");
+  for (int64_t &u : unitOf)
+    u = std::max<int64_t>(u, 0);
+  units.unitOf = std::move(unitOf);
+}
+
+} // namespace
+
 Units groupUnits(Block &body) {
   Units units;
   // Units: the forward ops grouped by layer ("h.3", "layers.3", ...); ops
   // before the first layer form the first unit, after the last the last.
+  // A model without numbered layers is grouped by its modules.
   llvm::Regex layer("[/.]([A-Za-z_]+)\\.([0-9]+)[/.]");
   for (Operation &op : body)
     if (tsr::isForward(&op) && !isa<tsr::ConstantOp, func::ReturnOp>(op))
@@ -173,6 +216,10 @@ Units groupUnits(Block &body) {
       unitOf[i] = layerUnit[key];
       lastLayerOp = i;
     }
+  }
+  if (layerUnit.empty()) {
+    groupByModules(units);
+    return units;
   }
   names.push_back("(after the layers)");
   int64_t numUnits = layerUnit.size() + 2;
@@ -408,10 +455,25 @@ std::string projectionWeight(tsr::MatmulOp m) {
   return "";
 }
 
-/// dist.tp_report: for each forward projection by a weight, whether the
-/// tp policy split it column-parallel (its output features: the dimension
-/// the seed reached is not contracted) or row-parallel (the contracted
-/// one), and which seed reached it; the others stay whole, with why.
+/// Appends `lines` to the module's dist.plan_report, once: every training
+/// step of the module is planned alike, and the first reports for all.
+void appendPlanReport(func::FuncOp f, ArrayRef<Attribute> lines) {
+  auto module = f->getParentOfType<ModuleOp>();
+  SmallVector<Attribute> all;
+  if (ArrayAttr old = getAttr<Dist::PlanReportAttrHelper>(module)) {
+    if (!lines.empty() && llvm::is_contained(old.getValue(), lines.front()))
+      return;
+    llvm::append_range(all, old.getValue());
+  }
+  llvm::append_range(all, lines);
+  setAttr<Dist::PlanReportAttrHelper>(module,
+                                      ArrayAttr::get(f.getContext(), all));
+}
+
+/// The tp part of dist.plan_report: for each forward projection by a weight,
+/// whether the tp policy split it column-parallel (its output features: the
+/// dimension the seed reached is not contracted) or row-parallel (the
+/// contracted one), and which seed reached it; the others stay whole, with why.
 void reportTensorParallel(
     func::FuncOp f,
     const llvm::DenseMap<Operation *, std::pair<std::string, const char *>>
@@ -475,8 +537,7 @@ void reportTensorParallel(
         ctx, "  kept whole (neither a head reshape nor an MLP activation "
              "reaches them): " +
                  listed(whole)));
-  setAttr<Dist::TpReportAttrHelper>(f->getParentOfType<ModuleOp>(),
-                                    ArrayAttr::get(ctx, lines));
+  appendPlanReport(f, lines);
 }
 
 } // namespace
@@ -515,6 +576,50 @@ LogicalResult planTensorParallel(func::FuncOp f, int64_t tp) {
   return success();
 }
 
+namespace {
+/// The pp part of dist.plan_report: each stage's units (first .. last) and
+/// its share of the forward FLOPs, from the stages the forward ops got (a
+/// plan file's assign included).
+void reportPipeline(func::FuncOp f, const Units &units, ArrayRef<double> flops,
+                    int64_t numStages) {
+  std::vector<int64_t> first(numStages, -1), last(numStages, -1);
+  std::vector<double> stageFlops(numStages, 0);
+  for (auto [i, op] : llvm::enumerate(units.forward)) {
+    int64_t s = getAttr<Dist::StageAttrHelper>(op).getInt();
+    int64_t u = units.unitOf[i];
+    if (s < 0 || s >= numStages)
+      continue;
+    if (first[s] < 0)
+      first[s] = u;
+    last[s] = u;
+    stageFlops[s] += tessera::flopsOf(op);
+  }
+  double total = 0;
+  for (double x : flops)
+    total += x;
+  MLIRContext *ctx = f.getContext();
+  SmallVector<Attribute> lines;
+  lines.push_back(StringAttr::get(
+      ctx,
+      llvm::formatv("pp cuts {0} {1} into {2} stages", units.names.size(),
+                    units.byModules ? "module runs" : "layer groups", numStages)
+          .str()));
+  for (int64_t s = 0; s < numStages; ++s) {
+    if (first[s] < 0)
+      continue;
+    std::string span = units.names[first[s]];
+    if (last[s] != first[s])
+      span += " .. " + units.names[last[s]];
+    lines.push_back(StringAttr::get(
+        ctx,
+        llvm::formatv("  stage {0}: {1} ({2:F0}% of the forward FLOPs)", s,
+                      span, total > 0 ? 100.0 * stageFlops[s] / total : 0.0)
+            .str()));
+  }
+  appendPlanReport(f, lines);
+}
+} // namespace
+
 void planZero1(func::FuncOp f, int64_t dp) {
   for (Operation &op : f.getBody().front())
     if (isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op)) {
@@ -546,8 +651,12 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
                          " stages per device"
                    : std::string())
            << " needs at least " << numStages
-           << " layer groups, but the model has " << used.size()
-           << " (embedding, layers, head): a stage would have no work";
+           << " layer groups, but the model has "
+           << (units.byModules
+                   ? "no numbered layers and " + std::to_string(used.size()) +
+                         " module runs (" + llvm::join(units.names, ", ") + ")"
+                   : std::to_string(used.size()) + " (embedding, layers, head)")
+           << ": a stage would have no work";
   std::vector<size_t> starts = shape.stageStarts;
   if (starts.empty())
     starts = balance(used, numStages);
@@ -583,6 +692,7 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
     for (Value r : op->getResults())
       stageOf[r] = getAttr<Dist::StageAttrHelper>(op).getInt();
   }
+  reportPipeline(f, units, used, numStages);
   // Parameters live with their first forward use.
   llvm::StringMap<int64_t> paramStage;
   for (BlockArgument arg : body.getArguments()) {

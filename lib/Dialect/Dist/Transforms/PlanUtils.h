@@ -44,11 +44,14 @@ LogicalDim traceDim(mlir::Block &body,
                     int64_t factor, bool backward,
                     llvm::function_ref<bool(mlir::Operation *)> accept);
 
-/// The forward ops of a step grouped into layer units, in program order.
+/// The forward ops of a step grouped into layer units, in program order:
+/// numbered layers ("h.3", with what comes before and after), or, in a
+/// model without them, runs of one top-level module ("fc1", "conv2").
 struct Units {
   llvm::SmallVector<mlir::Operation *> forward; ///< no constants, no return
   std::vector<int64_t> unitOf;    ///< per forward op: its (non-empty) unit
   std::vector<std::string> names; ///< per unit: "h.3", "(before the layers)"
+  bool byModules = false;         ///< no numbered layers: units are module runs
 };
 Units groupUnits(mlir::Block &body);
 

@@ -56,10 +56,11 @@ defvar Dist_DiscardableAttrs = [
     "(RankVariantOpInterface) whose value differs between those ranks, the "
     "value of each rank in the order of `dist.ranks`; the first is the op's "
     "own">,
-  TesseraDiscardableAttr<"tp_report", "::mlir::ArrayAttr", "Module",
+  TesseraDiscardableAttr<"plan_report", "::mlir::ArrayAttr", "Module",
     "an array of strings",
-    "what the tp policy split and what it kept whole, by weight, with the "
-    "reason (set by dist-plan; tessera-compile prints it with the plan)">
+    "what the built-in policies decided: the weights tp split and those it "
+    "kept whole, with the reason; the layer groups or module runs of each "
+    "pp stage (set by dist-plan; tessera-compile prints it with the plan)">
 ];
 
 def Dist_Dialect : Dialect {

@@ -26,7 +26,8 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     dimension into heads; the MLP column- then row-parallel, from the
     nonlinearity back to its producing matmul and forward to the matmul
     that reduces it), `pp` (stages by layer groups `<name>.<i>` in the op
-    names, balanced by FLOPs; the backward follows the forward, parameters
+    names, or in a model without them by runs of one top-level module,
+    balanced by FLOPs, reported in the module's `dist.plan_report`; the backward follows the forward, parameters
     and their updates live with their first use; with `stages-per-device`
     v > 1 there are p*v virtual stages, listed by device in the module's
     `dist.pipeline`'s `stage_devices`) and any product
