@@ -114,9 +114,13 @@ def norm(a) -> float:
     return float(np.linalg.norm(np.asarray(a, dtype=np.float64).ravel()))
 
 
-def run_optimizer(init_model: torch.nn.Module, make_opt, tokens: np.ndarray, B: int, T: int, steps: int):
+def run_optimizer(init_model: torch.nn.Module, make_opt, tokens: np.ndarray, B: int, T: int, steps: int,
+                  clip_norm: float = 0.0, norms: list = None):
     """Train a copy of ``init_model`` for ``steps`` steps; losses[i] is the loss of
-    step i's forward (weights after i updates, batch i), taken before its update."""
+    step i's forward (weights after i updates, batch i), taken before its update.
+    With ``clip_norm`` > 0 the gradients are clipped by torch.nn.utils.clip_grad_norm_
+    before each update; ``norms``, if given, receives each step's global gradient
+    norm (before clipping)."""
     model = copy.deepcopy(init_model)
     model.train()
     opt = make_opt(model.parameters())
@@ -126,6 +130,10 @@ def run_optimizer(init_model: torch.nn.Module, make_opt, tokens: np.ndarray, B: 
         opt.zero_grad(set_to_none=True)
         _, loss = model(idx, targets)
         loss.backward()
+        total = torch.nn.utils.clip_grad_norm_(model.parameters(),
+                                               clip_norm if clip_norm > 0 else float("inf"))
+        if norms is not None:
+            norms.append(float(total))
         opt.step()
         losses.append(float(loss.item()))
     return losses, state_arrays(model)
@@ -267,6 +275,9 @@ def parse_args(argv=None, description=__doc__, add_model_args=None):
     ap.add_argument("--adamw-lr", type=float, default=3e-3, help="AdamW learning rate")
     ap.add_argument("--adamw-weight-decay", type=float, default=0.01)
     ap.add_argument("--steps", type=int, default=10, help="steps of each optimizer run")
+    ap.add_argument("--clip-norm", type=float, default=0.0,
+                    help="clip the optimizer runs' gradients to this global norm "
+                         "(torch.nn.utils.clip_grad_norm_; 0: off)")
     ap.add_argument("--dropout", type=float, default=0.0)
     ap.add_argument("--gelu", choices=("erf", "tanh"), default="erf")
     ap.add_argument("--no-bias", action="store_true", help="Linear layers without biases")
@@ -378,8 +389,10 @@ def main(argv=None, make_model=make_gpt, description=__doc__, add_model_args=Non
     for name, make in (("sgd", lambda ps: torch.optim.SGD(ps, **sgd_cfg)),
                        ("adamw", lambda ps: torch.optim.AdamW(ps, **adamw_cfg))):
         torch.manual_seed(args.seed)  # dropout masks, if any
-        losses, final = run_optimizer(init_model, make, tokens, B, T, args.steps)
-        runs[name] = (losses, final)
+        norms = []
+        losses, final = run_optimizer(init_model, make, tokens, B, T, args.steps,
+                                      args.clip_norm, norms)
+        runs[name] = (losses, final, norms)
         if not args.no_final:
             write_safetensors(os.path.join(args.out, f"final_{name}.safetensors"), final,
                               {"format": "pt", "what": f"weights after {args.steps} {name} steps"})
@@ -412,11 +425,13 @@ def main(argv=None, make_model=make_gpt, description=__doc__, add_model_args=Non
     ref["init_loss"] = init_loss
     ref["init_loss_f64"] = init_loss_f64
     ref["sgd"] = {"optimizer": "torch.optim.SGD", **sgd_cfg, "steps": args.steps,
+                  "clip_norm": args.clip_norm, "grad_norms": runs["sgd"][2],
                   "losses": runs["sgd"][0],
                   "final_param_norms": {n: norm(a) for n, a in runs["sgd"][1].items()}}
     ref["adamw"] = {"optimizer": "torch.optim.AdamW", **{k: (list(v) if isinstance(v, tuple) else v)
                                                           for k, v in adamw_cfg.items()},
                     "applied_to": "every parameter (one param group)", "steps": args.steps,
+                    "clip_norm": args.clip_norm, "grad_norms": runs["adamw"][2],
                     "losses": runs["adamw"][0],
                     "final_param_norms": {n: norm(a) for n, a in runs["adamw"][1].items()}}
     ref["params"] = {n: {"shape": list(init[n].shape), "init_norm": norm(init[n]),

@@ -313,6 +313,7 @@ FailureOr<EmittedPrograms> emitPrograms(ModuleOp module,
     }
     ConvertTsrToEmitCOptions emitOptions;
     emitOptions.modelName = options.modelName;
+    emitOptions.peakFlops = options.peakFlopsPerRank;
     if (distributed)
       emitOptions.initWeights = "../init.safetensors";
     emitOptions.constantsFile =

@@ -739,6 +739,18 @@ std::string checkDeviceSpec(const std::string &nameOrPath) noexcept {
   }
 }
 
+std::optional<double> devicePeakFlops(const std::string &nameOrPath,
+                                      const std::string &dtype,
+                                      std::string &error) noexcept {
+  try {
+    return cost::loadDeviceSpec(resolveSpecName(nameOrPath))
+        .peakFlopsFor(dtype);
+  } catch (const std::exception &e) {
+    error = e.what();
+    return std::nullopt;
+  }
+}
+
 Result searchAutoPlan(const Problem &problem) noexcept {
   try {
     cost::DeviceSpec spec =

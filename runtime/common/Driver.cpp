@@ -40,6 +40,7 @@ const char *const kValueFlags[] = {"--data",
                                    "--beta2",
                                    "--eps",
                                    "--weight-decay",
+                                   "--clip-norm",
                                    "--seed",
                                    "--log",
                                    "--dump-grads",
@@ -430,7 +431,10 @@ void dumpGradients(const Program &program,
                     {"loss", loss}});
 }
 
-double hyperValue(const std::string &name, const RunOptions &o) {
+double hyperValue(const ValueSpec &spec, const RunOptions &o) {
+  const std::string &name = spec.name;
+  if (name == "clip_norm")
+    return o.clipNormSet ? o.clipNorm : spec.defaultValue;
   if (name == "lr")
     return o.lr;
   if (name == "beta1")
@@ -605,8 +609,7 @@ int run(int argc, char **argv, const Program &program) {
     if (spec.role == Role::State)
       states[spec.name] = zeros(spec.shape, spec.dtype);
     else if (spec.role == Role::Hyper)
-      hypers[spec.name] =
-          full(spec.shape, spec.dtype, hyperValue(spec.name, o));
+      hypers[spec.name] = full(spec.shape, spec.dtype, hyperValue(spec, o));
     else if (spec.role == Role::Loss)
       throw Error("a Loss cannot be an argument of the step function");
   }
@@ -665,6 +668,7 @@ int run(int argc, char **argv, const Program &program) {
         out.push_back(full(spec.shape, spec.dtype, static_cast<double>(i + 1)));
         break;
       case Role::Loss:
+      case Role::GradNorm:
       case Role::Grad:
         break;
       }
@@ -742,6 +746,9 @@ int run(int argc, char **argv, const Program &program) {
                     " ('" + spec.name + "') undefined");
       if (spec.role == Role::Loss) {
         m.loss = item(results[r]);
+      } else if (spec.role == Role::GradNorm) {
+        // Replicated on every rank (dist-partition).
+        m.gradNorm = item(results[r]);
       } else if (spec.role == Role::Param || spec.role == Role::State) {
         auto &table = spec.role == Role::Param ? params : states;
         auto it = table.find(spec.name);
@@ -802,6 +809,9 @@ int run(int argc, char **argv, const Program &program) {
     m.samples = data && data->countsSamples();
     m.tokensPerSecond = seconds > 0 ? static_cast<double>(tokens) / seconds : 0;
     m.flopsPerSecond = seconds > 0 ? program.flopsPerStep / seconds : 0;
+    if (m.flopsPerSecond > 0 && program.peakFlopsPerRank > 0)
+      m.mfu = m.flopsPerSecond / (static_cast<double>(program.worldSize) *
+                                  program.peakFlopsPerRank);
     m.elapsedSeconds = std::chrono::duration<double>(now - start).count();
     bool last = i + 1 == o.steps;
     if (!o.valData.empty() && (last || (i + 1) % o.evalEvery == 0))
@@ -877,6 +887,9 @@ std::string usage(const std::string &argv0) {
          "  --beta1 X, --beta2 X   AdamW betas (0.9, 0.999)\n"
          "  --eps X                AdamW epsilon (1e-8)\n"
          "  --weight-decay X       weight decay (0.01 adamw, 0 sgd)\n"
+         "  --clip-norm X          clip the gradients to global norm X, as\n"
+         "                         torch's clip_grad_norm_ (0: off; default:\n"
+         "                         tessera-compile's --clip-norm)\n"
          "  --warmup-steps N       raise the learning rate linearly over the\n"
          "                         first N steps: lr (i+1)/(N+1) (0)\n"
          "  --lr-decay KIND        constant (default), cosine or linear from\n"
@@ -970,7 +983,15 @@ RunOptions parseRunOptions(int argc, char **argv) {
       o.beta2 = parseDouble(flag, value);
     else if (flag == "--eps")
       o.eps = parseDouble(flag, value);
-    else if (flag == "--weight-decay") {
+    else if (flag == "--clip-norm") {
+      o.clipNorm = parseDouble(flag, value);
+      // Negative or NaN would silently mean "no clipping", and beyond f32
+      // (the norm's type) nothing is clipped: both are mistakes.
+      if (!std::isfinite(static_cast<float>(o.clipNorm)) || o.clipNorm < 0)
+        throw Error("--clip-norm must be a finite number >= 0 (0: off), got " +
+                    value);
+      o.clipNormSet = true;
+    } else if (flag == "--weight-decay") {
       o.weightDecay = parseDouble(flag, value);
       o.weightDecaySet = true;
     } else if (flag == "--seed")

@@ -27,10 +27,16 @@ std::string stepJson(const StepMetrics &m) {
   std::string s = "{\"step\": " + std::to_string(m.step) + ", \"loss\": ";
   s += m.loss ? number(*m.loss, "%.17g") : "null";
   s += ", \"lr\": " + number(m.lr, "%.17g");
+  if (m.gradNorm)
+    s += ", \"grad_norm\": " + number(*m.gradNorm, "%.9g");
   if (m.valLoss)
     s += ", \"val_loss\": " + number(*m.valLoss, "%.17g");
   s += m.samples ? ", \"samples_per_s\": " : ", \"tokens_per_s\": ";
   s += number(m.tokensPerSecond, "%.6g");
+  if (m.flopsPerSecond > 0)
+    s += ", \"flops_per_s\": " + number(m.flopsPerSecond, "%.6g");
+  if (m.mfu)
+    s += ", \"mfu\": " + number(*m.mfu, "%.6g");
   s += ", \"elapsed_s\": " + number(m.elapsedSeconds, "%.6g");
   s += ", \"peak_bytes\": " + std::to_string(m.peakBytes);
   if (!m.peakBytesPerRank.empty()) {
@@ -54,6 +60,14 @@ std::string progressLine(const StepMetrics &m) {
   std::string s(buf, n);
   if (m.flopsPerSecond > 0) {
     std::snprintf(buf, sizeof(buf), " | %.2f GFLOP/s", m.flopsPerSecond / 1e9);
+    s += buf;
+  }
+  if (m.mfu) {
+    std::snprintf(buf, sizeof(buf), " | MFU %.1f%%", 100 * *m.mfu);
+    s += buf;
+  }
+  if (m.gradNorm) {
+    std::snprintf(buf, sizeof(buf), " | norm %.4g", *m.gradNorm);
     s += buf;
   }
   if (m.valLoss) {

@@ -17,6 +17,8 @@ struct StepMetrics {
   int64_t totalSteps = 0;
   std::optional<double> loss; ///< absent: the step function has no Loss
   double lr = 0;              ///< the step's learning rate (the schedule's)
+  /// The gradients' global norm before clipping (Role::GradNorm).
+  std::optional<double> gradNorm;
   /// The validation loss evaluated after this step, if it was.
   std::optional<double> valLoss;
   double tokensPerSecond = 0; ///< this step's tokens over its wall time
@@ -29,6 +31,9 @@ struct StepMetrics {
   /// that the compiler's per-rank memory prediction can be checked.
   std::vector<int64_t> peakBytesPerRank;
   double flopsPerSecond = 0; ///< 0: unknown (no Program::flopsPerStep)
+  /// Model FLOPs utilisation: flopsPerSecond over the job's peak (ranks x
+  /// Program::peakFlopsPerRank); absent when either is unknown.
+  std::optional<double> mfu;
 };
 
 /// {"step":0,"loss":4.3,"tokens_per_s":...,"elapsed_s":...,"peak_bytes":...}

@@ -146,6 +146,7 @@ TEST(Driver, SgdRunMatchesAManualLoopAndSaves) {
   std::string save = tempPath("final.safetensors");
   std::string log = tempPath("log.jsonl");
   Program program{"bigram", "", {sgdProgram()}, 1e6};
+  program.peakFlopsPerRank = 2e9;
   RunResult r =
       runWith({"--data", kData, "--steps", "4", "--init", init, "--optimizer",
                "sgd", "--lr", "0.5", "--save", save, "--log", log},
@@ -188,7 +189,14 @@ TEST(Driver, SgdRunMatchesAManualLoopAndSaves) {
       keys.push_back(it.key());
     EXPECT_EQ(keys,
               (std::vector<std::string>{"step", "loss", "lr", "tokens_per_s",
-                                        "elapsed_s", "peak_bytes"}));
+                                        "flops_per_s", "mfu", "elapsed_s",
+                                        "peak_bytes"}));
+    // One step time: flops_per_s / tokens_per_s = flopsPerStep / tokens,
+    // and mfu = flops_per_s / (1 rank x peak), both printed to 6 digits.
+    double flops = j["flops_per_s"].get<double>();
+    EXPECT_NEAR(flops / j["tokens_per_s"].get<double>(), 1e6 / (B * T),
+                1e-5 * 1e6 / (B * T));
+    EXPECT_NEAR(j["mfu"].get<double>(), flops / 2e9, 1e-5 * flops / 2e9);
     EXPECT_EQ(j["step"].get<int64_t>(), step);
     EXPECT_EQ(j["loss"].get<double>(), losses[step]); // bit-exact
     EXPECT_GT(j["tokens_per_s"].get<double>(), 0);

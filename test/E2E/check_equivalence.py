@@ -59,14 +59,14 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "gpt"))
 sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 from safetensors_io import load_file  # noqa: E402
-from fp32_bound import U, load_config, one_program, reductions  # noqa: E402
+from fp32_bound import U, gamma, load_config, one_program, reductions  # noqa: E402
 
 PROBE_LR = 2.0 ** 20     # run_plan.sh's probe learning rate
 
 
-def losses(path):
+def losses(path, key="loss"):
     with open(path) as f:
-        return [float(json.loads(l)["loss"]) for l in f if l.strip()]
+        return [json.loads(l).get(key) for l in f if l.strip()]
 
 
 def tolerance(model_dir):
@@ -144,6 +144,13 @@ def main():
             if a != b:
                 failures.append(f"step {t}: loss {a!r} vs {b!r} (not "
                                 f"bit-identical)")
+        for t, (a, b) in enumerate(zip(
+                losses(os.path.join(args.plan, "train.jsonl"), "grad_norm"),
+                losses(os.path.join(args.reference, "train.jsonl"),
+                       "grad_norm"))):
+            if a != b:
+                failures.append(f"step {t}: grad_norm {a!r} vs {b!r} (not "
+                                f"bit-identical)")
         differing = []
         for k in common:
             a, b = np.asarray(got_w[k]), np.asarray(ref_w[k])
@@ -184,6 +191,26 @@ def main():
         if worst_g > tau:
             failures.append(f"first-step gradient of {worst_g_name} differs "
                             f"by {worst_g:.2e} > tau {tau:.2e}")
+        # The first step's gradient norm: the per-parameter differences
+        # above (each within tau of its norm, or of tau ||G|| for the k
+        # noise-level ones) bound the norms' difference by
+        # tau ||G|| sqrt(1 + k tau^2); each norm's own float32 evaluation
+        # (sums of squares over at most M elements, then P parameters)
+        # adds gamma_M + gamma_P, relative.
+        norm = (losses(os.path.join(args.plan, "probe.jsonl"), "grad_norm") +
+                [None])[0]
+        norm_ref = (losses(os.path.join(args.reference, "probe.jsonl"),
+                           "grad_norm") + [None])[0]
+        if norm is not None or norm_ref is not None:
+            k = sum(1 for b in g_ref.values()
+                    if np.linalg.norm(b) < tau * scale)
+            largest = max(int(np.asarray(b).size) for b in g_ref.values())
+            bound = scale * (tau * np.sqrt(1 + k * tau * tau) +
+                             2 * (gamma(largest) + gamma(len(g_ref))))
+            if norm is None or norm_ref is None or \
+                    not abs(norm - norm_ref) <= bound:
+                failures.append(f"first-step grad_norm {norm!r} vs "
+                                f"{norm_ref!r} (bound {bound:.2e})")
         first = (losses(os.path.join(args.plan, "probe.jsonl")) +
                  [float("nan")])[0]
         first_ref = (losses(os.path.join(args.reference, "probe.jsonl")) +

@@ -17,7 +17,16 @@ within b = D gamma_N of the exact value, two within 2b.
   * each step's loss against PyTorch's float32 run: step t (0-based) within
     2 (t + 1) b, relative (each step's forward adds at most 2b, to first
     order; AdamW's division near eps moves weights whose gradient is below
-    about eps, which changes the loss only through those gradients).
+    about eps, which changes the loss only through those gradients). A
+    reference trained with clipping (export.py --clip-norm) is compared
+    with a run that clips the same way;
+  * the first step's "grad_norm" (the global gradient norm) against the
+    float64 gradients' norm G: each parameter's gradient is within b of its
+    own norm, or within b G for the k noise-level ones (above), so the
+    norm is within b sqrt(1 + k) (relative) of G, plus the norm's own
+    float32 evaluation: sums of squares over at most M elements per
+    parameter, then P parameters in sequence, gamma_M + gamma_P (the
+    square root halves a relative error).
 
 Exit 1 on any failure, with a table of what was compared.
 """
@@ -31,17 +40,17 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "gpt"))
 sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 from safetensors_io import load_file  # noqa: E402
-from fp32_bound import one_program, reductions  # noqa: E402
+from fp32_bound import gamma, one_program, reductions  # noqa: E402
 
 
-def read_losses(path):
-    losses = []
+def read_losses(path, key="loss"):
+    values = []
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line:
-                losses.append(float(json.loads(line)["loss"]))
-    return losses
+                values.append(json.loads(line).get(key))
+    return values
 
 
 def rel(a, b):
@@ -79,8 +88,22 @@ def main():
                             f"{len(expected)} expected")
             print("FAIL", failures[-1])
             continue
+        if ref[name].get("clip_norm", 0) > 0:
+            print(f"     {name} reference clipped to global norm "
+                  f"{ref[name]['clip_norm']}")
         check(f"{name} first loss {losses[0]:.7f} vs {ref['init_loss_f64']:.7f} "
               f"(float64)", rel(losses[0], ref["init_loss_f64"]), b)
+        norms = read_losses(log, "grad_norm")
+        if norms[0] is not None:
+            g64 = load_file(os.path.join(args.reference, "grads_f64.safetensors"))
+            exact = np.sqrt(sum(float(np.sum(np.asarray(g, np.float64) ** 2))
+                                for g in g64.values()))
+            largest = max(int(np.asarray(g).size) for g in g64.values())
+            noise = sum(1 for g in g64.values()
+                        if np.linalg.norm(np.asarray(g, np.float64)) < b * exact)
+            check(f"{name} first grad_norm {norms[0]:.7f} vs {exact:.7f} "
+                  f"(float64)", rel(norms[0], exact),
+                  b * np.sqrt(1 + noise) + gamma(largest) + gamma(len(g64)))
         worst_t = max(range(len(expected)),
                       key=lambda t: rel(losses[t], expected[t]) / (t + 1))
         check(f"{name} {len(expected)} step losses (worst: step {worst_t})",

@@ -21,6 +21,7 @@
 #include "tessera/InitAll.h"
 #include "tessera/Package/Package.h"
 #include "tessera/Pipelines/TrainPipeline.h"
+#include "tessera/Planner/AutoPlanSearch.h"
 #include "tessera/Support/InputFile.h"
 #include "tessera/Support/InstallLayout.h"
 #include "tessera/Target/ONNX/ImportONNX.h"
@@ -84,7 +85,8 @@ static cl::opt<std::string> train(
     cl::value_desc("REGEX"), cl::cat(category));
 static cl::opt<double>
     clipNorm("clip-norm",
-             cl::desc("Clip gradients to this global norm: a finite number "
+             cl::desc("Clip gradients to this global norm by default (the "
+                      "run's --clip-norm overrides it): a finite number "
                       ">= 0 (0: off)"),
              cl::init(0.0), cl::cat(category));
 static cl::opt<std::string>
@@ -119,8 +121,10 @@ static cl::opt<std::string> schedule(
     cl::init("1f1b"), cl::cat(category));
 static cl::opt<std::string> deviceSpec(
     "device-spec",
-    cl::desc("Only with --plan auto: the device, h100, a100, cpu or a spec "
-             "file (JSON, docs/planner.md)"),
+    cl::desc("The device: h100-sxm, a100-sxm, cpu or a spec file (JSON, "
+             "docs/planner.md). --plan auto plans for it; the programs log "
+             "the model FLOPs utilisation against its peak (fp32 on cpu, "
+             "tf32 on cuda). Default: cpu, or h100-sxm with --target cuda"),
     cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string> profileDb(
     "profile-db",
@@ -220,8 +224,7 @@ int main(int argc, char **argv) {
     return fail("--zero1 shards the optimizer over data-parallel ranks: it "
                 "needs --devices > 1");
   bool autoPlan = plan == "auto";
-  for (const cl::Option *o : {static_cast<const cl::Option *>(&deviceSpec),
-                              static_cast<const cl::Option *>(&profileDb),
+  for (const cl::Option *o : {static_cast<const cl::Option *>(&profileDb),
                               static_cast<const cl::Option *>(&memoryGiB)})
     if (given(*o) && !autoPlan)
       return fail("--" + o->ArgStr + " applies only with --plan auto");
@@ -261,6 +264,17 @@ int main(int argc, char **argv) {
   out.modelName = llvm::sys::path::filename(inputFile).str();
   out.target = target;
   out.cudaArch = cudaArch;
+  // The device the utilisation is measured against: fp32 on the CPU
+  // backend, tf32 for the CUDA runtime's GEMMs.
+  std::string device = given(deviceSpec) || target == "cpu"
+                           ? std::string(deviceSpec)
+                           : std::string("h100");
+  std::string specError;
+  std::optional<double> peak = planner::autoplan::devicePeakFlops(
+      device, target == "cuda" ? "tf32" : "fp32", specError);
+  if (!peak)
+    return fail("--device-spec: " + specError);
+  out.peakFlopsPerRank = *peak;
   // The runtime beside an installed tool, else the one of its build tree.
   out.runtimeIncludeDir =
       support::installedOr("include", TESSERA_RUNTIME_INCLUDE_DIR);

@@ -59,6 +59,9 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
            /*default=*/"::tessera::kOutlineConstantsAbove",
            "With constants-file: non-splat constants of more elements than "
            "this go to the file">,
+    Option<"peakFlops", "peak-flops", "double", /*default=*/"0.0",
+           "The device's peak FLOP/s, for the model FLOPs utilisation the "
+           "program logs (Program::peakFlopsPerRank; 0: not logged)">,
   ];
   let dependentDialects = ["::mlir::emitc::EmitCDialect"];
 }

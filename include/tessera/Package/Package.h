@@ -36,6 +36,9 @@ struct PackageOptions {
   /// Also write each program's IR before emission (prog_K/program.mlir, or
   /// program.mlir for one device).
   bool emitRankIR = false;
+  /// The device's peak FLOP/s (the device spec's), for the utilisation the
+  /// programs log; 0: not logged.
+  double peakFlopsPerRank = 0;
   /// Prefix of errors and progress lines.
   std::string toolName = "tessera-compile";
   /// Progress lines (null: quiet).

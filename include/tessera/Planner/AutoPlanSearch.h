@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,13 @@ StepEvaluation evaluatePlan(const Problem &problem,
 /// Resolves "h100" / "a100" / "cpu" / a bundled name / a file; "" when it
 /// loads, else the error.
 std::string checkDeviceSpec(const std::string &nameOrPath) noexcept;
+
+/// The peak FLOP/s of the spec (resolved as checkDeviceSpec does) for
+/// `dtype` ("fp32", "tf32", ...); nullopt with `error` set when the spec
+/// does not load or lacks the type. Never throws.
+std::optional<double> devicePeakFlops(const std::string &nameOrPath,
+                                      const std::string &dtype,
+                                      std::string &error) noexcept;
 
 } // namespace tessera::planner::autoplan
 

@@ -104,6 +104,8 @@ std::optional<Role> roleOf(DictionaryAttr attrs) {
     return Role{"Step", "step"};
   if (attrs.get(Tsr::LossAttrHelper::getNameStr()))
     return Role{"Loss", "loss"};
+  if (attrs.get(Tsr::GradNormAttrHelper::getNameStr()))
+    return Role{"GradNorm", "grad_norm"};
   if (auto n = str(Tsr::GradAttrHelper::getNameStr()))
     return Role{"Grad", *n};
   return std::nullopt;
@@ -388,7 +390,8 @@ int64_t indexBound(func::FuncOp f, unsigned argNumber) {
 LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
                           func::FuncOp gradStep, StringRef model,
                           StringRef init, ArrayRef<int64_t> ranks,
-                          int64_t worldSize, StringRef constants) {
+                          int64_t worldSize, StringRef constants,
+                          double peakFlops) {
   std::string text;
   llvm::raw_string_ostream os(text);
   auto specs = [&](func::FuncOp f, bool results) -> LogicalResult {
@@ -412,6 +415,11 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
           isa<IntegerType>(type.getElementType()))
         if (int64_t bound = indexBound(f, i))
           os << ", /*bound=*/" << bound;
+      if (!results && role->role == "Hyper")
+        if (auto value = attrs.getAs<FloatAttr>(
+                Tsr::HyperDefaultAttrHelper::getNameStr()))
+          os << ", /*bound=*/0, /*defaultValue=*/"
+             << scalarText(value, value.getType());
       os << "},\n";
     }
     os << "    },\n";
@@ -428,7 +436,15 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
     os << "    &" << f.getSymName() << "},\n";
   }
   os << "  },\n";
-  os << "  /*flopsPerStep=*/0.0,\n";
+  // Model FLOPs of one step (tsr-optimizer's tsr.flops_per_step: the whole
+  // model's forward and backward, the same on every rank) and the device's
+  // peak: the driver logs the model FLOPs utilisation.
+  double flopsPerStep = 0;
+  if (FloatAttr flops = getAttr<Tsr::FlopsPerStepAttrHelper>(module))
+    flopsPerStep = flops.getValueAsDouble();
+  os << "  /*flopsPerStep=*/" << llvm::formatv("{0:e}", flopsPerStep).str()
+     << ", /*peakFlopsPerRank=*/" << llvm::formatv("{0:e}", peakFlops).str()
+     << ",\n";
   if (gradStep) {
     os << "  {\"grad\",\n";
     if (failed(specs(gradStep, false)) || failed(specs(gradStep, true)))
@@ -537,9 +553,9 @@ struct ConvertTsrToEmitCPass
       if (auto mesh = module->getAttrOfType<dist::MeshAttr>(
               Dist::MeshAttrHelper::getNameStr()))
         worldSize = mesh.numRanks();
-      if (failed(emitProgram(module, steps, gradStep, model, initWeights, ranks,
-                             worldSize,
-                             outlined ? StringRef(constantsFile) : "")))
+      if (failed(emitProgram(
+              module, steps, gradStep, model, initWeights, ranks, worldSize,
+              outlined ? StringRef(constantsFile) : "", peakFlops)))
         return signalPassFailure();
     }
 

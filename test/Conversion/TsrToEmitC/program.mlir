@@ -16,15 +16,20 @@
 // CHECK-NEXT: {tessera::rt::Role::Input, "t", tessera::rt::DType::i64, {2}, /*bound=*/4},
 // CHECK-NEXT: {tessera::rt::Role::Hyper, "lr", tessera::rt::DType::f32, {}},
 // CHECK-NEXT: {tessera::rt::Role::Hyper, "weight_decay", tessera::rt::DType::f32, {}},
+// clip_norm's default (tsr-optimizer's clip-norm) travels with it:
+// CHECK-NEXT: {tessera::rt::Role::Hyper, "clip_norm", tessera::rt::DType::f32, {}, /*bound=*/0, /*defaultValue=*/0},
 // CHECK-NEXT: {tessera::rt::Role::Step, "step", tessera::rt::DType::i64, {}},
 // CHECK-NEXT: },
 // CHECK-NEXT: {
 // CHECK-NEXT: {tessera::rt::Role::Loss, "loss", tessera::rt::DType::f32, {}},
+// CHECK-NEXT: {tessera::rt::Role::GradNorm, "grad_norm", tessera::rt::DType::f32, {}},
 // CHECK-NEXT: {tessera::rt::Role::Param, "w", tessera::rt::DType::f32, {8, 4}},
 // CHECK-NEXT: },
 // CHECK-NEXT: &train_step_sgd},
 // CHECK-NEXT: },
-// CHECK-NEXT: /*flopsPerStep=*/0.0,
+// The model FLOPs of a step (tsr.flops_per_step, test/Dialect/Tsr/
+// optimizer.mlir) and no device peak (convert-tsr-to-emitc's peak-flops).
+// CHECK-NEXT: /*flopsPerStep=*/4.420000e+02, /*peakFlopsPerRank=*/0.000000e+00,
 // CHECK-NEXT: /*gradient=*/{},
 // CHECK-NEXT: /*ranks=*/{0}, /*worldSize=*/1,
 // CHECK: int main(int argc, char **argv) {

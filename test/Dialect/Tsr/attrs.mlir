@@ -27,7 +27,7 @@ module attributes {tsr.source = "model.onnx"} {
 // -----
 
 func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown attribute 'tsr.params': tsr defines tsr.source, tsr.inputs, tsr.state_dict, tsr.param, tsr.input}}
+  // expected-error @+1 {{unknown attribute 'tsr.params': tsr defines tsr.source, tsr.inputs, tsr.state_dict, tsr.flops_per_step, tsr.param, tsr.input}}
   %0 = tsr.relu %x {tsr.params = "w"} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }

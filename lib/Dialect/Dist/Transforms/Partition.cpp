@@ -703,7 +703,9 @@ LogicalResult Partitioner::finish() {
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       DictionaryAttr a = step.getResultAttrDict(i);
       FullLayout want = replicated(2);
-      if (!a || !a.get(Tsr::LossAttrHelper::getNameStr())) {
+      // The loss and the gradient norm: replicated on every rank.
+      if (!a || !(a.get(Tsr::LossAttrHelper::getNameStr()) ||
+                  a.get(Tsr::GradNormAttrHelper::getNameStr()))) {
         BlockArgument home;
         for (StringRef key : {Tsr::ParamAttrHelper::getNameStr(),
                               Tsr::StateAttrHelper::getNameStr()})

@@ -1,7 +1,8 @@
 //===- Optimizer.cpp - the whole training step ----------------------------===//
 //
-// Wraps the gradient function in a training step: optional clipping by
-// global norm and the SGD or AdamW update, with hyperparameters as run-time
+// Wraps the gradient function in a training step: the gradients' global
+// norm (a result, logged by the driver), clipping by it and the SGD or
+// AdamW update, with hyperparameters (clip_norm included) as run-time
 // arguments. (Gradient accumulation over micro-batches is dist-partition's
 // micro-batch axis.)
 //
@@ -9,6 +10,7 @@
 
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
+#include "tessera/Interfaces/CostInterface.h"
 
 #include "FindFunction.h"
 
@@ -62,7 +64,13 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     }
     func::FuncOp grad = findGradFn();
     if (!grad || failed(build(grad)))
-      signalPassFailure();
+      return signalPassFailure();
+    // The model FLOPs of a step: the gradient function's forward and
+    // backward ops (the update's elementwise work is not model FLOPs).
+    double flops = 0;
+    grad.walk([&](Operation *op) { flops += tessera::flopsOf(op); });
+    setAttr<Tsr::FlopsPerStepAttrHelper>(
+        getOperation(), FloatAttr::get(Float64Type::get(&getContext()), flops));
   }
 
   func::FuncOp findGradFn() {
@@ -139,12 +147,19 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     }
     auto f32 = RankedTensorType::get({}, Float32Type::get(ctx));
     SmallVector<StringRef> hyperNames =
-        adamw ? SmallVector<StringRef>{"lr", "beta1", "beta2", "eps",
-                                       "weight_decay"}
-              : SmallVector<StringRef>{"lr", "weight_decay"};
+        adamw ? SmallVector<StringRef>{"lr",  "beta1",        "beta2",
+                                       "eps", "weight_decay", "clip_norm"}
+              : SmallVector<StringRef>{"lr", "weight_decay", "clip_norm"};
     for (StringRef h : hyperNames) {
       argTypes.push_back(f32);
-      argAttrs.push_back(attr(Tsr::HyperAttrHelper::getNameStr(), str(h)));
+      SmallVector<NamedAttribute> attrs{NamedAttribute(
+          StringAttr::get(ctx, Tsr::HyperAttrHelper::getNameStr()), str(h))};
+      // The run's --clip-norm overrides the compiler's.
+      if (h == "clip_norm")
+        attrs.push_back(NamedAttribute(
+            StringAttr::get(ctx, Tsr::HyperDefaultAttrHelper::getNameStr()),
+            FloatAttr::get(Float64Type::get(ctx), clipNorm)));
+      argAttrs.push_back(DictionaryAttr::get(ctx, attrs));
     }
     argTypes.push_back(RankedTensorType::get({}, IntegerType::get(ctx, 64)));
     argAttrs.push_back(
@@ -154,6 +169,9 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     SmallVector<Type> resultTypes{lossType};
     SmallVector<DictionaryAttr> resultAttrs{
         attr(Tsr::LossAttrHelper::getNameStr(), UnitAttr::get(ctx))};
+    resultTypes.push_back(f32);
+    resultAttrs.push_back(
+        attr(Tsr::GradNormAttrHelper::getNameStr(), UnitAttr::get(ctx)));
     for (const Arg &p : params) {
       resultTypes.push_back(p.type);
       resultAttrs.push_back(attr(Tsr::ParamAttrHelper::getNameStr(), p.name));
@@ -210,34 +228,38 @@ struct OptimizerPass : public tsr::impl::TsrOptimizerBase<OptimizerPass> {
     for (size_t i = 0; i < params.size(); ++i)
       grads.push_back(call.getResult(i + 1));
 
-    // Clipping by global norm, as torch.nn.utils.clip_grad_norm_.
-    if (clipNorm > 0) {
-      Value total;
-      for (Value g : grads) {
-        auto t = cast<RankedTensorType>(g.getType());
-        SmallVector<int64_t> all;
-        for (int64_t d = 0; d < t.getRank(); ++d)
-          all.push_back(d);
-        Value sq = MulOp::create(b, loc, g, g);
-        if (!all.empty())
-          sq = ReduceSumOp::create(b, loc, sq, all, /*keepdims=*/false);
-        if (!t.getElementType().isF32())
-          sq = CastOp::create(b, loc, f32, sq);
-        total = total ? AddOp::create(b, loc, total, sq).getResult() : sq;
-      }
-      Value norm = SqrtOp::create(b, loc, total);
-      Value coef =
-          DivOp::create(b, loc, scalarF32(b, loc, clipNorm),
-                        AddOp::create(b, loc, norm, scalarF32(b, loc, 1e-6)));
-      Value one = scalarF32(b, loc, 1.0);
-      Value below = CompareOp::create(b, loc, ComparePredicate::lt, coef, one);
-      Value scale = WhereOp::create(b, loc, below, coef, one);
-      for (Value &g : grads)
-        g = MulOp::create(b, loc, g, hyperLike(b, loc, scale, g));
+    // The global norm, and clipping by it as torch.nn.utils.clip_grad_norm_
+    // when the run's clip_norm is > 0: the gradients are scaled by
+    // min(1, clip_norm / (norm + 1e-6)). With clip_norm 0 the scale is
+    // exactly 1 and the gradients pass unchanged (x * 1 == x).
+    Value total;
+    for (Value g : grads) {
+      auto t = cast<RankedTensorType>(g.getType());
+      SmallVector<int64_t> all;
+      for (int64_t d = 0; d < t.getRank(); ++d)
+        all.push_back(d);
+      Value sq = MulOp::create(b, loc, g, g);
+      if (!all.empty())
+        sq = ReduceSumOp::create(b, loc, sq, all, /*keepdims=*/false);
+      if (!t.getElementType().isF32())
+        sq = CastOp::create(b, loc, f32, sq);
+      total = total ? AddOp::create(b, loc, total, sq).getResult() : sq;
     }
+    Value norm = SqrtOp::create(b, loc, total ? total : scalarF32(b, loc, 0));
+    Value clip = hyper["clip_norm"];
+    Value coef = DivOp::create(
+        b, loc, clip, AddOp::create(b, loc, norm, scalarF32(b, loc, 1e-6)));
+    Value one = scalarF32(b, loc, 1.0);
+    Value below = CompareOp::create(b, loc, ComparePredicate::lt, coef, one);
+    Value clipping = CompareOp::create(b, loc, ComparePredicate::gt, clip,
+                                       scalarF32(b, loc, 0.0));
+    Value scale = WhereOp::create(
+        b, loc, clipping, WhereOp::create(b, loc, below, coef, one), one);
+    for (Value &g : grads)
+      g = MulOp::create(b, loc, g, hyperLike(b, loc, scale, g));
 
     // The update.
-    SmallVector<Value> results{loss}, newM, newV;
+    SmallVector<Value> results{loss, norm}, newM, newV;
     for (size_t i = 0; i < params.size(); ++i) {
       Value p = paramValues[i], g = grads[i];
       if (!adamw) {

@@ -20,13 +20,15 @@ namespace rt {
 
 /// What an argument or result of an emitted step function is.
 enum class Role {
-  Param, ///< a model parameter, `name` as in the model (state_dict)
-  State, ///< optimizer state, e.g. "adamw.m/<param name>"
-  Input, ///< data: a graph input of the model, by name (Program::inputs)
-  Hyper, ///< "lr", "beta1", "beta2", "eps", "weight_decay" (rank-0 f32)
-  Step,  ///< the 1-based step counter (rank-0 i64)
-  Loss,  ///< result: the mean loss of the step (rank-0)
-  Grad,  ///< result of the gradient step: d(loss)/d(param `name`)
+  Param,    ///< a model parameter, `name` as in the model (state_dict)
+  State,    ///< optimizer state, e.g. "adamw.m/<param name>"
+  Input,    ///< data: a graph input of the model, by name (Program::inputs)
+  Hyper,    ///< "lr", "beta1", "beta2", "eps", "weight_decay", "clip_norm"
+            ///< (rank-0 f32)
+  Step,     ///< the 1-based step counter (rank-0 i64)
+  Loss,     ///< result: the mean loss of the step (rank-0)
+  GradNorm, ///< result: the gradients' global L2 norm before clipping
+  Grad,     ///< result of the gradient step: d(loss)/d(param `name`)
 };
 
 struct ValueSpec {
@@ -37,6 +39,9 @@ struct ValueSpec {
   /// Integer inputs: the values must lie in [0, bound) (the vocabulary of
   /// the embedding they index, the classes of the loss); 0: unchecked.
   int64_t bound = 0;
+  /// Hyperparameters: the value when the run does not set it (clip_norm:
+  /// tessera-compile's --clip-norm, which OUT/run --clip-norm overrides).
+  double defaultValue = 0;
 };
 
 /// One emitted step function: all arguments in, all results out, in the
@@ -57,6 +62,10 @@ struct Program {
   std::vector<StepProgram> steps; ///< one per optimizer
   /// Model FLOPs per step (forward + backward), for throughput logging.
   double flopsPerStep = 0;
+  /// The device's peak FLOP/s (the compiler's device spec); with
+  /// flopsPerStep, each step logs the model FLOPs utilisation
+  /// flopsPerStep / seconds / (worldSize x peakFlopsPerRank). 0: unknown.
+  double peakFlopsPerRank = 0;
   /// Optional: loss and gradients without an update (Param and Input
   /// arguments; Loss and Grad results), for --dump-grads.
   StepProgram gradient = {};
@@ -89,11 +98,14 @@ struct Program {
 /// The whole `OUT/run` interface:
 ///   --data FILE --steps K [--init FILE.safetensors] [--save FILE]
 ///   [--optimizer adamw|sgd] [--lr X] [--beta1 X] [--beta2 X] [--eps X]
-///   [--weight-decay X] [--seed S] [--log FILE.jsonl] [--comm-timeout S]
+///   [--weight-decay X] [--clip-norm X] [--seed S] [--log FILE.jsonl]
+///   [--comm-timeout S]
 /// Defaults: adamw, lr 1e-3 (adamw) / 0.1 (sgd), betas 0.9/0.999, eps 1e-8,
 /// weight decay 0.01 (adamw) / 0 (sgd). Each step prints one JSON line to
-/// stdout {"step", "loss", "tokens_per_s" (or "samples_per_s"), "elapsed_s",
-/// "peak_bytes"} and a progress line to stderr. Errors (bad flag, missing file,
+/// stdout {"step", "loss", "lr", "grad_norm" (when the step returns it),
+/// "tokens_per_s" (or "samples_per_s"), "flops_per_s" and "mfu" (when
+/// flopsPerStep, peakFlopsPerRank are known), "elapsed_s", "peak_bytes"} and
+/// a progress line to stderr. Errors (bad flag, missing file,
 /// shape mismatch in --init) print "error: ..." and return 1. FILE is a token
 /// file or a sample file (FILE.safetensors, one tensor [N, ...] per input by
 /// name; docs/training.md); it is checked against the inputs before the first
@@ -155,6 +167,9 @@ struct RunOptions {
   std::string optimizer; ///< empty: not given
   double lr = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = -1;
   bool lrSet = false, weightDecaySet = false;
+  /// --clip-norm (0: off); unset: the program's default (ValueSpec).
+  double clipNorm = 0;
+  bool clipNormSet = false;
   /// The learning-rate schedule (scheduledLr): warm-up steps, then
   /// "constant", "cosine" or "linear" decay to minLr at lrDecaySteps (-1:
   /// --steps).

@@ -84,7 +84,7 @@
 // PROFILED: mesh [dp = 1, tp = 1, pp = 1], 4 micro-batch(es) of 1
 // PROFILED-NEXT: stage 0: {{.*}}, 1.000 s per micro-batch
 // PROFILED-NEXT: predicted step 4.000 s
-// PROFILED-NEXT: profile database: 2 of 267 op(s) timed by measurement
+// PROFILED-NEXT: profile database: 2 of 385 op(s) timed by measurement
 // On 4 devices with ample memory the plan now avoids micro-batches of 1:
 // dp = 4 (DP above) gives way to dp = 2 x pp = 2, whose ops the file does
 // not time.
@@ -93,11 +93,11 @@
 // PROFILEDP: module attributes {dist.mesh = #dist.mesh<[dp = 2, tp = 1, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 1>
 // PROFILEDPREPORT: mesh [dp = 2, tp = 1, pp = 2], 1 micro-batch(es) of 2
 // PROFILEDPREPORT-NOT: also fits: [dp = 4
-// PROFILEDPREPORT: profile database: 0 of 267 op(s) timed by measurement
+// PROFILEDPREPORT: profile database: 0 of 385 op(s) timed by measurement
 // tessera-compile passes --profile-db through the training pipeline.
 // RUN: tessera-compile %tessera_src/examples/gpt/tiny/model.onnx -o %t.compile --no-build --devices 4 --plan auto --memory-gib 1 --profile-db %S/Inputs/profile-cpu.json 2>&1 | FileCheck %s --check-prefix=PROFILECOMPILE
 // PROFILECOMPILE: mesh [dp = 2, tp = 1, pp = 2], 1 micro-batch(es) of 2
-// PROFILECOMPILE: profile database: 0 of 267 op(s) timed by measurement
+// PROFILECOMPILE: profile database: 0 of 385 op(s) timed by measurement
 // A database measured on another device, or one that does not load, is an
 // error.
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=h100 profile-db=%S/Inputs/profile-cpu.json" 2>&1 | FileCheck %s --check-prefix=PROFILEDEV

@@ -21,6 +21,11 @@ defvar Tsr_DiscardableAttrs = [
     "the PyTorch state_dict in order (set by the ONNX importer from the "
     "model's metadata): --save writes each name with its initializer's "
     "value, so tied weights appear under every name and buffers too">,
+  TesseraDiscardableAttr<"flops_per_step", "::mlir::FloatAttr", "Module",
+    "a float attribute",
+    "the model FLOPs of one training step: the gradient function's ops, "
+    "forward and backward, by their cost interface (set by tsr-optimizer; "
+    "the program logs the utilisation against the device's peak)">,
   TesseraDiscardableAttr<"param", "::mlir::StringAttr", "ArgOrResult",
     "a string (the parameter's name)",
     "a trained parameter: its name in the weights file">,
@@ -39,6 +44,14 @@ defvar Tsr_DiscardableAttrs = [
   TesseraDiscardableAttr<"hyper", "::mlir::StringAttr", "Arg",
     "a string (the hyperparameter's name)",
     "a run-time hyperparameter such as `lr` (set by tsr-optimizer)">,
+  TesseraDiscardableAttr<"hyper_default", "::mlir::FloatAttr", "Arg",
+    "a float attribute",
+    "the value a hyperparameter takes when the run does not set it "
+    "(`clip_norm`: tessera-compile's --clip-norm; set by tsr-optimizer)">,
+  TesseraDiscardableAttr<"grad_norm", "::mlir::UnitAttr", "Result",
+    "a unit attribute",
+    "the global L2 norm of the step's gradients, before clipping (set by "
+    "tsr-optimizer)">,
   TesseraDiscardableAttr<"step", "::mlir::UnitAttr", "Arg", "a unit attribute",
     "the step counter (set by tsr-optimizer)">,
   TesseraDiscardableAttr<"backward", "::mlir::Attribute", "Op",

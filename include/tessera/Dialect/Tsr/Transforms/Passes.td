@@ -43,10 +43,14 @@ def TsrOptimizer : Pass<"tsr-optimizer", "::mlir::ModuleOp"> {
     marked `tsr.train_step = "<optimizer>"` (passes find steps by the mark):
 
         (params, optimizer state, data inputs, hyperparameters, step)
-            -> (loss, new params, new state)
+            -> (loss, gradient norm, new params, new state)
 
-    With `clip-norm` > 0 the gradients are scaled as torch's
-    clip_grad_norm_ does: by min(1, clip / (global norm + 1e-6)). The update
+    The step computes the gradients' global L2 norm (result `tsr.grad_norm`)
+    and, when the run-time hyperparameter `clip_norm` is > 0, scales the
+    gradients as torch's clip_grad_norm_ does: by min(1, clip_norm /
+    (norm + 1e-6)); with `clip_norm` 0 the scale is exactly 1. The option
+    `clip-norm` is `clip_norm`'s default (`tsr.hyper_default`), which the
+    run's `--clip-norm` overrides. The update
     is SGD (`tsr.sgd_update`) or AdamW (`tsr.adamw_update`, with moments `m`
     and `v` per parameter). Hyperparameters are rank-0 arguments
     (`tsr.hyper`) so the emitted program reads them from its command line.
@@ -60,15 +64,15 @@ def TsrOptimizer : Pass<"tsr-optimizer", "::mlir::ModuleOp"> {
 
     Argument attributes: `tsr.param`, `tsr.state = "adamw.m/<param>"`,
     `tsr.input`, `tsr.hyper = "lr" | "beta1" | "beta2" | "eps" |
-    "weight_decay"`, `tsr.step`. Result attributes: `tsr.loss`, `tsr.param`,
-    `tsr.state`.
+    "weight_decay" | "clip_norm"`, `tsr.step`. Result attributes:
+    `tsr.loss`, `tsr.grad_norm`, `tsr.param`, `tsr.state`.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
            "adamw or sgd">,
     Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
-           "Clip gradients to this global norm (a finite f32 number >= 0; "
-           "0: no clipping)">,
+           "The default of the run-time clip_norm: clip gradients to this "
+           "global norm (a finite f32 number >= 0; 0: no clipping)">,
     Option<"funcName", "func", "std::string", /*default=*/"\"\"",
            "The gradient function (default: the one with tsr.grad results)">,
   ];
