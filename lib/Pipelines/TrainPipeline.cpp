@@ -42,9 +42,11 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   // The norm is computed in f32.
   if (!std::isfinite(static_cast<float>(o.clipNorm)) || o.clipNorm < 0)
     return error("clip-norm must be a finite number >= 0 (0: off)"), failure();
-  // The auto-only options are errors with another plan, not ignored.
+  // The auto-only options are errors with another plan, not ignored
+  // (predict uses the device spec).
   if (!o.autoPlan()) {
-    StringRef given = o.deviceSpec.hasValue()  ? o.deviceSpec.getArgStr()
+    StringRef given = o.deviceSpec.hasValue() && !o.predict
+                          ? o.deviceSpec.getArgStr()
                       : o.profileDb.hasValue() ? o.profileDb.getArgStr()
                       : o.memoryGiB.hasValue() ? o.memoryGiB.getArgStr()
                       : o.report.hasValue()    ? o.report.getArgStr()
@@ -90,13 +92,18 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   plan.devices = o.devices;
   plan.microBatches = o.microBatches;
   plan.zero1 = o.zero1;
-  // dist-plan rejects its auto-only options with any other plan.
+  // dist-plan rejects its auto-only options with any other plan, unless
+  // it predicts that plan's step time with them.
   if (o.autoPlan()) {
     plan.deviceSpec = o.deviceSpec;
     plan.profileDb = o.profileDb;
     plan.memoryGiB = o.memoryGiB;
     plan.schedule = o.schedule;
     plan.report = o.report;
+  } else if (o.predict) {
+    plan.predict = true;
+    plan.deviceSpec = o.deviceSpec;
+    plan.schedule = o.schedule;
   }
   // Interleaved 1F1B and ZB-V run two virtual stages per device.
   if (o.schedule == "interleaved" || o.schedule == "zb-v")

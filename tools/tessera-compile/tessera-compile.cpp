@@ -326,6 +326,13 @@ int main(int argc, char **argv) {
   // imported core ops are kept unless --raise is given, and then a program
   // with such ops is refused at packaging, naming the dialect.
   pipeline.raise = target == "cuda" && !given(raise) ? false : bool(raise);
+  // Every other plan gets the planner's prediction in the plan report.
+  if (!autoPlan && distributed && !quiet) {
+    pipeline.predict = true;
+    pipeline.deviceSpec = target == "cuda" && !given(deviceSpec)
+                              ? std::string("h100")
+                              : std::string(deviceSpec);
+  }
   if (autoPlan) {
     pipeline.deviceSpec = deviceSpec;
     pipeline.profileDb = profileDb;

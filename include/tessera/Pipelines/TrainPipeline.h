@@ -73,6 +73,12 @@ struct TrainPipelineOptions
       *this, "report",
       llvm::cl::desc("For plan=auto: print the chosen plan to stderr"),
       llvm::cl::init(false)};
+  Option<bool> predict{
+      *this, "predict",
+      llvm::cl::desc("For a plan other than auto: the auto planner's "
+                     "predicted step time of the plan on device-spec, in "
+                     "dist.plan_report"),
+      llvm::cl::init(false)};
   Option<bool> shareRanks{
       *this, "share-ranks",
       llvm::cl::desc("Ranks whose functions differ only in rank numbers "

@@ -14,9 +14,10 @@
 
 #include "PlanUtils.h"
 
+#include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
-#include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Planner/AutoPlanSearch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -86,12 +87,25 @@ func::FuncOp pickStep(ModuleOp module) {
 
 namespace tessera::dist::plan_detail {
 
-LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
-                       planner::PlanShape &shape) {
+namespace {
+
+/// The auto planner's model of the largest training step of `module`: the
+/// problem, the step, its units and its batch. Errors are emitted on the
+/// module, prefixed "dist-plan: plan '<policy>': ".
+struct StepModel {
+  autoplan::Problem problem;
+  func::FuncOp step;
+  Units units;
+  int64_t batch = 0;
+};
+
+LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
+                             StringRef policy, StepModel &model) {
   // Reported at the module's location only: the step is too large to
   // print with the diagnostic.
   auto fail = [&](const Twine &why) {
-    return mlir::emitError(module.getLoc(), "dist-plan: plan 'auto': ") << why;
+    return mlir::emitError(module.getLoc(), "dist-plan: plan '")
+           << policy << "': " << why;
   };
   // Finite, and finite in bytes too (1e300 GiB is not).
   if (!(options.memoryGiB > 0) ||
@@ -108,10 +122,11 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   if (!f)
     return fail("no training step (a function with tsr.train_step; run "
                 "tsr-optimizer first)");
+  model.step = f;
   Block &body = f.getBody().front();
   auto all = [](Operation *) { return true; };
 
-  autoplan::Problem problem;
+  autoplan::Problem &problem = model.problem;
   problem.devices = options.devices;
   problem.fixedMicroBatches =
       options.microBatches > 1 ? options.microBatches : 0;
@@ -123,7 +138,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
 
   // The batch, as planStep traces it.
   SmallVector<std::pair<Value, int64_t>> batchSeeds;
-  int64_t batch = 0;
+  int64_t &batch = model.batch;
   for (BlockArgument arg : body.getArguments())
     if (f.getArgAttr(arg.getArgNumber(), Tsr::InputAttrHelper::getNameStr())) {
       batchSeeds.push_back({arg, 0});
@@ -165,7 +180,8 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
 
   // Units: forward ops by layer group; the backward with the forward op it
   // differentiates; the rest with their earliest operand's unit.
-  Units units = groupUnits(body);
+  model.units = groupUnits(body);
+  const Units &units = model.units;
   size_t numUnits = units.names.size();
   llvm::DenseMap<Operation *, int> unitOf;
   llvm::StringMap<int> unitOfName;
@@ -308,6 +324,24 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     }
   }
 
+  return success();
+}
+
+} // namespace
+
+LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
+                       planner::PlanShape &shape) {
+  auto fail = [&](const Twine &why) {
+    return mlir::emitError(module.getLoc(), "dist-plan: plan 'auto': ") << why;
+  };
+  StepModel model;
+  if (failed(buildStepModel(module, options, "auto", model)))
+    return failure();
+  const autoplan::Problem &problem = model.problem;
+  const Units &units = model.units;
+  size_t numUnits = units.names.size();
+  func::FuncOp f = model.step;
+  int64_t batch = model.batch;
   autoplan::Result result = autoplan::searchAutoPlan(problem);
   if (!result.error.empty())
     return fail(result.error);
@@ -352,6 +386,40 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                         result.candidates, result.feasible, result.plannerCalls,
                         result.cpuSeconds);
   }
+  return success();
+}
+
+LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
+                          StringRef policy, const planner::PlanShape &planned,
+                          SmallVectorImpl<std::string> &lines) {
+  StepModel model;
+  if (failed(buildStepModel(module, options, policy, model)))
+    return failure();
+  // The stages as the pp policy cut them: the first unit of each stage.
+  planner::PlanShape shape = planned;
+  shape.stageStarts.assign(shape.pp, 0);
+  std::vector<bool> seen(shape.pp, false);
+  for (auto [i, op] : llvm::enumerate(model.units.forward)) {
+    IntegerAttr stage = getAttr<Dist::StageAttrHelper>(op);
+    int64_t s = stage ? stage.getInt() : 0;
+    if (s < 0 || s >= shape.pp || seen[s])
+      continue;
+    seen[s] = true;
+    shape.stageStarts[s] = size_t(model.units.unitOf[i]);
+  }
+  autoplan::StepEvaluation eval = autoplan::evaluatePlan(model.problem, shape);
+  if (!eval.error.empty()) {
+    lines.push_back("no predicted step time: " + eval.error);
+    return success();
+  }
+  lines.push_back(llvm::formatv("predicted step {0}, bubble {1:f1}% ({2}, "
+                                "the auto planner's model; {3} in {4} GiB "
+                                "per device)",
+                                seconds(eval.stepSeconds), eval.bubble * 100,
+                                options.deviceSpec,
+                                eval.fits ? "fits" : "does not fit",
+                                sig3(options.memoryGiB))
+                      .str());
   return success();
 }
 

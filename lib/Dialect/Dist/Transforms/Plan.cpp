@@ -86,8 +86,43 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     if (!any) {
       module.emitError("dist-plan: no training step (a function with "
                        "tsr.train_step; run tsr-optimizer first)");
-      signalPassFailure();
+      return signalPassFailure();
     }
+    if (predict && plan != "auto" && failed(reportPrediction(module, spec)))
+      signalPassFailure();
+  }
+
+  /// predict: the auto planner's model of the plan just written, in
+  /// dist.plan_report (auto reports its own prediction).
+  LogicalResult reportPrediction(ModuleOp module, const PlanSpec &spec) {
+    SmallVector<std::string> lines;
+    if (stagesPerDevice > 1 || (schedule != "1f1b" && schedule != "gpipe")) {
+      lines.push_back("no predicted step time: the planner's model knows "
+                      "the 1f1b and gpipe schedules with one stage per "
+                      "device, not " +
+                      std::string(schedule) +
+                      (stagesPerDevice > 1 ? " with virtual stages" : ""));
+    } else {
+      AutoPlanOptions options;
+      options.devices = devices;
+      options.microBatches = spec.shape.microBatches;
+      options.deviceSpec = deviceSpec;
+      options.profileDatabase = profileDb;
+      options.memoryGiB = memoryGiB;
+      options.schedule = schedule;
+      options.zero1 = spec.zero1;
+      if (failed(predictPlan(module, options, plan, spec.shape, lines)))
+        return failure();
+    }
+    func::FuncOp step;
+    for (auto f : module.getOps<func::FuncOp>())
+      if (hasAttr<Tsr::TrainStepAttrHelper>(f))
+        step = f;
+    SmallVector<Attribute> attrs;
+    for (const std::string &line : lines)
+      attrs.push_back(StringAttr::get(&getContext(), line));
+    appendPlanReport(step, attrs);
+    return success();
   }
 
   /// A built-in policy. `spec.shape.microBatches` and `spec.zero1` are already
@@ -228,7 +263,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   /// value other than the default can be told apart: a pass built from an
   /// options struct (tessera-compile) has every option set.
   LogicalResult checkAutoOnlyOptions(ModuleOp module) {
-    if (plan == "auto")
+    // predict models the plan as auto would: the same inputs.
+    if (plan == "auto" || predict)
       return success();
     DistPlanOptions defaults;
     StringRef given = deviceSpec != defaults.deviceSpec ? "device-spec"

@@ -455,21 +455,6 @@ std::string projectionWeight(tsr::MatmulOp m) {
   return "";
 }
 
-/// Appends `lines` to the module's dist.plan_report, once: every training
-/// step of the module is planned alike, and the first reports for all.
-void appendPlanReport(func::FuncOp f, ArrayRef<Attribute> lines) {
-  auto module = f->getParentOfType<ModuleOp>();
-  SmallVector<Attribute> all;
-  if (ArrayAttr old = getAttr<Dist::PlanReportAttrHelper>(module)) {
-    if (!lines.empty() && llvm::is_contained(old.getValue(), lines.front()))
-      return;
-    llvm::append_range(all, old.getValue());
-  }
-  llvm::append_range(all, lines);
-  setAttr<Dist::PlanReportAttrHelper>(module,
-                                      ArrayAttr::get(f.getContext(), all));
-}
-
 /// The tp part of dist.plan_report: for each forward projection by a weight,
 /// whether the tp policy split it column-parallel (its output features: the
 /// dimension the seed reached is not contracted) or row-parallel (the
@@ -574,6 +559,21 @@ LogicalResult planTensorParallel(func::FuncOp f, int64_t tp) {
   }
   reportTensorParallel(f, why);
   return success();
+}
+
+/// Appends `lines` to the module's dist.plan_report, once: every training
+/// step of the module is planned alike, and the first reports for all.
+void appendPlanReport(func::FuncOp f, ArrayRef<Attribute> lines) {
+  auto module = f->getParentOfType<ModuleOp>();
+  SmallVector<Attribute> all;
+  if (ArrayAttr old = getAttr<Dist::PlanReportAttrHelper>(module)) {
+    if (!lines.empty() && llvm::is_contained(old.getValue(), lines.front()))
+      return;
+    llvm::append_range(all, old.getValue());
+  }
+  llvm::append_range(all, lines);
+  setAttr<Dist::PlanReportAttrHelper>(module,
+                                      ArrayAttr::get(f.getContext(), all));
 }
 
 namespace {

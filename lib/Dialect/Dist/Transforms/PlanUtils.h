@@ -66,6 +66,11 @@ void tensorParallelSeeds(
 /// The built-in policies (PlanPolicies.cpp). Each writes its attributes on
 /// the ops of the training step `f` and emits its errors on `f` or an op.
 
+/// Appends `lines` to the module's dist.plan_report, once (every training
+/// step of the module is planned alike; the first reports for all).
+void appendPlanReport(mlir::func::FuncOp f,
+                      llvm::ArrayRef<mlir::Attribute> lines);
+
 /// Adds `name -> axis` to the op's dist.split (one split per axis per op:
 /// the first wins).
 void addSplit(mlir::Operation *op, llvm::StringRef name, llvm::StringRef axis);
@@ -104,6 +109,17 @@ struct AutoPlanOptions {
 mlir::LogicalResult planAuto(mlir::ModuleOp module,
                              const AutoPlanOptions &options,
                              planner::PlanShape &shape);
+
+/// The auto policy's predicted step time of the plan the built-in
+/// policies wrote on `module` (mesh `shape`, stages from the forward ops'
+/// dist.stage), as lines for dist.plan_report; a plan the model cannot
+/// evaluate gets a line that says why. Errors (no step, a bad spec) are
+/// emitted on the module under "dist-plan: plan '<policy>'".
+mlir::LogicalResult predictPlan(mlir::ModuleOp module,
+                                const AutoPlanOptions &options,
+                                llvm::StringRef policy,
+                                const planner::PlanShape &shape,
+                                llvm::SmallVectorImpl<std::string> &lines);
 
 } // namespace tessera::dist::plan_detail
 

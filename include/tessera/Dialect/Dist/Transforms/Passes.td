@@ -87,6 +87,11 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
            "gpipe); it decides the activations a stage holds">,
     Option<"report", "report", "bool", /*default=*/"false",
            "For auto: print the chosen plan and its predictions to stderr">,
+    Option<"predict", "predict", "bool", /*default=*/"false",
+           "For a plan other than auto: add the auto planner's predicted "
+           "step time of the plan written (on device-spec, with "
+           "profile-db, memory-gib and schedule as for auto) to the "
+           "module's dist.plan_report">,
   ];
   let dependentDialects = ["::tessera::dist::DistDialect"];
 }
