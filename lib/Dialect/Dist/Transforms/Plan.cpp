@@ -102,17 +102,9 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                       "device, not " +
                       std::string(schedule) +
                       (stagesPerDevice > 1 ? " with virtual stages" : ""));
-    } else {
-      AutoPlanOptions options;
-      options.devices = devices;
-      options.microBatches = spec.shape.microBatches;
-      options.deviceSpec = deviceSpec;
-      options.profileDatabase = profileDb;
-      options.memoryGiB = memoryGiB;
-      options.schedule = schedule;
-      options.zero1 = spec.zero1;
-      if (failed(predictPlan(module, options, plan, spec.shape, lines)))
-        return failure();
+    } else if (failed(predictPlan(module, autoOptions(spec), plan, spec.shape,
+                                  lines))) {
+      return failure();
     }
     func::FuncOp step;
     for (auto f : module.getOps<func::FuncOp>())
@@ -125,6 +117,21 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     return success();
   }
 
+  /// The auto planner's inputs: the pass options and the plan's
+  /// micro-batches and ZeRO-1.
+  AutoPlanOptions autoOptions(const PlanSpec &spec) {
+    AutoPlanOptions options;
+    options.devices = devices;
+    options.microBatches = spec.shape.microBatches;
+    options.deviceSpec = deviceSpec;
+    options.profileDatabase = profileDb;
+    options.memoryGiB = memoryGiB;
+    options.schedule = schedule;
+    options.zero1 = spec.zero1;
+    options.report = report;
+    return options;
+  }
+
   /// A built-in policy. `spec.shape.microBatches` and `spec.zero1` are already
   /// the effective values (options and plan file together).
   LogicalResult parsePolicy(ModuleOp module, StringRef text, PlanSpec &spec) {
@@ -135,16 +142,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       if (stagesPerDevice != 1)
         return fail("plans one stage per device (use the 1f1b or gpipe "
                     "schedule)");
-      AutoPlanOptions options;
-      options.devices = devices;
-      options.microBatches = spec.shape.microBatches;
-      options.deviceSpec = deviceSpec;
-      options.profileDatabase = profileDb;
-      options.memoryGiB = memoryGiB;
-      options.schedule = schedule;
-      options.zero1 = spec.zero1;
-      options.report = report;
-      if (failed(planAuto(module, options, spec.shape)))
+      if (failed(planAuto(module, autoOptions(spec), spec.shape)))
         return failure();
       spec.policies = {"dp", "tp", "pp"};
       return success();
