@@ -404,6 +404,15 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     return out;
   }
 
+  /// The error of a plan-file entry whose selector matches no op.
+  static LogicalResult matchesNothing(func::FuncOp f, StringRef entry,
+                                      size_t index,
+                                      const PlanFile::Selector &select) {
+    return f.emitError("dist-plan: plan entry ")
+           << entry << "[" << index << "] (" << select.str() << ") matches no "
+           << (select.backward ? "backward" : "forward") << " op";
+  }
+
   LogicalResult applyPlanFile(func::FuncOp f, const PlanSpec &spec) {
     // The plan-file reader checked the patterns and the axes.
     if (spec.trans.empty() && spec.assign.empty())
@@ -413,9 +422,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     for (const auto &t : spec.trans) {
       SmallVector<Operation *> ops = selectOps(f, t.select, cx);
       if (ops.empty())
-        return f.emitError("dist-plan: plan entry trans[")
-               << t.index << "] (" << t.select.str() << ") matches no "
-               << (t.select.backward ? "backward" : "forward") << " op";
+        return matchesNothing(f, "trans", t.index, t.select);
       // A split names annotation dimensions, which belong to one op kind.
       std::map<std::string, int> kinds;
       for (Operation *op : ops)
@@ -463,9 +470,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     for (const auto &a : spec.assign) {
       SmallVector<Operation *> ops = selectOps(f, a.select, cx);
       if (ops.empty())
-        return f.emitError("dist-plan: plan entry assign[")
-               << a.index << "] (" << a.select.str() << ") matches no "
-               << (a.select.backward ? "backward" : "forward") << " op";
+        return matchesNothing(f, "assign", a.index, a.select);
       if (a.stage >= numStages)
         return ops.front()->emitError("dist-plan: plan entry assign[")
                << a.index << "] puts '" << tsr::opNameOrKind(ops.front())
