@@ -471,15 +471,54 @@ std::string runScript(const EmittedPrograms &programs) {
         "exec \"$here/" + (dir.empty() ? "" : dir + "/") + "program\" \"$@\"\n";
     return s;
   }
-  s += "# Open MPI refuses to start as root without these. Ranks may exceed\n"
-       "# the cores (--oversubscribe); unbound ranks that yield when idle\n"
-       "# share them better; containers often forbid the single-copy\n"
-       "# transport.\n"
+  // Each rank's program, by the rank a launcher gave this process.
+  size_t ranks = programs.programOfRank.size();
+  s += "# Open MPI refuses to start as root without the first two. Ranks may\n"
+       "# exceed the cores: unbound ranks that yield when idle share them\n"
+       "# better; containers often forbid the single-copy transport.\n"
        "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1\n"
+       "export OMPI_MCA_mpi_yield_when_idle=1 "
+       "OMPI_MCA_btl_vader_single_copy_mechanism=none\n"
+       "# Started as one rank of " +
+       std::to_string(ranks) +
+       " by a launcher (mpirun, srun, torchrun: docs/launch.md):\n"
+       "# run that rank's program.\n"
+       "rank=\n"
+       "if [ -n \"${OMPI_COMM_WORLD_RANK:-}\" ]; then "
+       "rank=$OMPI_COMM_WORLD_RANK\n"
+       "elif [ -n \"${PMIX_RANK:-}\" ]; then rank=$PMIX_RANK\n"
+       "elif [ -n \"${PMI_RANK:-}\" ]; then rank=$PMI_RANK\n"
+       "elif [ -n \"${RANK:-}\" ] && [ -n \"${WORLD_SIZE:-}\" ]; then "
+       "rank=$RANK\n"
+       "elif [ -n \"${SLURM_PROCID:-}\" ] && [ -n \"${SLURM_NTASKS:-}\" ] "
+       "&& [ -n \"${SLURM_STEP_ID:-}\" ]; then\n"
+       "  rank=$SLURM_PROCID\n"
+       "fi\n"
+       "if [ -n \"$rank\" ]; then\n"
+       "  case \"$rank\" in\n";
+  for (auto [index, dir] : llvm::enumerate(programs.dirs)) {
+    std::string pattern;
+    for (auto [rank, program] : llvm::enumerate(programs.programOfRank))
+      if (program == index)
+        pattern += (pattern.empty() ? "" : "|") + std::to_string(rank);
+    s += "  " + pattern + ") exec \"$here/" + dir + "/program\" \"$@\" ;;\n";
+  }
+  s += "  *) echo \"error: this job has " + std::to_string(ranks) +
+       " ranks (0-" + std::to_string(ranks - 1) +
+       "); the launcher started rank $rank\" >&2; exit 1 ;;\n"
+       "  esac\n"
+       "fi\n"
+       "# Otherwise mpirun starts every rank, unbound and --oversubscribe'd;\n"
+       "# --hostfile FILE (first) spreads them over the hosts of FILE.\n"
+       "hostfile=\n"
+       "if [ \"${1:-}\" = --hostfile ]; then\n"
+       "  [ $# -ge 2 ] || { echo \"error: --hostfile needs a file\" >&2; exit "
+       "1; }\n"
+       "  hostfile=$2; shift 2\n"
+       "fi\n"
        "# One entry per rank, in rank order: the program of its class.\n"
-       "exec mpirun --oversubscribe --bind-to none --mca mpi_yield_when_idle 1 "
-       "\\\n  --mca btl_vader_single_copy_mechanism none --mca "
-       "orte_base_help_aggregate 0 \\\n ";
+       "exec mpirun ${hostfile:+--hostfile \"$hostfile\"} --oversubscribe "
+       "--bind-to none \\\n  --mca orte_base_help_aggregate 0 \\\n ";
   for (auto [rank, program] : llvm::enumerate(programs.programOfRank))
     s += std::string(rank ? " :" : "") + " -np 1 \"$here/" +
          programs.dirs[program] + "/program\" \"$@\"";

@@ -160,8 +160,8 @@ void checkWritable(const std::string &path, const std::string &flag) {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
-/// Tags of the driver's own messages; they travel on MPI_COMM_WORLD, which
-/// the program's send/recv (on a duplicate) never use.
+/// Tags of the driver's own messages; they travel on the world communicator,
+/// which the program's send/recv (on a duplicate) never use.
 constexpr int kGatherTag = 7001;
 
 bool multiRank(const Program &program) { return program.worldSize > 1; }
@@ -1111,7 +1111,7 @@ int runRank(int argc, char **argv, const Program &program) {
   if (worldSize() != program.worldSize || self == program.ranks.end()) {
     printError(
         "this is the program of " + ranksText(program.ranks) + " of " +
-        std::to_string(program.worldSize) + ", but mpirun started it as rank " +
+        std::to_string(program.worldSize) + ", but it was started as rank " +
         std::to_string(worldRank()) + " of " + std::to_string(worldSize()));
     // mpirun also ends a job when a rank exits without MPI_Finalize, but
     // only after about a second; MPI_Abort is immediate.

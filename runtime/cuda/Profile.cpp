@@ -112,11 +112,15 @@ void profileReport() {
     std::fprintf(stderr, "profile: %s\n", e.what());
     return;
   }
-  // The world rank, where MPI ran several ranks (it may be finalized now).
+  // The world rank, where a launcher started several ranks (MPI may be
+  // finalized now): mpirun, PMI, torchrun, srun.
   int rank = 0;
-  for (const char *name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK"})
-    if (const char *v = std::getenv(name))
+  for (const char *name :
+       {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "RANK", "SLURM_PROCID"})
+    if (const char *v = std::getenv(name)) {
       rank = std::atoi(v);
+      break;
+    }
   std::vector<std::pair<std::string, OpTime>> rows(p.total.begin(),
                                                    p.total.end());
   // Sorted by the time after each op's first call: a first call also

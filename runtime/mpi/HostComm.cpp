@@ -1,7 +1,7 @@
 //===- HostComm.cpp - collectives and point to point on host tensors ------===//
 //
-// See HostComm.h. Point to point runs on a private duplicate of
-// MPI_COMM_WORLD so that the driver's own messages (on MPI_COMM_WORLD) can
+// See HostComm.h. Point to point runs on a private duplicate of the world
+// communicator so that the driver's own messages (on the world itself) can
 // never match a program's.
 //
 //===----------------------------------------------------------------------===//

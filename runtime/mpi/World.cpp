@@ -11,12 +11,15 @@
 
 #include "Mpi.h"
 
+#include "Bootstrap.h"
+
 #include "tessera/runtime/Comm.h"
 
 #include "Watchdog.h"
 #include "World.h"
 
 #include <cstdio>
+#include <optional>
 
 namespace tessera {
 namespace rt {
@@ -66,6 +69,12 @@ bool mpi::start(int *argc, char ***argv) {
   if (MPI_Initialized(&initialized) != MPI_SUCCESS)
     throw Error("MPI_Initialized failed");
   if (!initialized) {
+    // Ranks started by environment variables (torchrun, Slurm without PMI)
+    // meet before MPI_Init, which then knows where to find the others.
+    if (std::optional<EnvironmentLaunch> launch = environmentLaunch()) {
+      w.bootstrap = std::make_shared<Bootstrap>(*launch);
+      w.bootstrap->beforeInit();
+    }
     // MPI's default handler aborts on error before we can name the failing
     // call; MPI_Init has no communicator yet, so its failure is fatal anyway.
     if (MPI_Init(argc, argv) != MPI_SUCCESS)
@@ -74,9 +83,11 @@ bool mpi::start(int *argc, char ***argv) {
   }
   check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN),
         "MPI_Comm_set_errhandler(MPI_COMM_WORLD)");
-  check(MPI_Comm_rank(MPI_COMM_WORLD, &w.rank), "MPI_Comm_rank");
-  check(MPI_Comm_size(MPI_COMM_WORLD, &w.size), "MPI_Comm_size");
-  check(MPI_Comm_dup(MPI_COMM_WORLD, &w.dup), "MPI_Comm_dup(MPI_COMM_WORLD)");
+  if (w.bootstrap)
+    w.comm = w.bootstrap->joinWorld();
+  check(MPI_Comm_rank(w.comm, &w.rank), "MPI_Comm_rank");
+  check(MPI_Comm_size(w.comm, &w.size), "MPI_Comm_size");
+  check(MPI_Comm_dup(w.comm, &w.dup), "MPI_Comm_dup(the world)");
   check(MPI_Comm_set_errhandler(w.dup, MPI_ERRORS_RETURN),
         "MPI_Comm_set_errhandler");
   void *tagUb = nullptr;
@@ -100,13 +111,21 @@ void mpi::finish(const std::function<void()> &releaseCommunicators) {
   w.active = false;
   releaseCommunicators();
   check(MPI_Comm_free(&w.dup), "MPI_Comm_free");
+  if (w.comm != MPI_COMM_WORLD)
+    check(MPI_Comm_free(&w.comm), "MPI_Comm_free");
+  w.comm = MPI_COMM_WORLD;
   w.rank = 0;
   w.size = 1;
+  if (w.bootstrap)
+    w.bootstrap->beforeFinalize();
   if (w.startedMpi) {
     watchdog::Scope blocked("MPI_Finalize");
     check(MPI_Finalize(), "MPI_Finalize");
   }
   w.startedMpi = false;
+  if (w.bootstrap)
+    w.bootstrap->afterFinalize();
+  w.bootstrap.reset();
 }
 
 bool worldStarted() { return mpi::world().active; }
@@ -114,51 +133,58 @@ int64_t worldRank() { return mpi::world().active ? mpi::world().rank : 0; }
 int64_t worldSize() { return mpi::world().active ? mpi::world().size : 1; }
 int64_t worldTagUpperBound() { return mpi::world().tagUpperBound; }
 
-void abortWorld(int code) { MPI_Abort(MPI_COMM_WORLD, code); }
+void abortWorld(int code) { MPI_Abort(mpi::world().comm, code); }
 
 //===----------------------------------------------------------------------===//
-// The driver's messages, on MPI_COMM_WORLD
+// The driver's messages, on the world communicator
 //===----------------------------------------------------------------------===//
 
 void worldGather(const int *mine, int count, int *all,
                  const std::string &what) {
-  mpi::check(
-      MPI_Gather(mine, count, MPI_INT, all, count, MPI_INT, 0, MPI_COMM_WORLD),
-      what + ": MPI_Gather");
+  watchdog::Scope blocked(what + " (gather to rank 0)");
+  mpi::check(MPI_Gather(mine, count, MPI_INT, all, count, MPI_INT, 0,
+                        mpi::world().comm),
+             what + ": MPI_Gather");
 }
 
 void worldGather(const double *mine, int count, double *all,
                  const std::string &what) {
+  watchdog::Scope blocked(what + " (gather to rank 0)");
   mpi::check(MPI_Gather(mine, count, MPI_DOUBLE, all, count, MPI_DOUBLE, 0,
-                        MPI_COMM_WORLD),
+                        mpi::world().comm),
              what + ": MPI_Gather");
 }
 
 void worldGatherv(const char *mine, int count, char *all, const int *counts,
                   const int *displs, const std::string &what) {
+  watchdog::Scope blocked(what + " (gather to rank 0)");
   mpi::check(MPI_Gatherv(mine, count, MPI_CHAR, all, counts, displs, MPI_CHAR,
-                         0, MPI_COMM_WORLD),
+                         0, mpi::world().comm),
              what + ": MPI_Gatherv");
 }
 
 void worldScatterv(const char *all, const int *counts, const int *displs,
                    char *mine, int count, const std::string &what) {
+  watchdog::Scope blocked(what + " (scatter from rank 0)");
   mpi::check(MPI_Scatterv(all, counts, displs, MPI_CHAR, mine, count, MPI_CHAR,
-                          0, MPI_COMM_WORLD),
+                          0, mpi::world().comm),
              what + ": MPI_Scatterv");
 }
 
 void worldSend(const Tensor &t, int dest, int tag, const std::string &what,
                const std::string &detail) {
+  watchdog::Scope blocked(what + ": send to rank " + std::to_string(dest));
   mpi::check(MPI_Send(t.rawData(), static_cast<int>(t.numel()),
-                      mpi::datatype(t.dtype()), dest, tag, MPI_COMM_WORLD),
+                      mpi::datatype(t.dtype()), dest, tag, mpi::world().comm),
              what + ": MPI_Send" + detail);
 }
 
 void worldRecv(Tensor &t, int source, int tag, const std::string &what,
                const std::string &detail) {
+  watchdog::Scope blocked(what + ": receive from rank " +
+                          std::to_string(source));
   mpi::check(MPI_Recv(t.rawData(), static_cast<int>(t.numel()),
-                      mpi::datatype(t.dtype()), source, tag, MPI_COMM_WORLD,
+                      mpi::datatype(t.dtype()), source, tag, mpi::world().comm,
                       MPI_STATUS_IGNORE),
              what + ": MPI_Recv" + detail);
 }

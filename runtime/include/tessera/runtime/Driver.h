@@ -121,7 +121,7 @@ struct Program {
 ///
 /// Several ranks (Program::worldSize > 1, under mpirun): runMain calls
 /// MPI_Init and MPI_Finalize, and exits 1 with "error: this is the program
-/// of rank R of N, but mpirun started it as rank r of n" when MPI disagrees
+/// of rank R of N, but it was started as rank r of n" when MPI disagrees
 /// with the program. Every rank reads the same --data and --init files and
 /// builds the same global batch; the step function takes its own parameters
 /// and its slice of the batch. Only rank 0 prints the JSON and progress
