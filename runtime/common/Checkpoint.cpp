@@ -91,6 +91,88 @@ std::vector<std::string> entries(const std::string &dir) {
   return names;
 }
 
+/// The key of a rank file's metadata that says where each of its pieces of
+/// a split tensor lies in the whole: {"name": {"global": [...], "offset":
+/// [...]}}; tensors it does not name are whole.
+constexpr const char *kShardsKey = "tessera.shards";
+
+/// This rank's piece of a value: the whole's shape and where it starts.
+struct Box {
+  Shape global, offset;
+};
+
+Box boxOf(const ValueSpec &spec) {
+  if (spec.global.empty())
+    return {spec.shape, Shape(spec.shape.size(), 0)};
+  size_t i = rankIndex();
+  if (i >= spec.offsets.size())
+    throw Error("'" + spec.name + "' has no offset for rank index " +
+                std::to_string(i));
+  return {spec.global, spec.offsets[i]};
+}
+
+/// Copies the elements of `piece` (at `from` in the whole) that lie in
+/// `target` (at `to`) and were not copied before (`covered`, one flag per
+/// element of `target`); returns how many it copied.
+int64_t copyOverlap(const Tensor &piece, const Shape &from, Tensor &target,
+                    const Shape &to, std::vector<char> &covered) {
+  const Shape &ps = piece.shape(), &ts = target.shape();
+  size_t rank = ts.size();
+  Shape lo(rank), hi(rank);
+  for (size_t k = 0; k < rank; ++k) {
+    lo[k] = std::max(from[k], to[k]);
+    hi[k] = std::min(from[k] + ps[k], to[k] + ts[k]);
+    if (lo[k] >= hi[k])
+      return 0;
+  }
+  size_t elem = dtypeSize(target.dtype());
+  const char *src = static_cast<const char *>(piece.rawData());
+  char *dst = static_cast<char *>(target.rawData());
+  // Row-major strides of both, in elements.
+  Shape pstride(rank, 1), tstride(rank, 1);
+  for (size_t k = rank; k-- > 1;) {
+    pstride[k - 1] = pstride[k] * ps[k];
+    tstride[k - 1] = tstride[k] * ts[k];
+  }
+  int64_t copied = 0;
+  if (rank == 0) { // a scalar: the one element
+    if (!covered[0]) {
+      std::memcpy(dst, src, elem);
+      covered[0] = 1;
+      ++copied;
+    }
+    return copied;
+  }
+  // Rows of the overlap along the last dimension, the outer dimensions
+  // counted like an odometer.
+  size_t last = rank - 1;
+  Shape at = lo; // the whole's index of the row's first element
+  for (;;) {
+    int64_t p = 0, t = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      p += (at[k] - from[k]) * pstride[k];
+      t += (at[k] - to[k]) * tstride[k];
+    }
+    for (int64_t j = 0; j < hi[last] - lo[last]; ++j)
+      if (!covered[t + j]) {
+        std::memcpy(dst + (t + j) * elem, src + (p + j) * elem, elem);
+        covered[t + j] = 1;
+        ++copied;
+      }
+    size_t k = last;
+    bool done = true;
+    while (k-- > 0) {
+      if (++at[k] < hi[k]) {
+        done = false;
+        break;
+      }
+      at[k] = lo[k];
+    }
+    if (done)
+      return copied;
+  }
+}
+
 bool exists(const std::string &path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
@@ -138,21 +220,62 @@ void writeCheckpoint(const std::string &dir, const Program &program,
 
   // This rank's tensors, by the step function's names.
   std::vector<std::pair<std::string, Tensor>> named;
+  nlohmann::ordered_json shards = nlohmann::ordered_json::object();
   for (const ValueSpec &spec : step.args) {
     if (spec.role == Role::Param)
       named.push_back({spec.name, state.params.at(spec.name)});
     else if (spec.role == Role::State)
       named.push_back({spec.name, state.states.at(spec.name)});
+    else
+      continue;
+    if (!spec.global.empty()) {
+      Box box = boxOf(spec);
+      shards[spec.name] = {{"global", box.global}, {"offset", box.offset}};
+    }
   }
   std::string file = tmp + "/" + rankFile(rank);
   writeSafetensors(file, named,
                    {{"format", kFormat},
                     {"step", std::to_string(state.stepsDone)},
-                    {"rank", std::to_string(rank)}});
+                    {"rank", std::to_string(rank)},
+                    {kShardsKey, shards.dump()}});
   syncPath(file);
-  // Rank 0 renames only after every rank's file is on disk.
+  // Rank 0 renames only after every rank's file is on disk, and learns
+  // what each file holds (for the index): the names, shapes and offsets.
   if (ranks > 1)
     worldGather(&ok, 1, all.data(), what);
+  nlohmann::ordered_json held = nlohmann::ordered_json::array();
+  for (const auto &[n, t] : named) {
+    Shape offset(t.shape().size(), 0), whole = t.shape();
+    if (shards.contains(n)) {
+      offset = shards[n]["offset"].get<Shape>();
+      whole = shards[n]["global"].get<Shape>();
+    }
+    held.push_back({n, dtypeName(t.dtype()), t.shape(), offset, whole});
+  }
+  std::string mine = held.dump();
+  std::vector<std::string> byRank = {mine};
+  if (ranks > 1) {
+    int size = static_cast<int>(mine.size());
+    std::vector<int> sizes(rank == 0 ? ranks : 0), displs(sizes.size());
+    worldGather(&size, 1, sizes.data(), what);
+    std::string joined;
+    if (rank == 0) {
+      int64_t total = 0;
+      for (int64_t r = 0; r < ranks; ++r) {
+        displs[r] = static_cast<int>(total);
+        total += sizes[r];
+      }
+      joined.resize(static_cast<size_t>(total));
+    }
+    worldGatherv(mine.data(), size, joined.data(), sizes.data(), displs.data(),
+                 what);
+    if (rank == 0) {
+      byRank.clear();
+      for (int64_t r = 0; r < ranks; ++r)
+        byRank.push_back(joined.substr(displs[r], sizes[r]));
+    }
+  }
   if (rank != 0)
     return;
 
@@ -167,12 +290,23 @@ void writeCheckpoint(const std::string &dir, const Program &program,
   for (int64_t r = 0; r < ranks; ++r)
     files.push_back(rankFile(r));
   index["files"] = files;
-  // Rank 0's tensors with their local shapes (another rank's may differ:
-  // its shard of a split tensor).
+  index["plan"] = program.plan;
+  // Every tensor: its dtype, the whole's shape and the piece each rank
+  // holds (its offset and shape; a whole tensor's piece is all of it, on
+  // every rank that uses it).
   nlohmann::ordered_json tensors = nlohmann::ordered_json::object();
-  for (const auto &[n, t] : named)
-    tensors[n] = t.shape();
-  index["rank0_tensors"] = tensors;
+  for (int64_t r = 0; r < ranks; ++r)
+    for (const nlohmann::json &entry : nlohmann::json::parse(byRank[r])) {
+      std::string n = entry[0].get<std::string>();
+      Shape piece = entry[2].get<Shape>(), offset = entry[3].get<Shape>();
+      if (!tensors.contains(n))
+        tensors[n] = {{"dtype", entry[1]},
+                      {"shape", entry[4]},
+                      {"pieces", nlohmann::ordered_json::array()}};
+      tensors[n]["pieces"].push_back(
+          {{"rank", r}, {"offset", offset}, {"shape", piece}});
+    }
+  index["tensors"] = tensors;
   {
     std::ofstream out(tmp + "/index.json", std::ios::trunc);
     out << index.dump(1) << "\n";
@@ -235,12 +369,11 @@ CheckpointState readCheckpoint(const std::string &path, const Program &program,
                 " state, this run uses " + step.optimizer);
 
   // Under the same plan a rank reads its own file. Under another (another
-  // world size, or tensors of other shapes), every rank file: a tensor is
-  // taken whole from the lowest rank that holds it whole (the step
-  // functions' parameters and moments are whole on every rank that uses
-  // them), or put together from dim-0 shards in rank order (ZeRO-1's
-  // moments: the dp ranks hold consecutive pieces, and a stage's dp ranks
-  // are in rank order).
+  // world size, or tensors of other shapes), the pieces of every rank file:
+  // each lies in the whole where its file's metadata says (kShardsKey; a
+  // tensor it does not name is whole), and this rank's part of each value
+  // (boxOf: whole, or its ZeRO-1 / tensor-parallel piece) is copied out of
+  // the pieces that overlap it, whichever plan wrote them.
   auto wanted = [&](auto &&fn) {
     for (const ValueSpec &spec : step.args)
       if (spec.role == Role::Param || spec.role == Role::State)
@@ -266,62 +399,70 @@ CheckpointState readCheckpoint(const std::string &path, const Program &program,
       return state;
     }
   }
-  std::map<std::string, std::vector<Tensor>> holders; // in rank order
-  for (int64_t r = 0; r < ranks; ++r)
-    for (auto &[n, t] : readSafetensors(path + "/" + rankFile(r)))
-      holders[n].push_back(t);
+  struct Piece {
+    Tensor tensor;
+    Box box;
+    int64_t rank;
+  };
+  std::map<std::string, std::vector<Piece>> pieces; // in rank order
+  for (int64_t r = 0; r < ranks; ++r) {
+    std::string file = path + "/" + rankFile(r);
+    SafetensorsContents c = readSafetensorsWithMetadata(file);
+    nlohmann::json shards = nlohmann::json::object();
+    auto meta = c.metadata.find(kShardsKey);
+    if (meta != c.metadata.end())
+      shards = nlohmann::json::parse(meta->second, nullptr, false);
+    if (!shards.is_object())
+      throw Error("--resume: " + file + ": its '" + kShardsKey +
+                  "' metadata is not a JSON object");
+    for (auto &[n, t] : c.tensors) {
+      Box box{t.shape(), Shape(t.shape().size(), 0)};
+      if (shards.contains(n)) {
+        const nlohmann::json &b = shards[n];
+        box = {b.value("global", Shape()), b.value("offset", Shape())};
+        bool fits = box.global.size() == t.shape().size() &&
+                    box.offset.size() == t.shape().size();
+        for (size_t k = 0; fits && k < box.global.size(); ++k)
+          fits = box.offset[k] >= 0 &&
+                 box.offset[k] + t.shape()[k] <= box.global[k];
+        if (!fits)
+          throw Error("--resume: " + file + ": the piece of '" + n + "' (" +
+                      shapeToString(t.shape()) +
+                      ") does not fit where its metadata puts it");
+      }
+      pieces[n].push_back({t, std::move(box), r});
+    }
+  }
   wanted([&](const ValueSpec &spec) {
-    auto it = holders.find(spec.name);
-    if (it == holders.end())
+    auto it = pieces.find(spec.name);
+    if (it == pieces.end())
       throw Error("--resume: " + path + " has no '" + spec.name +
                   "' (written for another program?)");
-    // A moment whose shape is not its parameter's is a ZeRO-1 shard, whatever
-    // shape this program asks for: only the whole tensor, joined from all
-    // of them, can be taken.
-    bool sharded = false;
-    size_t slash = spec.name.find('/');
-    if (spec.role == Role::State && slash != std::string::npos) {
-      auto param = holders.find(spec.name.substr(slash + 1));
-      sharded = param != holders.end() &&
-                it->second.front().shape() != param->second.front().shape();
-    }
-    std::string found;
-    int64_t rows = 0;
-    for (const Tensor &t : it->second) {
-      if (t.dtype() != spec.dtype)
+    Box want = boxOf(spec);
+    Tensor part(spec.shape, spec.dtype, Device::host);
+    std::vector<char> covered(static_cast<size_t>(part.numel()), 0);
+    int64_t copied = 0;
+    for (const Piece &p : it->second) {
+      if (p.tensor.dtype() != spec.dtype)
         throw Error("--resume: " + path + " holds '" + spec.name + "' as " +
-                    dtypeName(t.dtype()) + ", this program as " +
+                    dtypeName(p.tensor.dtype()) + ", this program as " +
                     dtypeName(spec.dtype));
-      if (!sharded && t.shape() == spec.shape) {
-        take(spec, t);
-        return;
-      }
-      found += (found.empty() ? "" : ", ") + shapeToString(t.shape());
-      if (t.rank() > 0)
-        rows += t.shape()[0];
+      if (p.box.global != want.global)
+        throw Error("--resume: " + path + " holds '" + spec.name +
+                    "' as a tensor of shape " + shapeToString(p.box.global) +
+                    " (rank " + std::to_string(p.rank) +
+                    "), this program's is " + shapeToString(want.global));
+      copied += copyOverlap(p.tensor, p.box.offset, part, want.offset, covered);
+      if (copied == part.numel())
+        break;
     }
-    // Dim-0 shards that add up to the whole tensor.
-    const std::vector<Tensor> &parts = it->second;
-    Shape whole = parts.front().shape();
-    bool shards =
-        !whole.empty() && !spec.shape.empty() && rows == spec.shape[0];
-    for (const Tensor &t : parts)
-      shards = shards && t.rank() == int64_t(spec.shape.size()) &&
-               std::equal(t.shape().begin() + 1, t.shape().end(),
-                          spec.shape.begin() + 1);
-    if (!shards)
-      throw Error("--resume: " + path + " holds '" + spec.name + "' as " +
-                  found + " (by rank), this program needs " +
-                  shapeToString(spec.shape) +
-                  " (a piece of a tensor split another way; resharding is "
-                  "done for whole tensors and ZeRO-1's dim-0 shards)");
-    Tensor joined(spec.shape, spec.dtype, Device::host);
-    char *to = static_cast<char *>(joined.rawData());
-    for (const Tensor &t : parts) {
-      std::memcpy(to, t.rawData(), t.nbytes());
-      to += t.nbytes();
-    }
-    take(spec, joined);
+    if (copied != part.numel())
+      throw Error("--resume: " + path + " does not hold all of '" + spec.name +
+                  "': its rank files' pieces cover " + std::to_string(copied) +
+                  " of the " + std::to_string(part.numel()) +
+                  " elements this rank needs (a checkpoint written without "
+                  "shard layouts, or a missing rank file?)");
+    take(spec, part);
   });
   return state;
 }

@@ -45,8 +45,11 @@ std::string latestCheckpoint(const std::string &dir);
 /// This rank's part of the checkpoint at `path`, checked against the
 /// program: the same model and optimizer, and every Param and State of
 /// `step` with its shape: from the rank's own file under the same plan,
-/// else from all rank files (whole tensors, or ZeRO-1's dim-0 moment
-/// shards joined); another split is an error naming the tensor.
+/// else put together from the pieces of all rank files, which record where
+/// each lies in the whole (ValueSpec::global/offsets of the plan that
+/// wrote them): any plan's checkpoint resumes under any other (ZeRO-1 and
+/// tensor-parallel pieces included). A part the pieces do not cover, or a
+/// whole of another shape, is an error naming the tensor.
 CheckpointState readCheckpoint(const std::string &path, const Program &program,
                                const StepProgram &step);
 

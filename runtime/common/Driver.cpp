@@ -825,6 +825,14 @@ int run(int argc, char **argv, const Program &program) {
                       o.keepCheckpoints);
   }
 
+  // A resume with every step done runs none, and --checkpoint-dir then
+  // writes the checkpoint it resumed in this program's plan: resharding
+  // without training (docs/training.md).
+  if (!o.checkpointDir.empty() && first == o.steps && !o.resume.empty())
+    writeCheckpoint(o.checkpointDir, program, step,
+                    {first, dropoutCounter(), params, states},
+                    o.keepCheckpoints);
+
   if (!o.save.empty()) {
     NamedTensors named;
     for (const ValueSpec &spec : step.args)
@@ -902,7 +910,9 @@ std::string usage(const std::string &argv0) {
          "                         optimizer state, step; one file per\n"
          "                         rank): after the last step, and every\n"
          "  --checkpoint-every K   K steps; --keep-checkpoints N keeps the\n"
-         "                         newest N (3)\n"
+         "                         newest N (3); with --resume and every\n"
+         "                         step done, the resumed one in this\n"
+         "                         program's plan (resharding)\n"
          "  --val-data FILE        held-out data (the --data formats): its\n"
          "                         loss in the JSON lines as val_loss\n"
          "  --eval-every K         after every K steps (default: the last)\n"

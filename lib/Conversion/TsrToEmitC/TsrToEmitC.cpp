@@ -19,6 +19,8 @@
 #include "tessera/Conversion/OutlinedConstants.h"
 #include "tessera/Conversion/Passes.h"
 #include "tessera/Conversion/RuntimeCallToEmitC.h"
+#include "tessera/Dialect/Dist/IR/DistAttrs.h"
+#include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
 
@@ -394,6 +396,46 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
                           double peakFlops) {
   std::string text;
   llvm::raw_string_ostream os(text);
+  // A piece of optimizer state (dist.shard): the whole tensor's shape and,
+  // for each rank of this program, where its piece starts (the offsets
+  // layout::pieceOffsets computes: along each dimension, the piece index
+  // folded over the splitting axes' coordinates in mesh order).
+  auto emitShard = [&](func::FuncOp f, unsigned i, RankedTensorType type,
+                       ArrayAttr shard) -> LogicalResult {
+    auto meshAttr = dyn_cast_or_null<dist::MeshAttr>(
+        module->getAttr(dist::DistDialect::MeshAttrHelper::getNameStr()));
+    if (!meshAttr)
+      return f.emitError("convert-tsr-to-emitc: argument ")
+             << i << " has dist.shard but the module has no dist.mesh";
+    layout::Mesh mesh = meshAttr.getMesh();
+    SmallVector<int64_t> global(type.getShape());
+    SmallVector<SmallVector<size_t>> axes(shard.size());
+    for (auto [k, dim] : llvm::enumerate(shard.getAsRange<ArrayAttr>()))
+      for (auto name : dim.getAsRange<StringAttr>()) {
+        std::optional<size_t> a = mesh.axisIndex(name.str());
+        if (!a)
+          return f.emitError("convert-tsr-to-emitc: dist.shard of argument ")
+                 << i << " names '" << name.getValue()
+                 << "', which is not an axis of the mesh";
+        axes[k].push_back(*a);
+        global[k] *= mesh.axis(*a).size;
+      }
+    os << ", /*bound=*/0, /*defaultValue=*/0, /*global=*/{" << joinInts(global)
+       << "}, /*offsets=*/{";
+    for (auto [j, rank] : llvm::enumerate(ranks)) {
+      std::vector<int64_t> coords = mesh.coordinates(rank);
+      SmallVector<int64_t> offsets;
+      for (auto [k, splitting] : llvm::enumerate(axes)) {
+        int64_t piece = 0;
+        for (size_t a : splitting)
+          piece = piece * mesh.axis(a).size + coords[a];
+        offsets.push_back(piece * type.getDimSize(k));
+      }
+      os << (j ? ", " : "") << "{" << joinInts(offsets) << "}";
+    }
+    os << "}";
+    return success();
+  };
   auto specs = [&](func::FuncOp f, bool results) -> LogicalResult {
     unsigned n = results ? f.getNumResults() : f.getNumArguments();
     os << "    {\n";
@@ -420,6 +462,11 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
                 Tsr::HyperDefaultAttrHelper::getNameStr()))
           os << ", /*bound=*/0, /*defaultValue=*/"
              << scalarText(value, value.getType());
+      if (!results)
+        if (auto shard = attrs.getAs<ArrayAttr>(
+                dist::DistDialect::ShardAttrHelper::getNameStr()))
+          if (failed(emitShard(f, i, type, shard)))
+            return failure();
       os << "},\n";
     }
     os << "    },\n";
@@ -455,22 +502,33 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
   }
   os << "  /*ranks=*/{" << joinInts(ranks) << "}, /*worldSize=*/" << worldSize
      << ",\n";
+  // The plan, in words, for checkpoints' index.json: the mesh, the
+  // micro-batches and the pipeline schedule.
+  std::string plan = "one device";
+  if (auto meshAttr = dyn_cast_or_null<dist::MeshAttr>(
+          module->getAttr(dist::DistDialect::MeshAttrHelper::getNameStr()))) {
+    plan = "mesh " + meshAttr.getMesh().str();
+    if (auto pipeline = dyn_cast_or_null<dist::PipelineAttr>(module->getAttr(
+            dist::DistDialect::PipelineAttrHelper::getNameStr()))) {
+      plan += ", " + std::to_string(pipeline.getMicroBatches()) +
+              " micro-batch(es)";
+      if (StringAttr schedule = pipeline.getSchedule())
+        plan += ", schedule " + schedule.str();
+    }
+  }
   // The model's data inputs in graph order, when the importer recorded
   // them: the driver maps a token file onto the first two.
   auto inputs = getAttr<Tsr::InputsAttrHelper>(module);
   // The state_dict names --save writes, each with its initializer.
   auto stateDict = getAttr<Tsr::StateDictAttrHelper>(module);
-  if (!constants.empty() || inputs || stateDict)
-    os << "  /*constants=*/" << cppString(constants) << ",\n";
-  if (inputs || stateDict) {
-    os << "  /*inputs=*/{";
-    if (inputs)
-      for (auto [i, name] : llvm::enumerate(inputs.getAsRange<StringAttr>()))
-        os << (i ? ", " : "") << cppString(name.getValue());
-    os << "},\n";
-  }
-  if (stateDict) {
-    os << "  /*stateDict=*/{";
+  os << "  /*constants=*/" << cppString(constants) << ",\n";
+  os << "  /*inputs=*/{";
+  if (inputs)
+    for (auto [i, name] : llvm::enumerate(inputs.getAsRange<StringAttr>()))
+      os << (i ? ", " : "") << cppString(name.getValue());
+  os << "},\n";
+  os << "  /*stateDict=*/{";
+  if (stateDict)
     for (auto [i, entry] : llvm::enumerate(stateDict.getValue())) {
       auto pair = dyn_cast<ArrayAttr>(entry);
       if (!pair || pair.size() != 2 ||
@@ -481,8 +539,8 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
          << cppString(cast<StringAttr>(pair[0]).getValue()) << ", "
          << cppString(cast<StringAttr>(pair[1]).getValue()) << "}";
     }
-    os << "},\n";
-  }
+  os << "},\n";
+  os << "  /*plan=*/" << cppString(plan) << ",\n";
   os << "};\n\n";
   os << "int main(int argc, char **argv) {\n"
         "  return tessera::rt::runMain(argc, argv, kProgram);\n}";

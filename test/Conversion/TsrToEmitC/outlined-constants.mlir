@@ -20,6 +20,10 @@
 // INLINE: tessera::rt::fromValues(tessera::rt::Shape{2, 2}, tessera::rt::DType::i1, std::vector<double>{1, 0, 1, 1})
 // INLINE-NOT: tessera::rt::constant(
 // INLINE: /*ranks=*/{0}, /*worldSize=*/1,
+// INLINE-NEXT: /*constants=*/"",
+// INLINE-NEXT: /*inputs=*/{},
+// INLINE-NEXT: /*stateDict=*/{},
+// INLINE-NEXT: /*plan=*/"one device",
 // INLINE-NEXT: };
 
 // NEG: convert-tsr-to-emitc: outline-constants-above must be >= 0, got -1

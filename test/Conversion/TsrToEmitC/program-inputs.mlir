@@ -11,6 +11,7 @@
 // CHECK-NEXT: {"w", "w"},
 // CHECK-NEXT: {"mask", "mask"},
 // CHECK-NEXT: {"head", "w"}},
+// CHECK-NEXT: /*plan=*/"one device",
 // CHECK-NEXT: };
 
 module attributes {tsr.inputs = ["x", "t"], tsr.state_dict = [["w", "w"], ["mask", "mask"], ["head", "w"]]} {

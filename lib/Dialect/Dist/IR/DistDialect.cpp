@@ -257,11 +257,33 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   return success();
 }
 
-LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op,
+                                                    unsigned region,
                                                     unsigned arg,
                                                     NamedAttribute attr) {
-  return verifyDiscardableValueAttr(op, false, arg, attr, kDiscardableAttrs,
-                                    getDialectNamespace());
+  if (failed(verifyDiscardableValueAttr(op, false, arg, attr, kDiscardableAttrs,
+                                        getDialectNamespace())))
+    return failure();
+  if (attr.getName().getValue() != ShardAttrHelper::getNameStr())
+    return success();
+  // One list of axis names per dimension of the argument.
+  auto dims = cast<ArrayAttr>(attr.getValue());
+  for (Attribute dim : dims) {
+    auto axes = dyn_cast<ArrayAttr>(dim);
+    if (!axes || !llvm::all_of(axes, llvm::IsaPred<StringAttr>))
+      return op->emitError("'dist.shard' of argument ")
+             << arg << " must hold one array of axis names per dimension, "
+             << "found " << dim;
+  }
+  if (region < op->getNumRegions() && !op->getRegion(region).empty() &&
+      arg < op->getRegion(region).getNumArguments())
+    if (auto type = dyn_cast<RankedTensorType>(
+            op->getRegion(region).getArgument(arg).getType()))
+      if (type.getRank() != static_cast<int64_t>(dims.size()))
+        return op->emitError("'dist.shard' of argument ")
+               << arg << " has " << dims.size()
+               << " entries for a tensor of rank " << type.getRank();
+  return success();
 }
 
 LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op, unsigned,

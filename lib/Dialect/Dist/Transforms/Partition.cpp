@@ -262,6 +262,15 @@ LogicalResult Partitioner::planOps() {
     }
     auto iface = dyn_cast<DimAnnotationOpInterface>(&op);
     if (!iface) {
+      // Every op of a step is a tsr or dist op once its calls are inlined;
+      // another has no layouts to partition by.
+      StringRef dialect = op.getName().getDialectNamespace();
+      if (dialect != "tsr" && dialect != "dist")
+        return fail(&op, "cannot partition '" + op.getName().getStringRef() +
+                             "', which is not a tsr or dist op" +
+                             (isa<func::CallOp>(op)
+                                  ? " (inline the step's calls first: -inline)"
+                                  : ""));
       if (!p.factors.empty())
         return fail(&op, "'" + op.getName().getStringRef() +
                              "' has no dimension annotation but is split");
@@ -376,6 +385,24 @@ Value Partitioner::argValue(RankState &r, BlockArgument arg) {
     for (NamedAttribute a : d)
       if (a.getName().getValue().starts_with("tsr."))
         attrs.push_back(a);
+  // A piece of optimizer state: which mesh axes split each dimension, so
+  // that checkpoints can say where the piece lies in the whole (the same
+  // for every rank; each rank's offset follows from its coordinates).
+  const lay::Layout &layout = argLayouts[arg].spatial;
+  if (getArgAttr<Tsr::StateAttrHelper>(step, arg.getArgNumber()) && local &&
+      *local != shape.dims) {
+    SmallVector<Attribute> dims;
+    for (int64_t k = 0; k < global.getRank(); ++k) {
+      SmallVector<Attribute> axes;
+      for (size_t a = 0; a < layout.states.size(); ++a)
+        if (layout.states[a].isSplit(static_cast<int>(k)))
+          axes.push_back(StringAttr::get(ctx, rvdMesh.axis(a).name));
+      dims.push_back(ArrayAttr::get(ctx, axes));
+    }
+    attrs.push_back(NamedAttribute(
+        StringAttr::get(ctx, Dist::ShardAttrHelper::getNameStr()),
+        ArrayAttr::get(ctx, dims)));
+  }
   r.argAttrs.push_back(DictionaryAttr::get(ctx, attrs));
   return v;
 }

@@ -42,6 +42,12 @@ struct ValueSpec {
   /// Hyperparameters: the value when the run does not set it (clip_norm:
   /// tessera-compile's --clip-norm, which OUT/run --clip-norm overrides).
   double defaultValue = 0;
+  /// Optimizer state that is a piece of a whole (ZeRO-1, tensor
+  /// parallelism): the whole's shape, and where each rank of the program
+  /// (Program::ranks order) has its piece start in it. Empty: the value is
+  /// whole. Checkpoints record them, so that any plan resumes any other's.
+  Shape global = {};
+  std::vector<Shape> offsets = {};
 };
 
 /// One emitted step function: all arguments in, all results out, in the
@@ -93,6 +99,10 @@ struct Program {
   /// initializer's value from the weights file (buffers, which training
   /// does not change). Empty: --save writes the parameters only.
   std::vector<std::pair<std::string, std::string>> stateDict;
+  /// The plan the program was compiled for, in words ("mesh dp=2,tp=1,pp=2,
+  /// 2 micro-batch(es), schedule 1f1b"; "one device"), which checkpoints
+  /// record in their index.
+  std::string plan;
 };
 
 /// The whole `OUT/run` interface:

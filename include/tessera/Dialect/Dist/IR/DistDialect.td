@@ -56,6 +56,13 @@ defvar Dist_DiscardableAttrs = [
     "(RankVariantOpInterface) whose value differs between those ranks, the "
     "value of each rank in the order of `dist.ranks`; the first is the op's "
     "own">,
+  TesseraDiscardableAttr<"shard", "::mlir::ArrayAttr", "Arg",
+    "an array, one per dimension, of arrays of mesh axis names",
+    "on a per-rank function's optimizer-state argument that is a piece of "
+    "the whole (ZeRO-1, tensor parallelism): for each dimension, the mesh "
+    "axes that split it, in mesh order (e.g. `[[\"dp\"], [\"tp\"]]`); a "
+    "rank's piece starts at its coordinates' offset, so checkpoints record "
+    "where each piece lies in the whole (set by dist-partition)">,
   TesseraDiscardableAttr<"plan_report", "::mlir::ArrayAttr", "Module",
     "an array of strings",
     "what the built-in policies decided: the weights tp split and those it "
