@@ -44,7 +44,7 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
     return error("clip-norm must be a finite number >= 0 (0: off)"), failure();
   // The auto-only options are errors with another plan, not ignored
   // (predict uses the device spec).
-  if (!o.autoPlan()) {
+  if (!o.mayBeAuto()) {
     StringRef given = o.deviceSpec.hasValue() && !o.predict
                           ? o.deviceSpec.getArgStr()
                       : o.profileDb.hasValue() ? o.profileDb.getArgStr()
@@ -94,12 +94,13 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   plan.zero1 = o.zero1;
   // dist-plan rejects its auto-only options with any other plan, unless
   // it predicts that plan's step time with them.
-  if (o.autoPlan()) {
+  if (o.mayBeAuto()) {
     plan.deviceSpec = o.deviceSpec;
     plan.profileDb = o.profileDb;
     plan.memoryGiB = o.memoryGiB;
     plan.schedule = o.schedule;
     plan.report = o.report;
+    plan.predict = o.predict && !o.autoPlan();
   } else if (o.predict) {
     plan.predict = true;
     plan.deviceSpec = o.deviceSpec;
@@ -114,7 +115,7 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   schedule.schedule = o.schedule;
   // The auto policy weighs the schedule in its choice, so there it always
   // applies.
-  schedule.requirePipeline = o.requirePipeline && !o.autoPlan();
+  schedule.requirePipeline = o.requirePipeline && !o.mayBeAuto();
   pm.addPass(dist::createDistSchedule(schedule));
   pm.addPass(dist::createDistPartition());
   pm.addPass(createCanonicalizerPass());

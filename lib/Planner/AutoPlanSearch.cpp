@@ -590,13 +590,14 @@ Result Search::run() {
   double leastNeeded = kInf;
   std::vector<Candidate> feasible;
   for (int64_t t : p.tpDegrees) {
-    if (p.devices % t != 0)
+    if (p.devices % t != 0 || (p.fixedTp && t != p.fixedTp))
       continue;
     for (int64_t d = 1; d <= p.devices / t; ++d) {
-      if ((p.devices / t) % d != 0 || p.batch % d != 0)
+      if ((p.devices / t) % d != 0 || p.batch % d != 0 ||
+          (p.fixedDp && d != p.fixedDp))
         continue;
       int64_t pp = p.devices / (t * d);
-      if (pp > int64_t(n))
+      if (pp > int64_t(n) || (p.fixedPp && pp != p.fixedPp))
         continue;
       int64_t perReplica = p.batch / d;
       for (int64_t m = 1; m <= perReplica; ++m) {
@@ -657,7 +658,19 @@ Result Search::run() {
   best.plannerCalls = plannerCalls;
   if (best.stepSeconds == kInf) {
     char buf[64];
-    if (leastNeeded < kInf) {
+    if (best.candidates == 0 && !p.constraints.empty()) {
+      // Say what the constraints rule out: the mesh axes the model allows.
+      std::string tps;
+      for (int64_t t : p.tpDegrees)
+        tps += (tps.empty() ? "" : ", ") + std::to_string(t);
+      best.error = "no plan satisfies the constraints " + p.constraints +
+                   " on " + std::to_string(p.devices) +
+                   " device(s): tp must be one of " + tps +
+                   " (dividing the attention heads), dp and the "
+                   "micro-batches must divide the batch (" +
+                   std::to_string(p.batch) + "), pp at most the " +
+                   std::to_string(n) + " layer group(s)";
+    } else if (leastNeeded < kInf) {
       std::snprintf(buf, sizeof buf, "%.3g", leastNeeded / double(1 << 30));
       char have[64];
       std::snprintf(have, sizeof have, "%.3g", p.memoryBytes / double(1 << 30));

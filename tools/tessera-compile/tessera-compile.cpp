@@ -224,9 +224,12 @@ int main(int argc, char **argv) {
     return fail("--zero1 shards the optimizer over data-parallel ranks: it "
                 "needs --devices > 1");
   bool autoPlan = plan == "auto";
+  // A plan file may name the auto policy: dist-plan checks the auto-only
+  // options once it has read the file.
+  bool planFile = StringRef(plan).ends_with(".json");
   for (const cl::Option *o : {static_cast<const cl::Option *>(&profileDb),
                               static_cast<const cl::Option *>(&memoryGiB)})
-    if (given(*o) && !autoPlan)
+    if (given(*o) && !autoPlan && !planFile)
       return fail("--" + o->ArgStr + " applies only with --plan auto");
   // The model is mapped whole: refuse directories, devices and FIFOs, and
   // anything over protobuf's 2 GiB limit, before reading.
@@ -327,16 +330,22 @@ int main(int argc, char **argv) {
   // with such ops is refused at packaging, naming the dialect.
   pipeline.raise = target == "cuda" && !given(raise) ? false : bool(raise);
   // Every other plan gets the planner's prediction in the plan report.
-  if (!autoPlan && distributed && !quiet) {
+  // (A plan file always: its policy may be auto, which needs the spec.)
+  if (!autoPlan && distributed && (!quiet || planFile)) {
     pipeline.predict = true;
     pipeline.deviceSpec = target == "cuda" && !given(deviceSpec)
                               ? std::string("h100")
                               : std::string(deviceSpec);
   }
-  if (autoPlan) {
-    pipeline.deviceSpec = deviceSpec;
-    pipeline.profileDb = profileDb;
-    pipeline.memoryGiB = memoryGiB;
+  if (autoPlan || planFile) {
+    if (autoPlan)
+      pipeline.deviceSpec = deviceSpec;
+    // Only when given: dist-plan rejects them for a plan file whose policy
+    // is not auto.
+    if (given(profileDb))
+      pipeline.profileDb = profileDb;
+    if (given(memoryGiB))
+      pipeline.memoryGiB = memoryGiB;
     pipeline.report = !quiet;
   }
   PassManager pm(&context);

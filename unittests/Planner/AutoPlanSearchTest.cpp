@@ -127,13 +127,14 @@ BruteForce bruteForce(const Problem &p) {
   BruteForce out;
   int64_t n = int64_t(p.units.size());
   for (int64_t t : p.tpDegrees) {
-    if (p.devices % t != 0)
+    if (p.devices % t != 0 || (p.fixedTp && t != p.fixedTp))
       continue;
     for (int64_t d = 1; d <= p.devices / t; ++d) {
-      if ((p.devices / t) % d != 0 || p.batch % d != 0)
+      if ((p.devices / t) % d != 0 || p.batch % d != 0 ||
+          (p.fixedDp && d != p.fixedDp))
         continue;
       int64_t pp = p.devices / (t * d);
-      if (pp > n)
+      if (pp > n || (p.fixedPp && pp != p.fixedPp))
         continue;
       int64_t perReplica = p.batch / d;
       for (int64_t m = 1; m <= perReplica; ++m) {
@@ -226,6 +227,80 @@ void checkAgainstBruteForce(bool exactCuts, double kTolerance) {
   // Both outcomes occur, or the check above proves little.
   EXPECT_GT(feasibleInstances, kInstances / 4);
   EXPECT_LT(feasibleInstances, kInstances);
+}
+
+/// A plan file's constraints (some mesh axes, the micro-batches) narrow the
+/// search: on random problems with random constraints, the constrained
+/// search finds a plan exactly when the brute force over the plans that
+/// satisfy them does, its plan satisfies them, and it is as fast as the
+/// best of them (exact cuts), so never slower than the unconstrained
+/// search's plan when that one satisfies them.
+TEST(AutoPlanSearch, ConstraintsAreKeptAndCostNothingElse) {
+  constexpr int kInstances = 300;
+  int feasible = 0, infeasible = 0, unconstrainedSatisfies = 0;
+  for (int seed = 0; seed < kInstances; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Problem free = randomProblem(uint64_t(seed));
+    Rng r(uint64_t(seed) + 1000003);
+    Problem p = free;
+    auto axis = [&]() -> int64_t {
+      return r.coin(0.4) ? r.pick({1, 2, 4}) : 0;
+    };
+    p.fixedDp = axis();
+    p.fixedTp = axis();
+    p.fixedPp = axis();
+    if (p.fixedMicroBatches == 0 && r.coin(0.3))
+      p.fixedMicroBatches = r.pick({1, 2, 4});
+    p.constraints = "(random)";
+    BruteForce bf = bruteForce(p);
+    Result c = searchAutoPlan(p);
+    if (bf.best == kInf) {
+      ++infeasible;
+      EXPECT_NE(c.error, "");
+      continue;
+    }
+    ++feasible;
+    ASSERT_EQ(c.error, "");
+    if (p.fixedDp)
+      EXPECT_EQ(c.shape.dp, p.fixedDp);
+    if (p.fixedTp)
+      EXPECT_EQ(c.shape.tp, p.fixedTp);
+    if (p.fixedPp)
+      EXPECT_EQ(c.shape.pp, p.fixedPp);
+    if (p.fixedMicroBatches)
+      EXPECT_EQ(c.shape.microBatches, p.fixedMicroBatches);
+    EXPECT_LE(c.stepSeconds, bf.best * (1 + 1e-9));
+    // The unconstrained plan, where it satisfies the constraints, is no
+    // faster.
+    Result u = searchAutoPlan(free);
+    if (u.error.empty() && (!p.fixedDp || u.shape.dp == p.fixedDp) &&
+        (!p.fixedTp || u.shape.tp == p.fixedTp) &&
+        (!p.fixedPp || u.shape.pp == p.fixedPp) &&
+        (!p.fixedMicroBatches || u.shape.microBatches == p.fixedMicroBatches)) {
+      ++unconstrainedSatisfies;
+      EXPECT_LE(c.stepSeconds, u.stepSeconds * (1 + 1e-9));
+    }
+  }
+  std::printf("[auto-plan] constraints: %d instances, %d feasible, %d "
+              "infeasible, %d where the free plan satisfies them\n",
+              kInstances, feasible, infeasible, unconstrainedSatisfies);
+  // Both outcomes occur, or the checks above prove little.
+  EXPECT_GT(feasible, kInstances / 10);
+  EXPECT_GT(infeasible, kInstances / 10);
+  EXPECT_GT(unconstrainedSatisfies, 0);
+}
+
+TEST(AutoPlanSearch, ConstraintsThatExcludeEveryMeshAreNamed) {
+  Problem p = randomProblem(1);
+  p.devices = 4;
+  p.tpDegrees = {1, 2};
+  p.fixedTp = 4;
+  p.constraints = "mesh.tp = 4";
+  Result r = searchAutoPlan(p);
+  EXPECT_NE(r.error.find("no plan satisfies the constraints mesh.tp = 4 on 4 "
+                         "device(s): tp must be one of 1, 2"),
+            std::string::npos)
+      << r.error;
 }
 
 TEST(AutoPlanSearch, ExactCutsMatchBruteForce) {

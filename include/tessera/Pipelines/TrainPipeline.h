@@ -98,6 +98,12 @@ struct TrainPipelineOptions
   /// One device and one micro-batch need no plan.
   bool distributed() const { return devices > 1 || microBatches > 1; }
   bool autoPlan() const { return plan == "auto"; }
+  /// A plan the auto search may choose: auto, or a plan file (whose policy
+  /// may be auto; dist-plan checks the auto-only options once it has read
+  /// the file).
+  bool mayBeAuto() const {
+    return autoPlan() || llvm::StringRef(plan).ends_with(".json");
+  }
   /// Whether the plan names tensor parallelism over several ranks: `tp`
   /// with devices > 1, or a product with a tp factor above 1 (not auto or
   /// a plan file, whose tp is decided later).

@@ -76,6 +76,11 @@ struct Problem {
   std::vector<int64_t> tpDegrees; ///< allowed tp degrees (divide the heads)
   int64_t devices = 1;
   int64_t fixedMicroBatches = 0; ///< 0: chosen
+  /// Mesh axis sizes the plan must have (a constrained plan file); 0: chosen.
+  int64_t fixedDp = 0, fixedTp = 0, fixedPp = 0;
+  /// The constraints in words ("mesh.pp = 2, micro_batches = 4"), named by
+  /// the error when no plan satisfies them.
+  std::string constraints;
   std::string deviceSpec = "cpu";
   double memoryBytes = 0;
   std::string schedule = "1f1b"; ///< 1f1b or gpipe

@@ -129,7 +129,13 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
   autoplan::Problem &problem = model.problem;
   problem.devices = options.devices;
   problem.fixedMicroBatches =
-      options.microBatches > 1 ? options.microBatches : 0;
+      options.microBatches > 1 || options.microBatchesFixed
+          ? options.microBatches
+          : 0;
+  problem.fixedDp = options.fixedDp;
+  problem.fixedTp = options.fixedTp;
+  problem.fixedPp = options.fixedPp;
+  problem.constraints = options.constraints;
   problem.deviceSpec = options.deviceSpec;
   problem.memoryBytes = options.memoryGiB * double(1ull << 30);
   problem.schedule = options.schedule;

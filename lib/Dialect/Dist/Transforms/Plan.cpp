@@ -58,6 +58,9 @@ struct PlanSpec {
   std::vector<PlanFile::Assign> assign;
   std::vector<std::pair<std::string, std::string>> order;
   std::vector<std::string> policies;
+  /// The auto policy chose the mesh (plan=auto, or a plan file whose policy
+  /// is auto): it reports its own prediction.
+  bool searched = false;
 };
 
 struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
@@ -88,7 +91,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                        "tsr.train_step; run tsr-optimizer first)");
       return signalPassFailure();
     }
-    if (predict && plan != "auto" && failed(reportPrediction(module, spec)))
+    if (predict && !spec.searched && failed(reportPrediction(module, spec)))
       signalPassFailure();
   }
 
@@ -133,8 +136,10 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   }
 
   /// A built-in policy. `spec.shape.microBatches` and `spec.zero1` are already
-  /// the effective values (options and plan file together).
-  LogicalResult parsePolicy(ModuleOp module, StringRef text, PlanSpec &spec) {
+  /// the effective values (options and plan file together); `options`: the
+  /// auto policy's inputs when a plan file constrains them.
+  LogicalResult parsePolicy(ModuleOp module, StringRef text, PlanSpec &spec,
+                            const AutoPlanOptions *options = nullptr) {
     auto fail = [&](const Twine &why) {
       return module.emitError("dist-plan: plan '") << text << "': " << why;
     };
@@ -142,9 +147,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       if (stagesPerDevice != 1)
         return fail("plans one stage per device (use the 1f1b or gpipe "
                     "schedule)");
-      if (failed(planAuto(module, autoOptions(spec), spec.shape)))
+      if (failed(planAuto(module, options ? *options : autoOptions(spec),
+                          spec.shape)))
         return failure();
       spec.policies = {"dp", "tp", "pp"};
+      spec.searched = true;
       return success();
     }
     if (text == "dp" || text == "tp" || text == "pp") {
@@ -203,16 +210,20 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       return module.emitError("dist-plan: vshape places two virtual stages "
                               "per device, but stages-per-device is ")
              << int64_t(stagesPerDevice);
-    if (failed(checkAutoOnlyOptions(module)))
-      return failure();
-    if (!StringRef(plan).ends_with(".json"))
+    if (!StringRef(plan).ends_with(".json")) {
+      if (failed(checkAutoOnlyOptions(module, plan == "auto")))
+        return failure();
       return parsePolicyAndCheck(module, plan, spec);
+    }
 
     // A plan file (docs/plans.md): read and checked by PlanFile.cpp.
     std::string error;
     std::optional<PlanFile> file = readPlanFile(plan, error);
     if (!file)
       return module.emitError("dist-plan: ") << error;
+    bool autoFile = file->policy && *file->policy == "auto";
+    if (failed(checkAutoOnlyOptions(module, autoFile)))
+      return failure();
     auto fail = [&](const Twine &why) {
       return module.emitError("dist-plan: ") << plan << ": " << why;
     };
@@ -230,12 +241,42 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         return fail("zero1 is false, but --zero1 is given");
       spec.zero1 = *file->zero1;
     }
-    if (file->policy) {
-      // The auto policy takes its inputs (device spec, memory) from the
-      // options; a plan file gives the plan by hand.
-      if (*file->policy == "auto")
-        return fail("policy: 'auto' is not a plan-file policy (use plan=auto, "
-                    "--plan auto with tessera-compile)");
+    if (autoFile) {
+      // A constrained auto plan: the search keeps the mesh axes and the
+      // micro-batches the file gives, and chooses the rest.
+      AutoPlanOptions options = autoOptions(spec);
+      options.microBatchesFixed = file->microBatches.has_value();
+      std::string given;
+      auto constrain = [&](const char *name, int64_t size, int64_t &slot) {
+        if (!file->mesh || size == 0)
+          return;
+        slot = size;
+        given += std::string(given.empty() ? "" : ", ") + "mesh." + name +
+                 " = " + std::to_string(size);
+      };
+      constrain("dp", file->mesh ? file->mesh->dp : 0, options.fixedDp);
+      constrain("tp", file->mesh ? file->mesh->tp : 0, options.fixedTp);
+      constrain("pp", file->mesh ? file->mesh->pp : 0, options.fixedPp);
+      if (file->microBatches)
+        given += std::string(given.empty() ? "" : ", ") +
+                 "micro_batches = " + std::to_string(*file->microBatches);
+      options.constraints = given;
+      // Axes that cannot share the devices are a conflict between the
+      // entries themselves, before any search.
+      int64_t fixed = std::max<int64_t>(options.fixedDp, 1) *
+                      std::max<int64_t>(options.fixedTp, 1) *
+                      std::max<int64_t>(options.fixedPp, 1);
+      bool all = options.fixedDp && options.fixedTp && options.fixedPp;
+      if (devices % fixed != 0 || (all && fixed != devices))
+        return fail("the constraints " + given + " use " + Twine(fixed) +
+                    " devices, which " + (all ? "is not" : "does not divide") +
+                    " --devices " + Twine(devices.getValue()));
+      if (spec.zero1 && options.fixedDp == 1)
+        return fail("the constraints zero1 = true and mesh.dp = 1 conflict "
+                    "(ZeRO-1 shards the optimizer over dp)");
+      if (failed(parsePolicy(module, "auto", spec, &options)))
+        return failure();
+    } else if (file->policy) {
       if (failed(parsePolicyAndCheck(module, *file->policy, spec)))
         return failure();
     } else {
@@ -256,20 +297,23 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     return success();
   }
 
-  /// device-spec, profile-db, memory-gib, schedule and report feed only the
-  /// auto policy; with another plan a value would be silently ignored. Only a
-  /// value other than the default can be told apart: a pass built from an
-  /// options struct (tessera-compile) has every option set.
-  LogicalResult checkAutoOnlyOptions(ModuleOp module) {
-    // predict models the plan as auto would: the same inputs.
-    if (plan == "auto" || predict)
+  /// device-spec, profile-db, memory-gib and schedule feed only the auto
+  /// policy (and predict); with another plan a value would be silently
+  /// ignored. Only a value other than the default can be told apart: a pass
+  /// built from an options struct (tessera-compile) has every option set.
+  LogicalResult checkAutoOnlyOptions(ModuleOp module, bool isAuto) {
+    if (isAuto)
+      return success();
+    // predict models the plan as auto would, with the same inputs; report
+    // only prints the search's choice (ignored elsewhere: it says nothing
+    // about the plan).
+    if (predict)
       return success();
     DistPlanOptions defaults;
     StringRef given = deviceSpec != defaults.deviceSpec ? "device-spec"
                       : profileDb != defaults.profileDb ? "profile-db"
                       : memoryGiB != defaults.memoryGiB ? "memory-gib"
                       : schedule != defaults.schedule   ? "schedule"
-                      : report != defaults.report       ? "report"
                                                         : "";
     if (given.empty())
       return success();

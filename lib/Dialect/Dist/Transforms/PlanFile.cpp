@@ -71,17 +71,21 @@ std::string readOpName(const JsonValue &v) {
   return name;
 }
 
-planner::PlanShape readMesh(const JsonValue &v) {
+/// The mesh; an axis the file does not give is `absent` (1 for a mesh, 0,
+/// free, for the constraints of an auto plan).
+planner::PlanShape readMesh(const JsonValue &v, int64_t absent) {
   JsonObject m = v.getObject({"dp", "tp", "pp"}, "mesh axis sizes");
   planner::PlanShape mesh;
+  mesh.dp = mesh.tp = mesh.pp = absent;
   for (auto [axis, slot] : {std::pair<const char *, int64_t *>{"dp", &mesh.dp},
                             {"tp", &mesh.tp},
                             {"pp", &mesh.pp}})
     if (auto size = m.find(axis))
       *slot = size->getInt(1, kInt64Max, "an axis size");
-  std::optional<int64_t> product = support::checkedMul(mesh.dp, mesh.tp);
+  std::optional<int64_t> product = support::checkedMul(
+      std::max<int64_t>(mesh.dp, 1), std::max<int64_t>(mesh.tp, 1));
   if (product)
-    product = support::checkedMul(*product, mesh.pp);
+    product = support::checkedMul(*product, std::max<int64_t>(mesh.pp, 1));
   if (!product)
     m.fail("the number of devices dp x tp x pp = " + std::to_string(mesh.dp) +
            " x " + std::to_string(mesh.tp) + " x " + std::to_string(mesh.pp) +
@@ -134,15 +138,19 @@ PlanFile parsePlan(const nlohmann::json &root, const std::string &path) {
                                    "trans", "assign", "order"},
                                   "a plan");
   PlanFile plan;
-  if (top.has("policy") && top.has("mesh"))
-    top.fail("give either 'policy' or 'mesh', not both (the policy fixes the "
-             "mesh)");
   if (auto policy = top.find("policy")) {
     plan.policy = policy->getString("a plan policy (e.g. \"dp2xtp2\")");
     if (plan.policy->empty())
       policy->fail("expected a plan policy (e.g. \"dp2xtp2\"), got \"\"");
+    // The auto policy takes the mesh as constraints on its search.
+    if (auto mesh = top.find("mesh")) {
+      if (*plan.policy != "auto")
+        top.fail("give either 'policy' or 'mesh', not both (the policy fixes "
+                 "the mesh; only \"auto\" takes a mesh, as constraints)");
+      plan.mesh = readMesh(*mesh, 0);
+    }
   } else if (auto mesh = top.find("mesh")) {
-    plan.mesh = readMesh(*mesh);
+    plan.mesh = readMesh(*mesh, 1);
   } else {
     top.fail("needs a 'policy' (e.g. \"dp2xtp2\") or a 'mesh'");
   }

@@ -100,6 +100,12 @@ struct AutoPlanOptions {
   std::string schedule = "1f1b";
   bool zero1 = false;
   bool report = false;
+  /// A plan file's constraints on the search (docs/plans.md): mesh axis
+  /// sizes to keep (0: free), micro-batches fixed even at 1, and the
+  /// constraints in words for the error when none is feasible.
+  int64_t fixedDp = 0, fixedTp = 0, fixedPp = 0;
+  bool microBatchesFixed = false;
+  std::string constraints;
 };
 
 /// The auto policy (AutoPlan.cpp): models the largest train step of

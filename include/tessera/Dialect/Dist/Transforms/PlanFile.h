@@ -30,8 +30,9 @@ struct PlanFile {
   /// pass, which knows the policies.
   std::optional<std::string> policy;
   /// `mesh`: the plan shape's axis sizes dp, tp and pp, each >= 1, their
-  /// product within int64_t (its micro-batches come from `micro_batches`,
-  /// its stages from `assign` or the pp policy).
+  /// product the devices (with no policy: the mesh, its splits from `trans`,
+  /// its stages from `assign` or the pp policy). With policy "auto": the
+  /// sizes the search must keep, 0 for an axis the file does not give.
   std::optional<planner::PlanShape> mesh;
   std::optional<int64_t> microBatches;
   std::optional<bool> zero1;
