@@ -59,7 +59,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "gpt"))
 sys.path.insert(0, HERE)
 import numpy as np  # noqa: E402
 from safetensors_io import load_file  # noqa: E402
-from fp32_bound import U, gamma, load_config, one_program, reductions  # noqa: E402
+from fp32_bound import gamma, load_config, reductions, two_programs  # noqa: E402
 
 PROBE_LR = 2.0 ** 20     # run_plan.sh's probe learning rate
 
@@ -72,7 +72,7 @@ def losses(path, key="loss"):
 def tolerance(model_dir):
     config = load_config(model_dir)
     n, d = reductions(config)
-    return 2 * one_program(config) + 2 * U, n, d
+    return two_programs(config), n, d
 
 
 def probe_gradients(run_dir):

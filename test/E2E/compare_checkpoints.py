@@ -25,7 +25,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fp32_bound import U, load_config, one_program  # noqa: E402
+from fp32_bound import load_config, two_programs  # noqa: E402
 
 DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64,
           "I32": np.int32, "BOOL": np.bool_}
@@ -69,7 +69,7 @@ def main():
     if set(a) != set(b):
         print(f"FAIL tensors differ: {sorted(set(a) ^ set(b))}")
         return 1
-    tau = 2 * one_program(load_config(args.model)) + 2 * U
+    tau = two_programs(load_config(args.model))
     ok = True
     worst = {}
     for name in sorted(b):

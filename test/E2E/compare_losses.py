@@ -17,7 +17,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from fp32_bound import U, load_config, one_program  # noqa: E402
+from fp32_bound import load_config, two_programs  # noqa: E402
 
 
 def read(path):
@@ -36,7 +36,7 @@ def main():
     ap.add_argument("--model", required=True)
     ap.add_argument("--first", type=int, default=0)
     args = ap.parse_args()
-    tau = 2 * one_program(load_config(args.model)) + 2 * U
+    tau = two_programs(load_config(args.model))
     a, b = read(args.a), read(args.b)
     steps = sorted(t for t in set(a) & set(b) if t >= args.first)
     if not steps:

@@ -52,6 +52,13 @@ def one_program(config):
     return d * gamma(n)
 
 
+def two_programs(config):
+    """tau of the bounded rule: two float32 programs that sum in other
+    orders differ, relatively, by at most their two distances from the
+    exact value plus each one's final rounding."""
+    return 2 * one_program(config) + 2 * U
+
+
 def load_config(model_dir):
     with open(os.path.join(model_dir, "reference.json")) as f:
         return json.load(f)["config"]

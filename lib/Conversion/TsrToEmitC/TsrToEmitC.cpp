@@ -23,6 +23,7 @@
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Layout/Rvd.h"
 
 #include "mlir/Conversion/ConvertToEmitC/ToEmitCInterface.h"
 #include "mlir/Dialect/EmitC/IR/EmitC.h"
@@ -397,9 +398,8 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
   std::string text;
   llvm::raw_string_ostream os(text);
   // A piece of optimizer state (dist.shard): the whole tensor's shape and,
-  // for each rank of this program, where its piece starts (the offsets
-  // layout::pieceOffsets computes: along each dimension, the piece index
-  // folded over the splitting axes' coordinates in mesh order).
+  // for each rank of this program, where its piece starts
+  // (layout::pieceOffsets of the layout the attribute describes).
   auto emitShard = [&](func::FuncOp f, unsigned i, RankedTensorType type,
                        ArrayAttr shard) -> LogicalResult {
     auto meshAttr = dyn_cast_or_null<dist::MeshAttr>(
@@ -408,8 +408,10 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
       return f.emitError("convert-tsr-to-emitc: argument ")
              << i << " has dist.shard but the module has no dist.mesh";
     layout::Mesh mesh = meshAttr.getMesh();
-    SmallVector<int64_t> global(type.getShape());
-    SmallVector<SmallVector<size_t>> axes(shard.size());
+    layout::Layout split;
+    split.states.assign(mesh.numAxes(), layout::AxisState::r());
+    layout::TensorShape whole{
+        std::vector<int64_t>(type.getShape().begin(), type.getShape().end())};
     for (auto [k, dim] : llvm::enumerate(shard.getAsRange<ArrayAttr>()))
       for (auto name : dim.getAsRange<StringAttr>()) {
         std::optional<size_t> a = mesh.axisIndex(name.str());
@@ -417,21 +419,18 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
           return f.emitError("convert-tsr-to-emitc: dist.shard of argument ")
                  << i << " names '" << name.getValue()
                  << "', which is not an axis of the mesh";
-        axes[k].push_back(*a);
-        global[k] *= mesh.axis(*a).size;
+        split.states[*a] = layout::AxisState::d(static_cast<int>(k));
+        whole.dims[k] *= mesh.axis(*a).size;
       }
-    os << ", /*bound=*/0, /*defaultValue=*/0, /*global=*/{" << joinInts(global)
-       << "}, /*offsets=*/{";
+    os << ", /*bound=*/0, /*defaultValue=*/0, /*global=*/{"
+       << joinInts(whole.dims) << "}, /*offsets=*/{";
     for (auto [j, rank] : llvm::enumerate(ranks)) {
-      std::vector<int64_t> coords = mesh.coordinates(rank);
-      SmallVector<int64_t> offsets;
-      for (auto [k, splitting] : llvm::enumerate(axes)) {
-        int64_t piece = 0;
-        for (size_t a : splitting)
-          piece = piece * mesh.axis(a).size + coords[a];
-        offsets.push_back(piece * type.getDimSize(k));
-      }
-      os << (j ? ", " : "") << "{" << joinInts(offsets) << "}";
+      auto offsets =
+          layout::pieceOffsets(mesh, whole, split, mesh.coordinates(rank));
+      if (!offsets)
+        return f.emitError("convert-tsr-to-emitc: dist.shard of argument ")
+               << i << ": " << offsets.message();
+      os << (j ? ", " : "") << "{" << joinInts(*offsets) << "}";
     }
     os << "}";
     return success();

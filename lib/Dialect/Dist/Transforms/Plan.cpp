@@ -246,17 +246,19 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       // micro-batches the file gives, and chooses the rest.
       AutoPlanOptions options = autoOptions(spec);
       options.microBatchesFixed = file->microBatches.has_value();
+      // Each axis the file's mesh gives (0: not given) is kept.
+      planner::PlanShape kept =
+          file->mesh ? *file->mesh : planner::PlanShape{0, 0, 0};
+      options.fixedDp = kept.dp;
+      options.fixedTp = kept.tp;
+      options.fixedPp = kept.pp;
       std::string given;
-      auto constrain = [&](const char *name, int64_t size, int64_t &slot) {
-        if (!file->mesh || size == 0)
-          return;
-        slot = size;
-        given += std::string(given.empty() ? "" : ", ") + "mesh." + name +
-                 " = " + std::to_string(size);
-      };
-      constrain("dp", file->mesh ? file->mesh->dp : 0, options.fixedDp);
-      constrain("tp", file->mesh ? file->mesh->tp : 0, options.fixedTp);
-      constrain("pp", file->mesh ? file->mesh->pp : 0, options.fixedPp);
+      for (auto [name, size] : {std::pair<const char *, int64_t>{"dp", kept.dp},
+                                {"tp", kept.tp},
+                                {"pp", kept.pp}})
+        if (size)
+          given += std::string(given.empty() ? "" : ", ") + "mesh." + name +
+                   " = " + std::to_string(size);
       if (file->microBatches)
         given += std::string(given.empty() ? "" : ", ") +
                  "micro_batches = " + std::to_string(*file->microBatches);
