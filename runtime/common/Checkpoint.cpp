@@ -285,7 +285,6 @@ void writeCheckpoint(const std::string &dir, const Program &program,
   index["model"] = program.model;
   index["optimizer"] = step.optimizer;
   index["world_size"] = ranks;
-  index["dropout_counter"] = state.dropoutCounter;
   nlohmann::ordered_json files = nlohmann::ordered_json::array();
   for (int64_t r = 0; r < ranks; ++r)
     files.push_back(rankFile(r));
@@ -353,7 +352,6 @@ CheckpointState readCheckpoint(const std::string &path, const Program &program,
                 " index");
   CheckpointState state;
   state.stepsDone = index.value("step", int64_t(-1));
-  state.dropoutCounter = index.value("dropout_counter", uint64_t(0));
   int64_t ranks = index.value("world_size", int64_t(0));
   std::string optimizer = index.value("optimizer", "");
   if (state.stepsDone < 0)
@@ -493,9 +491,7 @@ void describeCheckpoint(const std::string &path, std::ostream &os) {
   os << "checkpoint " << step << "\n"
      << "  step " << index.value("step", int64_t(-1)) << ", model '"
      << index.value("model", "") << "', optimizer "
-     << index.value("optimizer", "") << ", " << ranks << " rank file(s)"
-     << ", dropout counter " << index.value("dropout_counter", uint64_t(0))
-     << "\n";
+     << index.value("optimizer", "") << ", " << ranks << " rank file(s)\n";
   // Each tensor's shape on each rank, from the headers.
   struct Held {
     DType dtype;

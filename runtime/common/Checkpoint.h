@@ -24,11 +24,10 @@ namespace tessera {
 namespace rt {
 
 /// What a checkpoint restores: the steps done (the next step's index, so
-/// also the data position), the dropout counter, and this rank's
+/// also the data position and the dropout masks' counter) and this rank's
 /// parameters and optimizer state by name.
 struct CheckpointState {
   int64_t stepsDone = 0;
-  uint64_t dropoutCounter = 0;
   std::map<std::string, Tensor> params, states;
 };
 

@@ -613,9 +613,9 @@ int run(int argc, char **argv, const Program &program) {
     else if (spec.role == Role::Loss)
       throw Error("a Loss cannot be an argument of the step function");
   }
-  // --resume: the newest checkpoint's parameters, optimizer state, step
-  // (the data position: batches are a function of the step) and dropout
-  // counter; --steps stays the total.
+  // --resume: the newest checkpoint's parameters, optimizer state and step
+  // (the data position and the dropout masks are functions of the step);
+  // --steps stays the total.
   int64_t first = 0;
   if (!o.resume.empty()) {
     std::string path = latestCheckpoint(o.resume);
@@ -625,7 +625,6 @@ int run(int argc, char **argv, const Program &program) {
     for (auto &[n, t] : saved.states)
       states[n] = t;
     first = saved.stepsDone;
-    setDropoutCounter(saved.dropoutCounter);
     if (first > o.steps)
       throw Error("--resume: " + path + " is after step " +
                   std::to_string(first) + ", beyond --steps " +
@@ -676,15 +675,17 @@ int run(int argc, char **argv, const Program &program) {
   };
   // The mean loss of the first --eval-steps batches of --val-data. The step
   // function runs with the learning rate 0 and its results are dropped, so
-  // parameters and optimizer state stay as they were; the dropout counter
-  // is restored, so that evaluating does not change the training that
-  // follows (or a resume). Every rank runs it (the step communicates).
+  // parameters and optimizer state stay as they were. Dropout, if the model
+  // has it, draws masks of their own (counters with the top bit set, which
+  // no training step uses) and the same ones in every plan. Every rank runs
+  // it (the step communicates).
   auto evaluate = [&](int64_t i) -> std::optional<double> {
-    uint64_t counter = dropoutCounter();
     std::vector<Tensor> evalArgs, evalResults;
     double sum = 0;
     bool have = false;
     for (int64_t j = 0; j < o.evalSteps; ++j) {
+      setDropoutCounter((uint64_t(1) << 63) |
+                        static_cast<uint64_t>(i * o.evalSteps + j));
       // A rank whose step takes no input (a middle pipeline stage) has no
       // data but runs the step with the others.
       buildArgs(evalArgs, valData ? valData->batch(j) : Batch(), 0.0, i);
@@ -713,7 +714,6 @@ int run(int argc, char **argv, const Program &program) {
         have = true;
       }
     }
-    setDropoutCounter(counter);
     if (!have)
       return std::nullopt;
     return sum / static_cast<double>(o.evalSteps);
@@ -726,6 +726,9 @@ int run(int argc, char **argv, const Program &program) {
     if (data)
       batch = data->batch(i);
     buildArgs(args, batch, scheduledLr(o, i), i);
+    // Dropout masks are a function of the step (common/Dropout.h): a
+    // resumed run, or one under another plan, draws the same ones.
+    setDropoutCounter(static_cast<uint64_t>(i));
     // The step holds its inputs in args; the host copies can go.
     batch.clear();
     results.assign(step.results.size(), Tensor());
@@ -820,8 +823,7 @@ int run(int argc, char **argv, const Program &program) {
       logger.log(m);
     if (!o.checkpointDir.empty() &&
         (last || (o.checkpointEvery > 0 && (i + 1) % o.checkpointEvery == 0)))
-      writeCheckpoint(o.checkpointDir, program, step,
-                      {i + 1, dropoutCounter(), params, states},
+      writeCheckpoint(o.checkpointDir, program, step, {i + 1, params, states},
                       o.keepCheckpoints);
   }
 
@@ -829,8 +831,7 @@ int run(int argc, char **argv, const Program &program) {
   // writes the checkpoint it resumed in this program's plan: resharding
   // without training (docs/training.md).
   if (!o.checkpointDir.empty() && first == o.steps && !o.resume.empty())
-    writeCheckpoint(o.checkpointDir, program, step,
-                    {first, dropoutCounter(), params, states},
+    writeCheckpoint(o.checkpointDir, program, step, {first, params, states},
                     o.keepCheckpoints);
 
   if (!o.save.empty()) {
@@ -1119,10 +1120,10 @@ int runRank(int argc, char **argv, const Program &program) {
   auto self =
       std::find(program.ranks.begin(), program.ranks.end(), worldRank());
   if (worldSize() != program.worldSize || self == program.ranks.end()) {
-    printError(
-        "this is the program of " + ranksText(program.ranks) + " of " +
-        std::to_string(program.worldSize) + ", but it was started as rank " +
-        std::to_string(worldRank()) + " of " + std::to_string(worldSize()));
+    printError("this is the program of " + ranksText(program.ranks) + " of " +
+               std::to_string(program.worldSize) +
+               ", but it was started as rank " + std::to_string(worldRank()) +
+               " of " + std::to_string(worldSize()));
     // mpirun also ends a job when a rank exits without MPI_Finalize, but
     // only after about a second; MPI_Abort is immediate.
     if (worldSize() > 1)

@@ -14,11 +14,12 @@ namespace tessera {
 namespace rt {
 using namespace detail;
 
-std::tuple<Tensor, Tensor> dropout(const Tensor &x, double ratio,
-                                   int64_t seed) {
+std::tuple<Tensor, Tensor> dropout(const Tensor &x, double ratio, int64_t seed,
+                                   const std::vector<int64_t> &global,
+                                   const std::vector<int64_t> &offsets) {
   const char *name = "dropout";
-  checkDropout(x, ratio);
-  uint64_t stream = nextDropoutStream(seed);
+  DropoutPiece piece = checkDropout(x, ratio, global, offsets);
+  uint64_t stream = dropoutStream(seed);
   Tensor out(x.shape(), x.dtype());
   Tensor mask(x.shape(), DType::i1);
   dispatchFloat(x.dtype(), name, [&](auto tag) {
@@ -28,7 +29,7 @@ std::tuple<Tensor, Tensor> dropout(const Tensor &x, double ratio,
     uint8_t *k = mask.data<uint8_t>();
     T scale = dropoutScale<T>(ratio);
     for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-      bool keep = dropoutKeeps(stream, i, ratio);
+      bool keep = dropoutKeeps(stream, dropoutGlobalIndex(piece, i), ratio);
       k[i] = keep;
       o[i] = keep ? in[i] * scale : T(0);
     }

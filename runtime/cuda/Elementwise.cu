@@ -290,9 +290,10 @@ __global__ void castKernel(const From *x, To *out, int64_t n) {
 
 template <typename T>
 __global__ void dropoutKernel(const T *x, T *out, uint8_t *mask, int64_t n,
-                              uint64_t stream, double ratio, T scale) {
+                              uint64_t stream, DropoutPiece piece, double ratio,
+                              T scale) {
   TESSERA_CUDA_LOOP(i, n) {
-    bool keep = dropoutKeeps(stream, i, ratio);
+    bool keep = dropoutKeeps(stream, dropoutGlobalIndex(piece, i), ratio);
     mask[i] = keep;
     out[i] = keep ? x[i] * scale : T(0);
   }
@@ -513,11 +514,13 @@ Tensor cast(const Tensor &xIn, DType to) {
 }
 
 std::tuple<Tensor, Tensor> dropout(const Tensor &xIn, double ratio,
-                                   int64_t seed) {
+                                   int64_t seed,
+                                   const std::vector<int64_t> &global,
+                                   const std::vector<int64_t> &offsets) {
   const char *name = "dropout";
-  checkDropout(xIn, ratio);
+  DropoutPiece piece = checkDropout(xIn, ratio, global, offsets);
   Tensor x = onDevice(xIn);
-  uint64_t stream = nextDropoutStream(seed);
+  uint64_t stream = dropoutStream(seed);
   Tensor out(x.shape(), x.dtype());
   Tensor mask(x.shape(), DType::i1);
   int64_t n = x.numel();
@@ -527,7 +530,8 @@ std::tuple<Tensor, Tensor> dropout(const Tensor &xIn, double ratio,
     using T = decltype(tag);
     T scale = dropoutScale<T>(ratio);
     launch(name, dropoutKernel<T>, gridFor(n), kBlock, 0, dptr<T>(x),
-           dptrMut<T>(out), dptrMut<uint8_t>(mask), n, stream, ratio, scale);
+           dptrMut<T>(out), dptrMut<uint8_t>(mask), n, stream, piece, ratio,
+           scale);
   });
   return {out, mask};
 }

@@ -172,21 +172,25 @@ TEST(CrossEntropy, ReductionsIgnoreIndexAndLabelTypes) {
       "expected logits N x C");
 }
 
-TEST(Dropout, DeterministicScaledAndAdvancing) {
+TEST(Dropout, DeterministicScaledAndSetByTheCounter) {
   Tensor x = full({1000, 10}, DType::f32, 2.0);
+  const std::vector<int64_t> whole;
   setBaseSeed(5);
-  auto [y1, m1] = dropout(x, 0.3, 17);
-  auto [y2, m2] = dropout(x, 0.3, 17);
-  EXPECT_EQ(dropoutCounter(), 2u);
-  setBaseSeed(5); // the same program run again
-  auto [y1b, m1b] = dropout(x, 0.3, 17);
-  auto [y2b, m2b] = dropout(x, 0.3, 17);
+  auto [y1, m1] = dropout(x, 0.3, 17, whole, whole);
+  auto [y1b, m1b] = dropout(x, 0.3, 17, whole, whole);
+  EXPECT_EQ(dropoutCounter(), 0u); // calls do not advance it
   EXPECT_EQ(toDoubles(m1), toDoubles(m1b));
-  EXPECT_EQ(toDoubles(m2), toDoubles(m2b));
-  EXPECT_EQ(toDoubles(y2), toDoubles(y2b));
-  EXPECT_NE(toDoubles(m1), toDoubles(m2)); // the next call draws anew
+  EXPECT_EQ(toDoubles(y1), toDoubles(y1b));
+  setDropoutCounter(1); // the next step draws anew
+  auto [y2, m2] = dropout(x, 0.3, 17, whole, whole);
+  EXPECT_NE(toDoubles(m1), toDoubles(m2));
+  // Another op seed, or another base seed, draws another mask.
+  setDropoutCounter(0);
+  EXPECT_NE(toDoubles(std::get<1>(dropout(x, 0.3, 18, whole, whole))),
+            toDoubles(m1));
   setBaseSeed(6);
-  EXPECT_NE(toDoubles(std::get<1>(dropout(x, 0.3, 17))), toDoubles(m1));
+  EXPECT_NE(toDoubles(std::get<1>(dropout(x, 0.3, 17, whole, whole))),
+            toDoubles(m1));
 
   EXPECT_EQ(m1.dtype(), DType::i1);
   std::vector<double> mv = toDoubles(m1), yv = toDoubles(y1);
@@ -198,10 +202,53 @@ TEST(Dropout, DeterministicScaledAndAdvancing) {
   // 10000 Bernoulli(0.7) draws: 7000 +- 4.6 sigma.
   EXPECT_NEAR(kept, 7000, 210);
 
-  auto [y0, m0] = dropout(x, 0.0, 1);
+  auto [y0, m0] = dropout(x, 0.0, 1, whole, whole);
   EXPECT_EQ(toDoubles(y0), toDoubles(x));
-  auto [yAll, mAll] = dropout(x, 1.0, 1);
+  auto [yAll, mAll] = dropout(x, 1.0, 1, whole, whole);
   EXPECT_EQ(item(reduce_max(yAll, {0, 1}, false)), 0.0);
-  EXPECT_THROW(dropout(x, 1.5, 1), Error);
+  EXPECT_THROW(dropout(x, 1.5, 1, whole, whole), Error);
+  setBaseSeed(0);
+}
+
+// A plan splits a dropout into pieces (ranks, micro-batches): each piece,
+// told where it lies, draws exactly its part of the whole tensor's mask.
+TEST(Dropout, PiecesDrawTheirPartOfTheWholeMask) {
+  setBaseSeed(3);
+  setDropoutCounter(7);
+  const Shape global = {4, 6, 10};
+  Tensor x = full(global, DType::f32, 1.0);
+  auto [yWhole, mWhole] = dropout(x, 0.5, 11, {}, {});
+  // Naming the whole tensor as its own piece changes nothing.
+  EXPECT_EQ(toDoubles(std::get<1>(dropout(x, 0.5, 11, global, {0, 0, 0}))),
+            toDoubles(mWhole));
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t b = 0; b < 3; ++b) {
+      std::vector<int64_t> starts = {2 * a, 2 * b, 0};
+      std::vector<int64_t> limits = {2 * a + 2, 2 * b + 2, 10};
+      Tensor piece = full({2, 2, 10}, DType::f32, 1.0);
+      auto [y, m] = dropout(piece, 0.5, 11, global, starts);
+      EXPECT_EQ(toDoubles(m),
+                toDoubles(slice(mWhole, starts, limits, {1, 1, 1})))
+          << "piece " << a << ", " << b;
+      EXPECT_EQ(toDoubles(y),
+                toDoubles(slice(yWhole, starts, limits, {1, 1, 1})));
+    }
+  Tensor piece = full({2, 2, 10}, DType::f32, 1.0);
+  expectError(
+      [&] {
+        dropout(piece, 0.5, 11, global, {3, 0, 0});
+      },
+      "dropout: the input 2x2x10 at offsets [3, 0, 0] is not inside "
+      "the whole tensor 4x6x10");
+  expectError(
+      [&] {
+        dropout(piece, 0.5, 11, global, {0, 0});
+      },
+      "must have one entry per dimension of the input 2x2x10");
+  expectError(
+      [&] {
+        dropout(piece, 0.5, 11, {}, {0, 0, 0});
+      },
+      "the whole tensor's shape [] and the piece's offsets [0, 0, 0]");
   setBaseSeed(0);
 }

@@ -262,10 +262,14 @@ TEST(CudaOps, DropoutMatchesBitForBit) {
   gpu::setBaseSeed(42);
   Pair x = random({33, 65});
   for (double ratio : {0.0, 0.1, 0.5, 1.0}) {
-    auto c = cpu::dropout(x.c, ratio, 7);
-    auto g = gpu::dropout(x.g, ratio, 7);
+    auto c = cpu::dropout(x.c, ratio, 7, {}, {});
+    auto g = gpu::dropout(x.g, ratio, 7, {}, {});
     expectEqual(std::get<1>(c), std::get<1>(g), "dropout mask");
     expectClose(std::get<0>(c), std::get<0>(g), "dropout output");
+    // A piece of a larger tensor (as a plan's rank or micro-batch draws).
+    c = cpu::dropout(x.c, ratio, 7, {40, 130}, {5, 65});
+    g = gpu::dropout(x.g, ratio, 7, {40, 130}, {5, 65});
+    expectEqual(std::get<1>(c), std::get<1>(g), "dropout piece mask");
   }
   EXPECT_EQ(cpu::dropoutCounter(), gpu::dropoutCounter());
 }

@@ -166,6 +166,8 @@ private:
   LogicalResult planArgs();
   LogicalResult emitAll();
   LogicalResult emitInstance(Operation *op, int64_t m);
+  LogicalResult markDropoutPiece(RankState &rs, tsr::DropoutOp d,
+                                 const OpPlan &p, int64_t m);
   FailureOr<Value> materialize(RankState &r, Value v, const FullLayout &want,
                                int64_t m);
   FailureOr<Value> convertLocal(RankState &r, Operation *where,
@@ -655,9 +657,42 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
           limits[d] = in.getDimSize(d);
       s.setLimits(limits);
     }
+    if (auto d = dyn_cast<tsr::DropoutOp>(copy))
+      if (failed(markDropoutPiece(rs, d, p, m)))
+        return failure();
     for (auto [orig, res] : llvm::zip(op->getResults(), copy->getResults()))
       rs.pieces[{orig.getAsOpaquePointer(), piece}] = res;
   }
+  return success();
+}
+
+/// A dropout split over ranks or micro-batches draws, piece by piece, the
+/// single-device mask (runtime/common/Dropout.h): each piece names where it
+/// lies in the whole tensor. The batch dimension's micro-batch pieces are
+/// inner to dp's, as the inputs are sliced (convertLocal).
+LogicalResult Partitioner::markDropoutPiece(RankState &rs, tsr::DropoutOp d,
+                                            const OpPlan &p, int64_t m) {
+  ArrayRef<int64_t> global =
+      cast<tsr::DropoutOp>(p.op).getInput().getType().getShape();
+  if (d.getInput().getType().getShape() == global)
+    return success();
+  auto mesh3 = lay::Mesh::create({{"dp", dp}, {"tp", tp}, {"mb", M}});
+  if (!mesh3)
+    return fail(p.op, mesh3.message());
+  lay::Layout layout = p.results[0].spatial;
+  layout.states.push_back(p.results[0].mb);
+  SmallVector<int64_t> dpGroup = mesh.groupOf(rs.rank, {"dp"}),
+                       tpGroup = mesh.groupOf(rs.rank, {"tp"});
+  std::vector<int64_t> coords = {llvm::find(dpGroup, rs.rank) - dpGroup.begin(),
+                                 llvm::find(tpGroup, rs.rank) - tpGroup.begin(),
+                                 p.perMicro ? m : 0};
+  auto offsets = lay::pieceOffsets(
+      *mesh3, {std::vector<int64_t>(global.begin(), global.end())}, layout,
+      coords);
+  if (!offsets)
+    return fail(p.op, "internal: the piece of a dropout: " + offsets.message());
+  d.setOffsets(*offsets);
+  d.setGlobalShape(global);
   return success();
 }
 

@@ -247,6 +247,32 @@ LogicalResult DropoutOp::inferReturnTypes(MLIRContext *ctx,
   return success();
 }
 
+LogicalResult DropoutOp::verify() {
+  std::optional<ArrayRef<int64_t>> offsets = getOffsets(),
+                                   global = getGlobalShape();
+  if (offsets.has_value() != global.has_value())
+    return emitOpError("needs both 'offsets' and 'global_shape', or neither");
+  if (!offsets)
+    return success();
+  ArrayRef<int64_t> local = getInput().getType().getShape();
+  if (offsets->size() != local.size() || global->size() != local.size())
+    return emitOpError("'offsets' and 'global_shape' need one entry per "
+                       "dimension of the input (")
+           << local.size() << "), got " << offsets->size() << " and "
+           << global->size();
+  for (size_t d = 0; d < local.size(); ++d)
+    if ((*offsets)[d] < 0 || (*offsets)[d] + local[d] > (*global)[d])
+      return emitOpError("the piece of dimension ")
+             << d << " (offset " << (*offsets)[d] << ", size " << local[d]
+             << ") is not inside the whole tensor's " << (*global)[d];
+  return success();
+}
+
+ArrayRef<StringRef> DropoutOp::getRankVariantAttrNames() {
+  static constexpr StringRef kNames[] = {"offsets"};
+  return kNames;
+}
+
 //===----------------------------------------------------------------------===//
 // Contractions and normalisations
 //===----------------------------------------------------------------------===//

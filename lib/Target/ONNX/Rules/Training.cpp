@@ -59,7 +59,8 @@ LogicalResult importDropout(ImportContext &cx) {
   // dropouts of the same shape from drawing the same mask.
   int64_t seed = cx.attrInt("seed", static_cast<int64_t>(cx.nodeIndex) + 1);
   auto op = cx.createInferred<tsr::DropoutOp>(
-      2, *x, cx.b.getF64FloatAttr(ratio), cx.b.getI64IntegerAttr(seed));
+      2, *x, cx.b.getF64FloatAttr(ratio), cx.b.getI64IntegerAttr(seed),
+      /*offsets=*/nullptr, /*global_shape=*/nullptr);
   if (failed(op))
     return failure();
   if (failed(cx.setOutput(0, op->getOutput())) ||

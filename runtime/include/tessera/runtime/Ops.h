@@ -54,13 +54,18 @@ Tensor cast(const Tensor &x, DType to);
 /// do not broadcast: dimension ..." otherwise.
 Shape broadcastShapes(const Shape &a, const Shape &b);
 
-/// Training-mode dropout: (output, keep mask). Deterministic in (seed,
-/// counter): the same seed and the same call order give the same masks.
-/// Element i of the c-th call (c = dropoutCounter() before the call) is
-/// kept iff uniform(hash(baseSeed(), seed, c, i)) >= ratio; kept elements
-/// are scaled by 1 / (1 - ratio). Each call advances the counter by one.
-std::tuple<Tensor, Tensor> dropout(const Tensor &x, double ratio, int64_t seed);
-/// The driver's --seed: sets the base seed and resets the call counter.
+/// Training-mode dropout: (output, keep mask), kept elements scaled by
+/// 1 / (1 - ratio). The mask is a function of where it is drawn: x is the
+/// piece at `offsets` of a tensor of shape `global` (both empty: x is that
+/// tensor), and the element at linear index g of that tensor is kept iff
+/// uniform(hash(baseSeed(), seed, dropoutCounter(), g)) >= ratio. The
+/// driver sets the counter to the training step, so that the pieces a plan
+/// splits a dropout into (ranks, micro-batches) draw the single-device mask
+/// between them; calls do not advance it.
+std::tuple<Tensor, Tensor> dropout(const Tensor &x, double ratio, int64_t seed,
+                                   const std::vector<int64_t> &global,
+                                   const std::vector<int64_t> &offsets);
+/// The driver's --seed: sets the base seed and resets the counter.
 void setBaseSeed(int64_t seed);
 int64_t baseSeed();
 uint64_t dropoutCounter();

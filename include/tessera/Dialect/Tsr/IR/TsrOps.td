@@ -252,25 +252,37 @@ def Tsr_ConstantOp : Tsr_Op<"constant", "-> *",
   let hasFolder = 1;
 }
 
-def Tsr_DropoutOp : Tsr_Op<"dropout", "* -> *, *", [Tsr_Differentiable, InferTypeOpAdaptor]> {
-  let rtArgs = [{.operands().f64(getRatio()).i64(int64_t(getSeed()))}];
+def Tsr_DropoutOp : Tsr_Op<"dropout", "* -> *, *", [Tsr_Differentiable, InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<RankVariantOpInterface, ["getRankVariantAttrNames"]>]> {
+  let rtArgs = [{.operands().f64(getRatio()).i64(int64_t(getSeed()))
+                    .ints(getGlobalShape().value_or(ArrayRef<int64_t>{}))
+                    .ints(getOffsets().value_or(ArrayRef<int64_t>{}), "offsets")}];
   let summary = "training-mode dropout with its keep mask";
   let opDescription = [{
     Zeroes each element with probability `ratio` and scales the kept ones
     by 1 / (1 - ratio); `mask` records which were kept (for the backward).
-    `seed` makes the random stream reproducible. Not `Pure`: two dropouts
-    with the same operands draw different masks.
+    The mask is a function of `seed`, the run's base seed, the training step
+    and each element's position in the op's whole tensor, so it is the same
+    in every plan. dist-partition marks a piece of the whole with `offsets`
+    (where the piece starts) and `global_shape` (the whole's shape): a
+    rank's or a micro-batch's piece draws its part of the single-device
+    mask. Not `Pure`: two dropouts with the same operands and seeds draw
+    different masks in different steps.
   }];
   let arguments = (ins Tsr_FloatTensor:$input,
                        ConfinedAttr<F64Attr, [Tsr_NonNegativeFloat]>:$ratio,
-                       DefaultValuedAttr<I64Attr, "0">:$seed);
+                       DefaultValuedAttr<I64Attr, "0">:$seed,
+                       OptionalAttr<DenseI64ArrayAttr>:$offsets,
+                       OptionalAttr<DenseI64ArrayAttr>:$global_shape);
   let results = (outs Tsr_FloatTensor:$output, Tsr_BoolTensor:$mask);
   // The attributes are spelled out (not in attr-dict) because the result
   // types are inferred while parsing, before attr-dict entries reach the
   // op's properties.
   let assemblyFormat = [{
-    $input `ratio` $ratio (`seed` $seed^)? attr-dict `:` type($input)
+    $input `ratio` $ratio (`seed` $seed^)?
+    (`piece` $offsets^ `of` $global_shape)? attr-dict `:` type($input)
   }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
