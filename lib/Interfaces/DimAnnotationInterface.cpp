@@ -35,6 +35,24 @@ Result<annotation::Annotation> instantiateAnnotationTemplate(Operation *op,
                                  getShapes(op->getResultTypes()));
 }
 
+bool isElementwise(Operation *op) {
+  auto iface = dyn_cast<DimAnnotationOpInterface>(op);
+  if (!iface)
+    return false;
+  SmallVector<StringRef> sides, entries;
+  StringRef(iface.getAnnotationTemplate()).split(sides, "->");
+  if (sides.size() != 2)
+    return false;
+  for (StringRef side : sides) {
+    entries.clear();
+    side.split(entries, ',');
+    for (StringRef e : entries)
+      if (e.trim() != "*")
+        return false;
+  }
+  return true;
+}
+
 Result<annotation::Annotation> parseBuiltAnnotation(const std::string &text) {
   auto parsed = annotation::parse(text);
   if (!parsed)

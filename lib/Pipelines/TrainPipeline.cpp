@@ -61,9 +61,12 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   // Extension ops for the subgraphs they replace, then the training steps.
   if (o.raise)
     pm.addPass(tsr::createTsrRaise());
-  // Fused projections (QKV) as one per piece, so that tp splits them.
-  if (o.namesTensorParallel())
+  // Heads merged into the batch as a dimension of their own, and fused
+  // projections (QKV) as one per piece, so that tp splits them.
+  if (o.namesTensorParallel()) {
+    pm.addPass(tsr::createTsrUnmergeDims());
     pm.addPass(tsr::createTsrSplitFusedProjections());
+  }
   pm.addPass(tsr::createTsrAutodiff());
   // Split means must divide by the global count (see tsr-decompose-means).
   if (o.distributed())

@@ -36,6 +36,10 @@ namespace tessera {
 Result<annotation::BoundAnnotation>
 bindOpAnnotation(DimAnnotationOpInterface op);
 
+/// Whether every operand and result of `op`'s annotation is `*`: an
+/// elementwise op (with numpy broadcasting), whichever dialect defines it.
+bool isElementwise(mlir::Operation *op);
+
 /// Names used for generated annotations: prefix + index (d0, d1, ...).
 std::vector<std::string> dimNames(size_t rank, const std::string &prefix = "d");
 

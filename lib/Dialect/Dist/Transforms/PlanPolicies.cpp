@@ -247,26 +247,6 @@ Units groupUnits(Block &body) {
 
 namespace {
 
-/// Whether every operand and result of `op`'s annotation is `*`: an
-/// elementwise op (with numpy broadcasting), whichever dialect defines it.
-bool isElementwise(Operation *op) {
-  auto iface = dyn_cast<DimAnnotationOpInterface>(op);
-  if (!iface)
-    return false;
-  SmallVector<StringRef> sides, entries;
-  StringRef(iface.getAnnotationTemplate()).split(sides, "->");
-  if (sides.size() != 2)
-    return false;
-  for (StringRef side : sides) {
-    entries.clear();
-    side.split(entries, ',');
-    for (StringRef e : entries)
-      if (e.trim() != "*")
-        return false;
-  }
-  return true;
-}
-
 /// A projection: a forward matmul by a matrix (a rank-2 right operand).
 bool isProjection(Operation *op) {
   auto m = dyn_cast<tsr::MatmulOp>(op);

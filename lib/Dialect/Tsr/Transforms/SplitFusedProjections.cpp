@@ -2,14 +2,15 @@
 //-----===//
 //
 // A fused projection whose output is split along its features (GPT's
-// c_attn: x @ W[C, 3C] + b, split into q, k and v) becomes one projection
-// per piece, by a slice of the weight (and of the bias): x @ W[:, piece] +
-// b[piece]. Each piece's features are then whole heads, which the tp
-// policy's head trace reaches, so the fused QKV projection is split
-// column-parallel like separate q, k, v projections (Megatron reorders the
-// fused weight for the same reason). Every output element is the same dot
-// product as before. Run before tsr-autodiff: the slices' gradients put the
-// pieces' weight gradients back into the fused weight's.
+// c_attn: x @ W[C, 3C] + b, split into q, k and v; nn.MultiheadAttention's
+// in_proj, cut by three slices) becomes one projection per piece, by a
+// slice of the weight (and of the bias): x @ W[:, piece] + b[piece]. Each
+// piece's features are then whole heads, which the tp policy's head trace
+// reaches, so the fused QKV projection is split column-parallel like separate
+// q, k, v projections (Megatron reorders the fused weight for the same reason).
+// Every output element is the same dot product as before. Run before
+// tsr-autodiff: the slices' gradients put the pieces' weight gradients back
+// into the fused weight's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,31 +33,27 @@ namespace {
 /// The matmul by a matrix (rank-2 right operand) that `v` is, or null.
 MatmulOp projection(Value v) {
   auto m = v.getDefiningOp<MatmulOp>();
-  if (!m || !m->hasOneUse() ||
-      cast<RankedTensorType>(m.getRhs().getType()).getRank() != 2)
+  if (!m || cast<RankedTensorType>(m.getRhs().getType()).getRank() != 2)
     return nullptr;
   return m;
 }
 
-/// Rewrites `split` when it cuts the features of a projection (plus an
-/// optional rank-1 bias); true if it did.
-bool splitProjection(SplitOp split) {
-  Value in = split.getInput();
+/// The projection `in` is (plus an optional rank-1 bias) and the bias add,
+/// or a null matmul. The caller vouches for `in`'s uses.
+std::tuple<MatmulOp, Value, Operation *> projectionOf(Value in) {
   auto type = cast<RankedTensorType>(in.getType());
-  if (split.getAxis() != type.getRank() - 1 || !in.hasOneUse())
-    return false;
   MatmulOp m = projection(in);
   Value bias;
   Operation *add = nullptr;
   if (!m) {
     auto a = in.getDefiningOp<AddOp>();
     if (!a)
-      return false;
+      return {};
     for (auto [mm, b] : {std::pair(a.getLhs(), a.getRhs()),
                          std::pair(a.getRhs(), a.getLhs())}) {
       auto bt = cast<RankedTensorType>(b.getType());
       if (MatmulOp p = projection(mm);
-          p && bt.getRank() == 1 &&
+          p && p->hasOneUse() && bt.getRank() == 1 &&
           bt.getDimSize(0) == type.getShape().back()) {
         m = p;
         bias = b;
@@ -64,18 +61,24 @@ bool splitProjection(SplitOp split) {
       }
     }
     if (!m)
-      return false;
+      return {};
     add = a;
   }
+  return {m, bias, add};
+}
+
+/// One projection per feature range [offset, offset + size) of `ranges`,
+/// before `where`.
+SmallVector<Value> projectPieces(Operation *where, MatmulOp m, Value bias,
+                                 Operation *add,
+                                 ArrayRef<std::pair<int64_t, int64_t>> ranges) {
   Value w = m.getRhs();
   int64_t k = cast<RankedTensorType>(w.getType()).getDimSize(0);
-  OpBuilder b(split);
-  int64_t offset = 0;
+  OpBuilder b(where);
   SmallVector<Value> pieces;
-  for (int64_t size : split.getSizes()) {
+  for (auto [offset, size] : ranges) {
     // The new ops keep the projection's location (its ONNX node name, by
     // which pp finds layer groups) and the bias add's.
-    b.setInsertionPoint(split);
     Value wi = SliceOp::create(b, m.getLoc(), w, ArrayRef<int64_t>{0, offset},
                                ArrayRef<int64_t>{k, offset + size},
                                ArrayRef<int64_t>{1, 1});
@@ -87,10 +90,71 @@ bool splitProjection(SplitOp split) {
       y = AddOp::create(b, add->getLoc(), y, bi);
     }
     pieces.push_back(y);
+  }
+  return pieces;
+}
+
+/// Rewrites `split` when it cuts the features of a projection (plus an
+/// optional rank-1 bias); true if it did.
+bool splitProjection(SplitOp split) {
+  Value in = split.getInput();
+  auto type = cast<RankedTensorType>(in.getType());
+  if (split.getAxis() != type.getRank() - 1 || !in.hasOneUse())
+    return false;
+  auto [m, bias, add] = projectionOf(in);
+  if (!m)
+    return false;
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  int64_t offset = 0;
+  for (int64_t size : split.getSizes()) {
+    ranges.push_back({offset, size});
     offset += size;
   }
-  split.replaceAllUsesWith(pieces);
+  split.replaceAllUsesWith(projectPieces(split, m, bias, add, ranges));
   split.erase();
+  if (add)
+    add->erase();
+  m.erase();
+  return true;
+}
+
+/// Rewrites a projection (plus an optional rank-1 bias) whose every use is
+/// a slice of a range of its features (step 1, every other dimension
+/// whole); true if it did.
+bool sliceProjection(Value in) {
+  auto type = cast<RankedTensorType>(in.getType());
+  int64_t last = type.getRank() - 1;
+  if (in.use_empty() || last < 0)
+    return false;
+  SmallVector<SliceOp> slices;
+  for (Operation *user : in.getUsers()) {
+    auto s = dyn_cast<SliceOp>(user);
+    if (!s || s->getBlock() != in.getParentBlock())
+      return false;
+    for (int64_t d = 0; d <= last; ++d)
+      if (s.getSteps()[d] != 1 ||
+          (d != last &&
+           (s.getStarts()[d] != 0 || s.getLimits()[d] != type.getDimSize(d))))
+        return false;
+    slices.push_back(s);
+  }
+  // The pieces in program order (a use list is in no particular order).
+  llvm::sort(slices,
+             [](SliceOp a, SliceOp b) { return a->isBeforeInBlock(b); });
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  for (SliceOp s : slices)
+    ranges.push_back(
+        {s.getStarts()[last], s.getLimits()[last] - s.getStarts()[last]});
+  auto [m, bias, add] = projectionOf(in);
+  if (!m)
+    return false;
+  // The pieces go before the first slice, where the projection's result is.
+  Operation *first = in.getDefiningOp()->getNextNode();
+  SmallVector<Value> pieces = projectPieces(first, m, bias, add, ranges);
+  for (auto [s, piece] : llvm::zip(slices, pieces)) {
+    s.getResult().replaceAllUsesWith(piece);
+    s.erase();
+  }
   if (add)
     add->erase();
   m.erase();
@@ -105,6 +169,14 @@ struct TsrSplitFusedProjectionsPass
     getOperation()->walk([&](SplitOp s) { splits.push_back(s); });
     for (SplitOp s : splits)
       splitProjection(s);
+    // Projections cut by slices: the matmul or bias add their slices read.
+    SmallVector<Value> sliced;
+    getOperation()->walk([&](SliceOp s) {
+      if (!llvm::is_contained(sliced, s.getInput()))
+        sliced.push_back(s.getInput());
+    });
+    for (Value v : sliced)
+      sliceProjection(v);
   }
 };
 

@@ -107,6 +107,24 @@ def TsrSplitFusedProjections : Pass<"tsr-split-fused-projections"> {
   }];
 }
 
+def TsrUnmergeDims : Pass<"tsr-unmerge-dims"> {
+  let summary = "Give a dimension merged into its neighbour one of its own";
+  let description = [{
+    A reshape `[..., A, F*G, ...] -> [..., A*F, G, ...]` hides F inside a
+    merged dimension whose outermost factor is A, and an annotation splits
+    a merged dimension only by its outermost factor: nn.MultiheadAttention
+    merges its heads into the batch ([T, B, H*D] -> [T, B*H, D]), so tp
+    could not split them. The reshape becomes `[..., A, F, G, ...]` and the
+    ops after it carry the extra dimension (transposes, batched matmuls,
+    elementwise ops with broadcast operands, softmax over another axis)
+    until a reshape merges it again; an op that cannot carry it gets its
+    operand reshaped back. Inserting a dimension moves no element in
+    row-major order, so every value is computed as before.
+    tessera-train-pipeline runs it before tsr-split-fused-projections when
+    the plan names tp > 1.
+  }];
+}
+
 def TsrExportGradStep : Pass<"tsr-export-grad-step", "::mlir::ModuleOp"> {
   let summary = "Keep a copy of the gradient function as the program's grad_step";
   let description = [{
