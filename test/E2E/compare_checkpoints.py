@@ -16,19 +16,16 @@ tensor of each kind; exit 1 when one is beyond its bound or the
 checkpoints differ in step or tensors.
 """
 import argparse
-import json
 import os
-import struct
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples", "gpt"))
 from fp32_bound import load_config, two_programs  # noqa: E402
-
-DTYPES = {"F32": np.float32, "F64": np.float64, "I64": np.int64,
-          "I32": np.int32, "BOOL": np.bool_}
+from safetensors_io import load_file  # noqa: E402
 
 
 def newest(path):
@@ -36,22 +33,6 @@ def newest(path):
     if not steps:
         sys.exit(f"{path}: no checkpoint")
     return os.path.join(path, steps[-1]), int(steps[-1][5:])
-
-
-def load(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (size,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + size])
-    out = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        lo, hi = entry["data_offsets"]
-        out[name] = np.frombuffer(data[8 + size + lo:8 + size + hi],
-                                  dtype=DTYPES[entry["dtype"]]).reshape(
-                                      entry["shape"])
-    return out
 
 
 def main():
@@ -64,8 +45,8 @@ def main():
     if a_step != b_step:
         print(f"FAIL steps {a_step} and {b_step}")
         return 1
-    a = load(os.path.join(a_dir, "rank-00000.safetensors"))
-    b = load(os.path.join(b_dir, "rank-00000.safetensors"))
+    a = load_file(os.path.join(a_dir, "rank-00000.safetensors"))
+    b = load_file(os.path.join(b_dir, "rank-00000.safetensors"))
     if set(a) != set(b):
         print(f"FAIL tensors differ: {sorted(set(a) ^ set(b))}")
         return 1
