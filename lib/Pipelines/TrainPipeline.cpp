@@ -114,6 +114,9 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
     plan.stagesPerDevice = 2;
   plan.vShape = o.schedule == "zb-v";
   pm.addPass(dist::createDistPlan(plan));
+  // A plan's activation recomputation, before the schedule weighs the
+  // blocks' work.
+  pm.addPass(dist::createDistRecompute());
   dist::DistScheduleOptions schedule;
   schedule.schedule = o.schedule;
   // The auto policy weighs the schedule in its choice, so there it always

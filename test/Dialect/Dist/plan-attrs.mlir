@@ -171,7 +171,7 @@ func.func @rvd_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.rank, dist.rvd, dist.batch, dist.pipeline, dist.weight_grad, dist.origin, dist.ranks, dist.rank_values, dist.shard and dist.plan_report}}
+  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.recompute, dist.rank, dist.rvd, dist.batch, dist.pipeline, dist.weight_grad, dist.origin, dist.ranks, dist.rank_values, dist.shard and dist.plan_report}}
   %0 = tsr.relu %x {dist.splt = {b = "dp"}} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -308,4 +308,20 @@ func.func @wg(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'dist.weight_grad' must be a unit attribute, found true}}
   %0 = tsr.relu %x {dist.weight_grad = true} : tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// dist.recompute (set by dist-plan from a plan file's recompute entries).
+func.func @rc(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.recompute' must be a unit attribute, found "h.0"}}
+  %0 = tsr.relu %x {dist.recompute = "h.0"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'dist.recompute' belongs on an op in a function body, not on argument 0 of 'func.func'}}
+func.func @rc_arg(%x: tensor<4xf32> {dist.recompute}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
 }

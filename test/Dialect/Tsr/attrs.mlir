@@ -13,7 +13,7 @@ module attributes {tsr.source = "model.onnx"} {
       -> (tensor<4xf32> {tsr.loss}, tensor<4xf32> {tsr.param = "w"},
           tensor<4xf32> {tsr.grad = "w"}, tensor<4xf32> {tsr.output = "y"})
       attributes {tsr.train_step = "sgd"} {
-    %0 = tsr.relu %x {tsr.recompute} : tensor<4xf32>
+    %0 = tsr.relu %x : tensor<4xf32>
     %1 = tsr.relu %0 {tsr.backward} : tensor<4xf32>
     %2 = tsr.relu %1 {tsr.backward = "relu_0"} : tensor<4xf32>
     %3 = tsr.relu %2 {tsr.update} : tensor<4xf32>

@@ -25,21 +25,6 @@ func.func @tied(%w: tensor<4x8xf32> {tsr.param = "w"}, %b: tensor<8xf32> {tsr.pa
 
 // -----
 
-// A marked op is recomputed before its backward use, not kept.
-// CHECK-LABEL: func.func @recompute_grad
-// CHECK: %[[E:.*]] = tsr.exp %arg0 : tensor<8xf32>
-// CHECK: tsr.reduce_sum %[[E]]
-// CHECK: %[[E2:.*]] = tsr.exp %arg0 {tsr.backward} : tensor<8xf32>
-// CHECK-NOT: tsr.recompute
-// CHECK: tsr.mul %{{.*}}, %[[E2]]
-func.func @recompute(%p: tensor<8xf32> {tsr.param = "p"}) -> (tensor<f32> {tsr.loss}) {
-  %0 = tsr.exp %p {tsr.recompute} : tensor<8xf32>
-  %1 = tsr.reduce_sum %0 {axes = array<i64: 0>} : (tensor<8xf32>) -> tensor<f32>
-  return %1 : tensor<f32>
-}
-
-// -----
-
 // Ops off the path from a parameter to the loss need no rule (the labels'
 // cast here), ops on it do.
 func.func @no_rule(%p: tensor<4x8xf32> {tsr.param = "p"}, %dy: tensor<4x8xf32> {tsr.input = "dy"}) -> (tensor<f32> {tsr.loss}) {

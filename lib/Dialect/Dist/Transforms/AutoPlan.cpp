@@ -190,9 +190,11 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
   const Units &units = model.units;
   size_t numUnits = units.names.size();
   llvm::DenseMap<Operation *, int> unitOf;
+  llvm::DenseMap<Operation *, int64_t> forwardUnit; ///< for isRecomputed
   llvm::StringMap<int> unitOfName;
   for (auto [i, op] : llvm::enumerate(units.forward)) {
     unitOf[op] = int(units.unitOf[i]);
+    forwardUnit[op] = units.unitOf[i];
     std::string n = tsr::opName(op);
     if (!n.empty() && !unitOfName.count(n))
       unitOfName[n] = int(units.unitOf[i]);
@@ -307,19 +309,32 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
 
     if (!tsr::isForward(&op))
       continue;
-    // Forward values the backward reads stay alive per micro-batch; values
-    // read by a later unit's forward cross the stage boundary there.
+    // An op that dist-recompute copies into the backward runs twice.
+    if (llvm::any_of(op.getResults(), [&](Value r) {
+          return isRecomputed(r, forwardUnit) &&
+                 llvm::any_of(r.getUsers(), [](Operation *user) {
+                   return !tsr::isForward(user);
+                 });
+        }))
+      problem.ops.push_back(c);
+    // Forward values the backward reads stay alive per micro-batch (unless
+    // it recomputes them; the copies of recomputed ops read the values
+    // they depend on); values read by a later unit's forward cross the
+    // stage boundary there.
     for (Value r : op.getResults()) {
       if (!batchFlow.carriers.count(r))
         continue;
       double b = tessera::tensorBytes(r.getType());
       bool kept = false;
+      bool recomputed = isRecomputed(r, forwardUnit);
       llvm::SmallDenseSet<int> readers;
       for (Operation *user : r.getUsers()) {
-        if (!tsr::isForward(user))
+        bool forward = tsr::isForward(user);
+        if (!recomputed &&
+            (!forward || hasAttr<Dist::RecomputeAttrHelper>(user)))
           kept = true;
-        else if (auto it = unitOf.find(user);
-                 it != unitOf.end() && it->second > u)
+        if (auto it = unitOf.find(user);
+            forward && it != unitOf.end() && it->second > u)
           readers.insert(it->second);
       }
       if (kept)

@@ -8,8 +8,8 @@
 // This file is the pass: it reads the plan (its options, a policy product
 // such as dp2xtp2xpp2, `auto`, or a plan file through PlanFile.cpp), sets
 // the module's dist.mesh and dist.pipeline, runs the built-in policies
-// (PlanPolicies.cpp) and applies a plan file's trans, assign and order
-// entries.
+// (PlanPolicies.cpp) and applies a plan file's trans, assign, recompute
+// and order entries.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +56,7 @@ struct PlanSpec {
   /// From a plan file: entries applied after the policy.
   std::vector<PlanFile::Trans> trans;
   std::vector<PlanFile::Assign> assign;
+  std::vector<PlanFile::Recompute> recompute;
   std::vector<std::pair<std::string, std::string>> order;
   std::vector<std::string> policies;
   /// The auto policy chose the mesh (plan=auto, or a plan file whose policy
@@ -295,6 +296,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     }
     spec.trans = file->trans;
     spec.assign = file->assign;
+    spec.recompute = file->recompute;
     spec.order = file->order;
     return success();
   }
@@ -351,7 +353,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       return failure();
     if (spec.zero1 && spec.shape.dp > 1)
       planZero1(f, spec.shape.dp);
-    if (failed(applyPlanFile(f, spec)))
+    if (failed(applyPlanFile(f, spec)) || failed(applyRecompute(f, spec)))
       return failure();
     if (spec.shape.pp > 1 &&
         failed(planPipeline(f, spec.shape, stagesPerDevice, vShape)))
@@ -526,6 +528,22 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         op->setAttr(
             Dist::StageAttrHelper::getNameStr(),
             IntegerAttr::get(IntegerType::get(&getContext(), 64), a.stage));
+    }
+    return success();
+  }
+
+  /// The recompute entries: their forward ops are marked dist.recompute
+  /// (dist-recompute copies them into the backward).
+  LogicalResult applyRecompute(func::FuncOp f, const PlanSpec &spec) {
+    if (spec.recompute.empty())
+      return success();
+    SelectionContext cx = selectionContext(f);
+    for (const auto &r : spec.recompute) {
+      SmallVector<Operation *> ops = selectOps(f, r.select, cx);
+      if (ops.empty())
+        return matchesNothing(f, "recompute", r.index, r.select);
+      for (Operation *op : ops)
+        setAttr<Dist::RecomputeAttrHelper>(op, UnitAttr::get(&getContext()));
     }
     return success();
   }

@@ -126,6 +126,14 @@ PlanFile::Assign readAssign(const JsonValue &v, size_t index) {
       std::move(select), o.get("stage").getInt(0, kInt64Max, "a stage"), index};
 }
 
+/// A recompute entry selects forward ops only: recomputing a backward op
+/// would not free any forward value.
+PlanFile::Recompute readRecompute(const JsonValue &v, size_t index) {
+  JsonObject o =
+      v.getObject({"ops", "params", "group", "kind"}, "a recompute entry");
+  return PlanFile::Recompute{readSelector(o), index};
+}
+
 PlanFile parsePlan(const nlohmann::json &root, const std::string &path);
 
 PlanFile readPlan(const std::string &path) {
@@ -135,7 +143,7 @@ PlanFile readPlan(const std::string &path) {
 PlanFile parsePlan(const nlohmann::json &root, const std::string &path) {
   JsonObject top = JsonValue(root, path)
                        .getObject({"policy", "mesh", "micro_batches", "zero1",
-                                   "trans", "assign", "order"},
+                                   "trans", "assign", "recompute", "order"},
                                   "a plan");
   PlanFile plan;
   if (auto policy = top.find("policy")) {
@@ -168,6 +176,12 @@ PlanFile parsePlan(const nlohmann::json &root, const std::string &path) {
         assign->getArray("a list of assign entries");
     for (size_t i = 0; i < entries.size(); ++i)
       plan.assign.push_back(readAssign(entries[i], i));
+  }
+  if (auto recompute = top.find("recompute")) {
+    std::vector<JsonValue> entries =
+        recompute->getArray("a list of recompute entries");
+    for (size_t i = 0; i < entries.size(); ++i)
+      plan.recompute.push_back(readRecompute(entries[i], i));
   }
   if (auto order = top.find("order"))
     for (const JsonValue &pair : order->getArray("a list of order entries")) {

@@ -55,6 +55,14 @@ struct Units {
 };
 Units groupUnits(mlir::Block &body);
 
+/// Activation recomputation (dist-recompute): whether the backward reads a
+/// copy of `v` instead of `v`. It does when `v`'s op is a forward op marked
+/// dist.recompute and no forward op of another unit (nor the step's
+/// return) reads `v`: such a value is its unit's checkpoint and is kept.
+/// `unitOf`: each forward op's unit, as groupUnits gives it.
+bool isRecomputed(mlir::Value v,
+                  const llvm::DenseMap<mlir::Operation *, int64_t> &unitOf);
+
 /// Megatron's seeds: the head dimension of each reshape that splits the
 /// hidden dimension into heads, and the hidden dimension at the input of
 /// each MLP's down projection (an elementwise function of projections).

@@ -216,7 +216,6 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
                                      Tsr::ParamAttrHelper::getNameStr()))}));
     gradFn.setAllResultAttrs(resultAttrs);
 
-    rematerialize(body, backwardStart);
     // Mark the backward so that later passes (pipeline staging, schedules)
     // can tell it from the forward without re-deriving it.
     UnitAttr unit = UnitAttr::get(&getContext());
@@ -244,53 +243,6 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
         if (auto name = dyn_cast<NameLoc>(l))
           return name.getName();
     return {};
-  }
-
-  /// Ops marked tsr.recompute are cloned before their first backward use
-  /// (with the marked ops they depend on), so the forward value dies early.
-  void rematerialize(Block &body, Operation *backwardStart) {
-    SmallVector<Operation *> marked;
-    for (Operation &op : body)
-      if (op.isBeforeInBlock(backwardStart) &&
-          hasAttr<Tsr::RecomputeAttrHelper>(&op))
-        marked.push_back(&op);
-    if (marked.empty())
-      return;
-    DenseMap<Value, Value> recomputed;
-    std::function<Value(Value, OpBuilder &)> clone = [&](Value v,
-                                                         OpBuilder &b) {
-      Operation *def = v.getDefiningOp();
-      if (!def || !hasAttr<Tsr::RecomputeAttrHelper>(def) ||
-          !def->isBeforeInBlock(backwardStart))
-        return v;
-      if (Value done = recomputed.lookup(v))
-        return done;
-      IRMapping map;
-      for (Value operand : def->getOperands())
-        map.map(operand, clone(operand, b));
-      Operation *copy = b.clone(*def, map);
-      removeAttr<Tsr::RecomputeAttrHelper>(copy);
-      for (auto [old, fresh] : llvm::zip(def->getResults(), copy->getResults()))
-        recomputed[old] = fresh;
-      return recomputed.lookup(v);
-    };
-    // Backward users, in order; the first one fixes the insertion point.
-    SmallVector<Operation *> users;
-    for (Operation &op : body)
-      if (!op.isBeforeInBlock(backwardStart))
-        users.push_back(&op);
-    for (Operation *user : users) {
-      for (OpOperand &use : user->getOpOperands()) {
-        Operation *def = use.get().getDefiningOp();
-        if (!def || !hasAttr<Tsr::RecomputeAttrHelper>(def) ||
-            !def->isBeforeInBlock(backwardStart))
-          continue;
-        OpBuilder b(user);
-        use.set(clone(use.get(), b));
-      }
-    }
-    for (Operation *op : marked)
-      removeAttr<Tsr::RecomputeAttrHelper>(op);
   }
 };
 

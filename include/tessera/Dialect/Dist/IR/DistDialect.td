@@ -23,6 +23,12 @@ defvar Dist_DiscardableAttrs = [
     "an array of op names",
     "op-order: the names (the `NameLoc` names) of ops that must run before "
     "this one">,
+  TesseraDiscardableAttr<"recompute", "::mlir::UnitAttr", "Op",
+    "a unit attribute",
+    "a forward op whose results the backward recomputes instead of keeping "
+    "them from the forward (activation recomputation; set by dist-plan from "
+    "a plan file's `recompute` entries, applied and removed by "
+    "dist-recompute)">,
   TesseraDiscardableAttr<"rank", "::mlir::IntegerAttr", "Func", "an i64",
     "marks a per-rank function: the rank (>= 0, below the mesh's rank "
     "count) that runs it">,

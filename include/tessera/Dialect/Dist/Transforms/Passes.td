@@ -19,6 +19,8 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     - op-order: `dist.order_after = [...]` from a plan file (checked
       against the data dependencies for cycles; dist-partition emits each
       op after the ops it names).
+    - activation recomputation: `dist.recompute` on the forward ops a plan
+      file's `recompute` entries select (dist-recompute applies it).
 
     Built-in policies, by `plan`: `dp` (the batch, traced from the data
     inputs through every op by its annotation), `tp` (Megatron-style:
@@ -93,6 +95,30 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
            "profile-db, memory-gib and schedule as for auto) to the "
            "module's dist.plan_report">,
   ];
+  let dependentDialects = ["::tessera::dist::DistDialect"];
+}
+
+def DistRecompute : Pass<"dist-recompute", "::mlir::ModuleOp"> {
+  let summary = "Recompute marked forward ops in the backward (activation "
+                "recomputation)";
+  let description = [{
+    Applies the activation recomputation that dist-plan marked with
+    `dist.recompute` on forward ops of the training steps (a plan file's
+    `recompute` entries, docs/plans.md). Every backward or update use of a
+    marked op's result is redirected to a copy of the op placed right
+    before the first such use, computed from copies of the marked ops it
+    depends on in the same layer group, so the forward result dies after
+    its last forward use instead of living until the backward. A result
+    that a forward op of another layer group reads is the group's
+    checkpoint: it is kept, not recomputed (each group is recomputed from
+    its inputs, never from an earlier group's recomputation). Copies keep
+    the original's plan (`dist.split`, `dist.batch`, `dist.stage`) and are
+    marked `tsr.backward` with the original's name, so the schedule and the
+    partitioner run them in the backward block of their stage and
+    micro-batch; the results are bit for bit the same. The module's
+    `dist.plan_report` says how many ops of which groups are recomputed.
+    Without marks the pass changes nothing.
+  }];
   let dependentDialects = ["::tessera::dist::DistDialect"];
 }
 

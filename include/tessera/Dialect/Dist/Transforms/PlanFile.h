@@ -72,8 +72,16 @@ struct PlanFile {
     int64_t stage;
     size_t index;
   };
+  /// `recompute[i]`: the backward recomputes the selected forward ops'
+  /// results instead of keeping them (activation recomputation; forward ops
+  /// only).
+  struct Recompute {
+    Selector select;
+    size_t index;
+  };
   std::vector<Trans> trans;
   std::vector<Assign> assign;
+  std::vector<Recompute> recompute;
   /// `order[i]`: [before, after] op names.
   std::vector<std::pair<std::string, std::string>> order;
 };

@@ -60,10 +60,6 @@ defvar Tsr_DiscardableAttrs = [
     "present, names the forward op it differentiates)">,
   TesseraDiscardableAttr<"update", "::mlir::UnitAttr", "Op",
     "a unit attribute", "an op of the optimizer update (set by tsr-optimizer)">,
-  TesseraDiscardableAttr<"recompute", "::mlir::UnitAttr", "Op",
-    "a unit attribute",
-    "asks tsr-autodiff to recompute the op in the backward pass instead of "
-    "keeping its result">,
   TesseraDiscardableAttr<"test_split", "::mlir::DictionaryAttr", "Op",
     "a dictionary", "test only: the split tsr-test-annotation applies">,
   TesseraDiscardableAttr<"train_step", "::mlir::StringAttr", "Func",

@@ -18,10 +18,9 @@ def TsrAutodiff : Pass<"tsr-autodiff", "::mlir::ModuleOp"> {
     error at its location. A parameter the loss does not use gets a zero
     gradient.
 
-    Activations are kept for the backward by default; an op marked
-    `tsr.recompute` is instead recomputed right before its first use in the
-    backward (together with marked ops it depends on), trading compute for
-    memory.
+    Activations are kept for the backward; recomputing them instead is a
+    plan choice (a plan file's `recompute` entries, applied by
+    dist-recompute).
 
     Every op of the backward is marked `tsr.backward`, so that pipeline
     staging and schedules can tell it from the forward; where the forward op
