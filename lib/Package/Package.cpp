@@ -188,7 +188,8 @@ static bool readsConstants(ModuleOp module, int64_t rank) {
   return false;
 }
 
-LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options) {
+LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options,
+                              std::pair<int64_t, int64_t> *largest) {
   bool distributed = static_cast<bool>(module->getAttrOfType<dist::MeshAttr>(
       Dist::MeshAttrHelper::getNameStr()));
   int64_t ranks = worldSize(module);
@@ -218,6 +219,9 @@ LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options) {
                   (readsConstants(module, distributed ? r : -1) ? held : 0)
             : 0;
       os << (r ? ", " : "") << bytes;
+      if (StringRef(opt) == "adamw" && largest &&
+          (r == 0 || bytes > largest->first))
+        *largest = {bytes, r};
       if (StringRef(opt) == "adamw")
         progress(options, llvm::formatv("  rank {0}: predicted peak tensor "
                                         "memory {1:F2} MiB (adamw)",

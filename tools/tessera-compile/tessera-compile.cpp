@@ -35,12 +35,14 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 using namespace mlir;
@@ -367,8 +369,23 @@ int main(int argc, char **argv) {
 
   // The predicted peak tensor memory of each rank's step (the tests check
   // it against the runtime's measured peaks), then one program per rank.
-  if (failed(package::writeMemoryJson(*module, out)))
+  std::pair<int64_t, int64_t> largest{0, 0};
+  if (failed(package::writeMemoryJson(*module, out, &largest)))
     return 1;
+  // The auto planner chose the plan by its own memory model, which does not
+  // count every buffer the program holds; the replayed peak is the one the
+  // runtime measures.
+  if (given(memoryGiB) && largest.first > memoryGiB * double(1ull << 30)) {
+    char limit[32];
+    std::snprintf(limit, sizeof limit, "%g", double(memoryGiB));
+    llvm::errs() << llvm::formatv(
+        "tessera-compile: warning: rank {0}'s predicted peak tensor memory "
+        "{1:F2} MiB exceeds --memory-gib {2} ({3:F2} MiB); the auto "
+        "planner's memory model, which chose the plan, counts less than the "
+        "program holds (docs/plans.md)\n",
+        largest.second, largest.first / (1024.0 * 1024.0), limit,
+        memoryGiB * 1024.0);
+  }
   FailureOr<package::EmittedPrograms> programs =
       package::emitPrograms(*module, out);
   if (failed(programs) || failed(package::writeBuildFiles(*programs, out)))

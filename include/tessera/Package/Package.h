@@ -59,9 +59,11 @@ void printPlanReport(mlir::ModuleOp module, llvm::StringRef plan,
                      llvm::raw_ostream &os);
 
 /// OUT/memory.json: the predicted peak tensor memory of each rank's step,
-/// per optimizer.
-mlir::LogicalResult writeMemoryJson(mlir::ModuleOp module,
-                                    const PackageOptions &options);
+/// per optimizer. `largest`, when given, receives the largest adamw peak
+/// and its rank.
+mlir::LogicalResult
+writeMemoryJson(mlir::ModuleOp module, const PackageOptions &options,
+                std::pair<int64_t, int64_t> *largest = nullptr);
 
 /// The emitted programs: their directories relative to OUT ("" for one
 /// device), and which program each rank runs (ranks whose functions are

@@ -350,6 +350,32 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
 
 } // namespace
 
+namespace {
+/// Marks (or unmarks) every forward op of every training step of `module`
+/// dist.recompute, except those before and after the numbered layers (the
+/// embedding and the head, whose results the backward reads right away).
+/// Returns whether any op was marked.
+bool markRecomputeAll(ModuleOp module, bool mark) {
+  bool any = false;
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (!hasAttr<Tsr::TrainStepAttrHelper>(f))
+      continue;
+    Units units = groupUnits(f.getBody().front());
+    for (auto [i, op] : llvm::enumerate(units.forward)) {
+      if (!mark) {
+        removeAttr<Dist::RecomputeAttrHelper>(op);
+        continue;
+      }
+      if (StringRef(units.names[units.unitOf[i]]).starts_with("("))
+        continue;
+      setAttr<Dist::RecomputeAttrHelper>(op, UnitAttr::get(f.getContext()));
+      any = true;
+    }
+  }
+  return any;
+}
+} // namespace
+
 LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                        planner::PlanShape &shape) {
   auto fail = [&](const Twine &why) {
@@ -358,15 +384,38 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   StepModel model;
   if (failed(buildStepModel(module, options, "auto", model)))
     return failure();
+  autoplan::Result result = autoplan::searchAutoPlan(model.problem);
+  // No plan fits in memory: recompute every layer group's activations
+  // (dist-recompute) and search again; the marks stay only if a plan then
+  // fits.
+  bool recomputed = false;
+  if (!result.error.empty() && result.candidates > 0 && result.feasible == 0 &&
+      markRecomputeAll(module, true)) {
+    StepModel again;
+    if (failed(buildStepModel(module, options, "auto", again)))
+      return failure();
+    autoplan::Result second = autoplan::searchAutoPlan(again.problem);
+    if (second.error.empty()) {
+      model = std::move(again);
+      result = std::move(second);
+      recomputed = true;
+    } else {
+      markRecomputeAll(module, false);
+      size_t at = second.error.find("at least ");
+      size_t end = at == std::string::npos ? at : second.error.find(" GiB", at);
+      if (end != std::string::npos)
+        result.error += ", and " + second.error.substr(at, end + 4 - at) +
+                        " when every layer group's activations are recomputed";
+    }
+  }
+  if (!result.error.empty())
+    return fail(result.error);
+  shape = result.shape;
   const autoplan::Problem &problem = model.problem;
   const Units &units = model.units;
   size_t numUnits = units.names.size();
   func::FuncOp f = model.step;
   int64_t batch = model.batch;
-  autoplan::Result result = autoplan::searchAutoPlan(problem);
-  if (!result.error.empty())
-    return fail(result.error);
-  shape = result.shape;
 
   if (options.report) {
     llvm::raw_ostream &os = llvm::errs();
@@ -393,6 +442,9 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                         "({3} model FLOPs per step)\n",
                         seconds(result.stepSeconds), result.bubble * 100,
                         result.mfu * 100, sig3(result.modelFlops));
+    if (recomputed)
+      os << "  recompute: every layer group (no plan fits in memory "
+            "without)\n";
     for (const autoplan::Candidate &c : result.runnersUp)
       os << llvm::formatv("  also fits: [dp = {0}, tp = {1}, pp = {2}], {3} "
                           "micro-batch(es): {4}\n",
