@@ -98,9 +98,11 @@ struct DistRecomputePass
     for (Operation &op : body)
       if (!tsr::isForward(&op))
         users.push_back(&op);
+    llvm::SetVector<Value> redirected; ///< originals the backward read
     for (Operation *user : users)
       for (OpOperand &use : user->getOpOperands())
         if (recomputable(use.get())) {
+          redirected.insert(use.get());
           OpBuilder b(user);
           use.set(copy(use.get(), b));
         }
@@ -109,13 +111,11 @@ struct DistRecomputePass
     // kept (results of the whole step, before the plan splits them).
     llvm::SetVector<int64_t> groups;
     int64_t freed = 0;
-    for (Operation *op : copied) {
+    for (Operation *op : copied)
       if (auto it = unitOf.find(op); it != unitOf.end())
         groups.insert(it->second);
-      for (Value r : op->getResults())
-        if (copyOf.count(r))
-          freed += tessera::tensorBytes(r.getType());
-    }
+    for (Value v : redirected)
+      freed += tessera::tensorBytes(v.getType());
     for (Operation &op : body)
       removeAttr<Dist::RecomputeAttrHelper>(&op);
     SmallVector<int64_t> sorted(groups.begin(), groups.end());

@@ -59,8 +59,16 @@
 
 // Errors: too little memory names what the step needs; impossible meshes,
 // unknown specs and bad limits are named.
-// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0002" 2>&1 | FileCheck %s --check-prefix=MEMORY
-// MEMORY: error: dist-plan: plan 'auto': no plan fits in 0.0002 GiB per device: the step needs at least 0.000298 GiB per device on 4 device(s)
+// Below the least memory without recomputation (0.000298 GiB), auto
+// recomputes every layer group (the embedding and the head excepted) and
+// searches again; below the least with it, the error names both.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0002 report=true" 2>&1 | FileCheck %s --check-prefix=RECOMPUTE
+// RECOMPUTE: mesh [dp = 1, tp = 2, pp = 2], 4 micro-batch(es)
+// RECOMPUTE: recompute: every layer group (no plan fits in memory without)
+// RECOMPUTE: tsr.matmul {{.*}}dist.recompute
+// RECOMPUTE-NOT: tsr.backward{{.*}}dist.recompute
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0001" 2>&1 | FileCheck %s --check-prefix=MEMORY
+// MEMORY: error: dist-plan: plan 'auto': no plan fits in 0.0001 GiB per device: the step needs at least 0.000298 GiB per device on 4 device(s), and at least 0.00019 GiB when every layer group's activations are recomputed
 // MEMORY-NOT: see current operation
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=64" 2>&1 | FileCheck %s --check-prefix=MESH
 // MESH: error: dist-plan: plan 'auto': no mesh of 64 devices divides the batch (4), the attention heads and the 4 layer groups
