@@ -88,6 +88,55 @@ struct UnitCosts {
   std::vector<double> memB;  ///< parameters, gradients, optimizer state
   std::vector<double> grads; ///< gradient bytes per device (dp sync)
   size_t profiled = 0;       ///< ops timed by the profile database
+  // The stage memory model's terms per unit (bytes per device; see
+  // StageMemory).
+  std::vector<double> resident;     ///< parameters and optimizer state
+  std::vector<double> fixedHeld;    ///< kept activations without the batch
+                                    ///< (held once, until the backward)
+  std::vector<double> inputs;       ///< the replica's data inputs
+  std::vector<double> largest;      ///< the largest parameter
+  std::vector<double> liveF, liveB; ///< peak live bytes of its forward
+                                    ///< (backward) ops, one micro-batch
+  int64_t microBatches = 1;
+  int64_t pp = 1;
+  double sendScale = 0; ///< the fraction of the batch one replica sends
+};
+
+/// The terms of one stage's peak memory per device, built unit by unit
+/// (add), so that all ranges [a, b] from one a cost O(n). The peak is the
+/// larger of two moments: a micro-batch's forward or backward, with the
+/// other in-flight micro-batches' kept activations, and the update, when
+/// the new parameters and optimizer state are allocated while the old ones
+/// are still held. Within the backward of unit u, the gradients of the
+/// stage's later units are live (and of all its units once a previous
+/// micro-batch accumulated them); within a forward, none (one micro-batch).
+class StageMemory {
+public:
+  StageMemory(const UnitCosts &c) : c(c) {}
+  void add(size_t u) {
+    double g = c.grads[u];
+    trainF = std::max(trainF, c.liveF[u] + kept);
+    trainB = std::max(trainB + (c.microBatches > 1 ? 0 : g), c.liveB[u] + kept);
+    kept += c.memA[u];
+    grads += g;
+    resident += c.resident[u];
+    held += c.fixedHeld[u];
+    inputs += c.inputs[u];
+    largest = std::max(largest, c.largest[u]);
+  }
+  /// Bytes with y micro-batches in flight and `sent` bytes of send buffers.
+  double bytes(int y, double sent) const {
+    double train = std::max(trainF, trainB) + (y - 1) * kept;
+    if (c.microBatches > 1)
+      train += grads;
+    double update = std::max(grads, resident) + 2 * largest;
+    return resident + inputs + sent + std::max(held + train, update);
+  }
+
+private:
+  const UnitCosts &c;
+  double trainF = 0, trainB = 0, kept = 0, grads = 0, resident = 0, held = 0,
+         inputs = 0, largest = 0;
 };
 
 /// The operand shapes of `op` on one device when the batch is split
@@ -127,9 +176,14 @@ private:
   UnitCosts unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const;
   /// Memory of units [a, b] holding y micro-batches.
   double stageMemory(const UnitCosts &c, size_t a, size_t b, int y) const;
+  double sentBytes(const UnitCosts &c, size_t a, size_t b) const;
   int inFlight(int stage, int64_t pp, int64_t m) const;
   /// The least per-device memory any cut into pp stages needs.
   double leastMemory(const UnitCosts &c, int64_t pp, int64_t m) const;
+  /// The cut that fills stages from the last one as far as `limit` allows
+  /// (the least memory a cut needs), or empty when none fits.
+  std::vector<size_t> greedyCut(const UnitCosts &c, int64_t pp, int64_t m,
+                                double limit) const;
   /// Stage boundaries from the planner (first unit of each stage), or empty
   /// when no cut fits.
   std::vector<size_t> cut(const UnitCosts &c, int64_t t, int64_t pp, int64_t m,
@@ -191,20 +245,37 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
                        t, tpLink);
     (op.perMicroBatch ? c.micro : c.step)[op.unit] += time;
   }
+  c.resident.assign(n, 0);
+  c.fixedHeld.assign(n, 0);
+  c.inputs.assign(n, 0);
+  c.largest.assign(n, 0);
+  c.liveF.assign(n, 0);
+  c.liveB.assign(n, 0);
+  c.microBatches = m;
+  c.pp = pp;
+  c.sendScale = 1.0 / double(d);
+  auto live = [&](const std::vector<Unit::Live> &points) {
+    double peak = 0;
+    for (const Unit::Live &l : points)
+      peak = std::max(peak, (l.batch + l.batchSplit / double(t)) * s + l.fixed +
+                                l.fixedSplit / double(t));
+    return peak;
+  };
   for (size_t u = 0; u < n; ++u) {
     const Unit &unit = p.units[u];
     double params = unit.paramBytes + unit.paramBytesSplit / double(t);
     double state = unit.stateBytes + unit.stateBytesSplit / double(t);
+    c.resident[u] = params + (p.zero1 ? state / double(d) : state);
+    c.fixedHeld[u] = unit.actFixedBytes + unit.actFixedBytesSplit / double(t);
+    c.inputs[u] = unit.inputBytes / double(d);
+    c.largest[u] = unit.largestParamBytes;
+    c.liveF[u] = live(unit.forwardLive);
+    c.liveB[u] = live(unit.backwardLive);
     c.grads[u] = params;
-    cost::MemoryModelInputs in;
-    in.parameterBytes = params;
-    in.gradientBytes = params;
-    in.optimizerStateBytes = state;
-    in.zero1 = p.zero1;
-    in.dataParallel = static_cast<int>(d);
-    in.activationBytesPerMicroBatch = 0;
-    in.inFlightMicroBatches = 0;
-    c.memB[u] = cost::deviceMemory(in).total();
+    // The planner library's additive memory (cut()): a lower bound of the
+    // stage memory, so that it rejects no cut that fits; the search checks
+    // every cut with stageMemory() afterwards.
+    c.memB[u] = c.resident[u] + c.inputs[u] + c.fixedHeld[u];
     c.memA[u] = (unit.actBytes + unit.actBytesSplit / double(t)) * s;
   }
   return c;
@@ -219,32 +290,49 @@ int Search::inFlight(int stage, int64_t pp, int64_t m) const {
 
 double Search::stageMemory(const UnitCosts &c, size_t a, size_t b,
                            int y) const {
-  double mem = 0;
+  StageMemory mem(c);
   for (size_t u = a; u <= b; ++u)
-    mem += c.memA[u] * y + c.memB[u];
-  return mem;
+    mem.add(u);
+  return mem.bytes(y, sentBytes(c, a, b));
+}
+
+double Search::sentBytes(const UnitCosts &c, size_t a, size_t b) const {
+  // The runtime keeps a sent tensor until the step ends: every
+  // micro-batch's activations sent forward and gradients sent back.
+  return c.pp > 1 ? boundaryBytes(a, b, c.sendScale) : 0;
+}
+
+std::vector<size_t> Search::greedyCut(const UnitCosts &c, int64_t pp, int64_t m,
+                                      double limit) const {
+  size_t n = p.units.size();
+  std::vector<size_t> starts(pp, 0);
+  size_t end = n; // units [0, end) are left for stages 0..k
+  for (int64_t k = pp - 1; k >= 0; --k) {
+    int y = inFlight(static_cast<int>(k), pp, m);
+    size_t a = end;
+    while (a > size_t(k) && stageMemory(c, a - 1, end - 1, y) <= limit)
+      --a;
+    if (a == end)
+      return {};
+    starts[k] = a;
+    end = a;
+  }
+  if (end != 0)
+    return {};
+  return starts;
 }
 
 double Search::leastMemory(const UnitCosts &c, int64_t pp, int64_t m) const {
   // Later stages hold fewer micro-batches, so for a bound M the best cut
   // fills stages greedily from the last one; bisect on M.
   size_t n = p.units.size();
-  auto fits = [&](double limit) {
-    size_t end = n; // units [0, end) are left for stages 0..k
-    for (int64_t k = pp - 1; k >= 0; --k) {
-      int y = inFlight(static_cast<int>(k), pp, m);
-      size_t a = end;
-      while (a > size_t(k) && stageMemory(c, a - 1, end - 1, y) <= limit)
-        --a;
-      if (a == end)
-        return false;
-      end = a;
-    }
-    return end == 0;
-  };
-  double lo = 0, hi = 0;
-  for (size_t u = 0; u < n; ++u)
-    hi += c.memA[u] * std::max<int64_t>(m, pp) + c.memB[u];
+  auto fits = [&](double limit) { return !greedyCut(c, pp, m, limit).empty(); };
+  // A bound that fits: the whole step's memory, doubled until every stage
+  // of the greedy cut fits (a range's send buffers are not monotone in it).
+  double lo = 0, hi = std::max(1.0, stageMemory(c, 0, n - 1,
+                                                int(std::max<int64_t>(m, pp))));
+  for (int i = 0; i < 64 && !fits(hi); ++i)
+    hi *= 2;
   for (int i = 0; i < 100 && hi - lo > 1e-6 * hi; ++i) {
     double mid = (lo + hi) / 2;
     (fits(mid) ? hi : lo) = mid;
@@ -392,23 +480,37 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
   const layout::Mesh mesh = planMesh(d, t, pp);
   const cost::LinkSpec &ppLink = groupLink(spec, mesh, kPp);
   const cost::LinkSpec &dpLink = groupLink(spec, mesh, kDp);
-  std::vector<double> micro(n * n, 0), step(n * n, 0), memA(n * n, 0),
-      memB(n * n, 0);
+  std::vector<double> micro(n * n, 0), step(n * n, 0);
+  std::vector<int> y(pp);
+  for (int64_t i = 0; i < pp; ++i)
+    y[i] = inFlight(static_cast<int>(i), pp, m);
+  double limit = p.memoryBytes * (1 + 1e-12);
+  std::vector<char> fits(pp * n * n, 0); ///< [i][a][b]: as stage i
+  // The bytes crossing [a, b]'s boundary, kept up to date as b grows (in
+  // O(edges of b), not O(all edges) per range as boundaryBytes()).
+  std::vector<std::vector<std::pair<size_t, double>>> incident(n);
+  for (const Edge &e : p.edges) {
+    incident[e.from].push_back({size_t(e.to), e.bytes});
+    incident[e.to].push_back({size_t(e.from), e.bytes});
+  }
   std::vector<double> thresholds;
   for (size_t a = 0; a < n; ++a) {
-    double mi = 0, st = 0, grads = 0, ma = 0, mb = 0;
+    double mi = 0, st = 0, grads = 0, crossing = 0;
+    StageMemory mem(c);
     for (size_t b = a; b < n; ++b) {
       mi += c.micro[b];
       st += c.step[b];
       grads += c.grads[b];
-      ma += c.memA[b];
-      mb += c.memB[b];
-      memA[a * n + b] = ma;
-      memB[a * n + b] = mb;
+      mem.add(b);
+      for (auto [other, bytes] : incident[b])
+        crossing += other >= a && other < b ? -bytes : other == b ? 0 : bytes;
+      double sent = pp > 1 ? crossing * c.sendScale : 0;
+      for (int64_t i = 0; i < pp; ++i)
+        fits[(i * n + a) * n + b] = mem.bytes(y[i], sent) <= limit;
       double x = mi;
       if (pp > 1)
-        x += 2 * collective(cost::Collective::SendRecv,
-                            boundaryBytes(a, b, edgeScale), 2, ppLink);
+        x += 2 * collective(cost::Collective::SendRecv, crossing * edgeScale, 2,
+                            ppLink);
       micro[a * n + b] = x;
       step[a * n + b] =
           st + collective(cost::Collective::AllReduce, grads, d, dpLink);
@@ -423,10 +525,6 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
     tooLarge = true;
     return {};
   }
-  std::vector<int> y(pp);
-  for (int64_t i = 0; i < pp; ++i)
-    y[i] = inFlight(static_cast<int>(i), pp, m);
-  double limit = p.memoryBytes * (1 + 1e-12);
   double k = double(m + pp - 1);
   // f[i][b]: the least slowest-stage time of stages 0..i over units 0..b,
   // every stage's once-per-step time at most tau; from[i][b]: stage i's
@@ -438,8 +536,7 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
     for (int64_t i = 0; i < pp; ++i)
       for (size_t b = size_t(i); b < n; ++b)
         for (size_t a = size_t(i); a <= b; ++a) {
-          if (step[a * n + b] > tau ||
-              memA[a * n + b] * y[i] + memB[a * n + b] > limit)
+          if (step[a * n + b] > tau || !fits[(i * n + a) * n + b])
             continue;
           double before = i == 0 ? (a == 0 ? 0 : kInf) : f[(i - 1) * n + a - 1];
           double v = std::max(before, micro[a * n + b]);
@@ -631,14 +728,18 @@ Result Search::run() {
                         : std::vector<size_t>();
         if (!p.exactCuts || tooLarge)
           starts = cut(c, t, pp, m, edgeScale, ppLink.bandwidth);
-        if (starts.empty()) {
-          leastNeeded = std::min(leastNeeded, least);
-          continue;
-        }
         std::vector<StagePrediction> stages;
         double micro = 0, step = 0;
-        evaluate(c, starts, t, d, m, pp, edgeScale, stages, micro, step);
-        if (!fitsMemory(stages)) {
+        if (!starts.empty())
+          evaluate(c, starts, t, d, m, pp, edgeScale, stages, micro, step);
+        if (starts.empty() || !fitsMemory(stages)) {
+          // The planner's additive memory is a lower bound: when its cut
+          // does not fit, the least-memory cut may.
+          starts = greedyCut(c, pp, m, p.memoryBytes);
+          if (!starts.empty())
+            evaluate(c, starts, t, d, m, pp, edgeScale, stages, micro, step);
+        }
+        if (starts.empty() || !fitsMemory(stages)) {
           leastNeeded = std::min(leastNeeded, least);
           continue;
         }

@@ -317,11 +317,12 @@ TEST(AutoPlanSearch, PlannerCutsNearBruteForce) {
   // the planner is not told about; and when the planner returns fewer than
   // pp stages the search splits them by micro-batch time alone. Measured on
   // these 200 seeds (deterministic): 3 instances are suboptimal, the worst
-  // by 8.29% (seed 70: dp 1 tp 2 pp 4 m 8 at 13.943 s where dp 2 tp 2 pp 2
-  // m 4 cut 0|3 takes 12.875 s); the others by 8.25% (seed 149) and 0.65%
-  // (seed 151). The bound sits just above that worst gap: a regression
-  // guard, not a guarantee.
-  checkAgainstBruteForce(/*exactCuts=*/false, 0.09);
+  // by 9.45% (seed 32: dp 2 tp 2 pp 1 m 1 at 16.06 s where dp 2 tp 1 pp 2
+  // m 4 cut 0|4 takes 14.68 s; the planner's additive memory is a lower
+  // bound of the stage memory, and where its cut does not fit the search
+  // takes the least-memory cut). The bound sits just above that worst gap:
+  // a regression guard, not a guarantee.
+  checkAgainstBruteForce(/*exactCuts=*/false, 0.1);
 }
 
 Problem handProblem() {

@@ -59,8 +59,26 @@ struct Unit {
   /// split part is divided by tp.
   double paramBytes = 0, paramBytesSplit = 0;
   double stateBytes = 0, stateBytesSplit = 0;
-  /// Forward values the backward reads (kept per in-flight micro-batch).
+  /// Forward values the backward reads that carry the batch (kept per
+  /// in-flight micro-batch), and those that do not (kept once); a kept value
+  /// belongs to the unit whose backward reads it first.
   double actBytes = 0, actBytesSplit = 0;
+  double actFixedBytes = 0, actFixedBytesSplit = 0;
+  /// The step's data inputs first read in the unit (the driver holds a
+  /// replica's whole batch for the step).
+  double inputBytes = 0;
+  /// The largest parameter first used in the unit (the update's scratch).
+  double largestParamBytes = 0;
+  /// Bytes live while one of the unit's forward (backward) ops runs, beyond
+  /// the parameters and state, the activations other units keep and the
+  /// gradients of other units' parameters: one entry per op, from a replay
+  /// of the step at the full batch (the unit's own kept activations and
+  /// gradients included), split the way a plan scales them.
+  struct Live {
+    double batch = 0, batchSplit = 0; ///< divided by dp x micro-batches
+    double fixed = 0, fixedSplit = 0; ///< not
+  };
+  std::vector<Live> forwardLive, backwardLive;
 };
 
 struct Edge {
@@ -92,7 +110,7 @@ struct Problem {
   std::string profileDatabase;
   /// Cut the units into stages exactly (a dynamic program on the step time)
   /// where that is cheap, else with the planner library (Piper's objective,
-  /// the slowest stage, which can miss the best step time: within 8.3 % on
+  /// the slowest stage, which can miss the best step time: within 9.5 % on
   /// the unit test's random instances). false: always the planner.
   bool exactCuts = true;
 };

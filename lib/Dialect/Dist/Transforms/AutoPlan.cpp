@@ -21,6 +21,7 @@
 #include "tessera/Planner/AutoPlanSearch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -52,6 +53,150 @@ std::string dtypeName(Type type) {
   if (e.isF64())
     return "fp64";
   return "";
+}
+
+/// A storage of the replay: a tensor and its views.
+struct Storage {
+  autoplan::Unit::Live bytes; ///< its size, in the class a plan scales it by
+  enum Kind { Transient, Kept, Gradient } kind = Transient;
+  int unit = 0; ///< Kept: whose backward reads it first; Gradient: whose
+                ///< backward makes it
+  bool forward = false, recomputed = false, pinned = false;
+  int lastUse = -1, lastForwardUse = -1, firstBackwardUse = -1;
+};
+
+void addLive(autoplan::Unit::Live &to, const autoplan::Unit::Live &b,
+             double sign) {
+  to.batch += sign * b.batch;
+  to.batchSplit += sign * b.batchSplit;
+  to.fixed += sign * b.fixed;
+  to.fixedSplit += sign * b.fixedSplit;
+}
+
+/// Fills each unit's kept activations and live profile (autoplan::Unit) by
+/// replaying the step in program order at the full batch the way
+/// dist::predictPeakBytes replays a rank's program (views share storage, a
+/// tensor dies after its last use, the step's results stay); the arguments
+/// are left out (the search counts parameters, state and inputs itself). A
+/// value dist-recompute will copy dies after its last forward use and lives
+/// again from its first backward use (where the copy is placed).
+void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
+                 const LogicalDim &batchFlow,
+                 const llvm::DenseMap<Value, int64_t> &tpValues,
+                 const llvm::DenseMap<Operation *, int64_t> &forwardUnit,
+                 autoplan::Problem &problem) {
+  std::vector<Storage> storages;
+  llvm::DenseMap<Value, int> storageOf;
+  std::vector<Operation *> order;
+  for (Operation &op : body)
+    order.push_back(&op);
+  for (auto [i, op] : llvm::enumerate(order)) {
+    bool forward = tsr::isForward(op);
+    bool update = hasAttr<Tsr::UpdateAttrHelper>(op);
+    for (Value v : op->getOperands()) {
+      auto it = storageOf.find(v);
+      if (it == storageOf.end())
+        continue;
+      Storage &s = storages[it->second];
+      s.lastUse = int(i);
+      if (isa<func::ReturnOp>(op))
+        s.pinned = true;
+      else if (forward)
+        s.lastForwardUse = int(i);
+      else if (s.forward && !s.recomputed && s.kind == Storage::Transient) {
+        s.kind = Storage::Kept;
+        s.unit = opUnit.lookup(op);
+      } else if (update && !s.forward)
+        s.kind = Storage::Gradient;
+      if (!forward && s.firstBackwardUse < 0)
+        s.firstBackwardUse = int(i);
+    }
+    for (Value r : op->getResults()) {
+      if (auto view = dyn_cast<ViewLikeOpInterface>(op))
+        if (auto it = storageOf.find(view.getViewSource());
+            it != storageOf.end()) {
+          storageOf[r] = it->second;
+          continue;
+        }
+      Storage s;
+      double b = tessera::tensorBytes(r.getType());
+      bool batch = batchFlow.carriers.count(r), split = tpValues.contains(r);
+      (batch ? (split ? s.bytes.batchSplit : s.bytes.batch)
+             : (split ? s.bytes.fixedSplit : s.bytes.fixed)) = b;
+      s.forward = forward;
+      s.unit = opUnit.lookup(op);
+      s.recomputed = forward && isRecomputed(r, forwardUnit) &&
+                     llvm::any_of(r.getUsers(), [](Operation *user) {
+                       return !tsr::isForward(user);
+                     });
+      storageOf[r] = int(storages.size());
+      storages.push_back(s);
+    }
+  }
+  // Kept activations per unit.
+  for (const Storage &s : storages)
+    if (s.kind == Storage::Kept) {
+      autoplan::Unit &unit = problem.units[s.unit];
+      unit.actBytes += s.bytes.batch;
+      unit.actBytesSplit += s.bytes.batchSplit;
+      unit.actFixedBytes += s.bytes.fixed;
+      unit.actFixedBytesSplit += s.bytes.fixedSplit;
+    }
+  // The replay: what is transient, and per unit its kept activations and
+  // gradients alive.
+  size_t n = problem.units.size();
+  autoplan::Unit::Live transient, heldOnce;
+  std::vector<autoplan::Unit::Live> owned(n);
+  auto bucket = [&](const Storage &s) -> autoplan::Unit::Live & {
+    if (s.kind == Storage::Transient || s.recomputed)
+      return transient;
+    // Kept without the batch: in actFixedBytes, which the search counts
+    // for the whole step.
+    if (s.kind == Storage::Kept && s.bytes.batch == 0 &&
+        s.bytes.batchSplit == 0)
+      return heldOnce;
+    return owned[s.unit];
+  };
+  std::vector<SmallVector<int>> revive(order.size()), dies(order.size());
+  for (auto [k, s] : llvm::enumerate(storages)) {
+    if (s.pinned)
+      continue;
+    if (s.recomputed && s.firstBackwardUse >= 0) {
+      if (s.lastForwardUse >= 0)
+        dies[s.lastForwardUse].push_back(int(k));
+      revive[s.firstBackwardUse].push_back(int(k));
+    }
+    if (s.lastUse >= 0)
+      dies[s.lastUse].push_back(int(k));
+  }
+  std::vector<bool> born(storages.size(), false);
+  for (auto [i, op] : llvm::enumerate(order)) {
+    for (Value r : op->getResults()) {
+      int k = storageOf.lookup(r);
+      if (born[k])
+        continue;
+      born[k] = true;
+      addLive(bucket(storages[k]), storages[k].bytes, 1);
+      // Never used, or a recomputed value no forward op reads: dies now.
+      if (!storages[k].pinned &&
+          (storages[k].lastUse < 0 ||
+           (storages[k].recomputed && storages[k].lastForwardUse < 0)))
+        dies[i].push_back(k);
+    }
+    for (int k : revive[i])
+      addLive(bucket(storages[k]), storages[k].bytes, 1);
+    if (!hasAttr<Tsr::UpdateAttrHelper>(op) &&
+        !isa<func::ReturnOp, tsr::ConstantOp>(op)) {
+      int u = opUnit.lookup(op);
+      autoplan::Unit::Live point = transient;
+      addLive(point, owned[u], 1);
+      (tsr::isForward(op) ? problem.units[u].forwardLive
+                          : problem.units[u].backwardLive)
+          .push_back(point);
+    }
+    for (int k : dies[i])
+      addLive(bucket(storages[k]), storages[k].bytes, -1);
+  }
 }
 
 /// Three significant digits: the report spans KiB-sized test models and
@@ -236,6 +381,24 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
     }
   }
   problem.mainDtype = mainDtype.empty() ? "fp32" : mainDtype;
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    if (auto name = getArgAttr<Tsr::ParamAttrHelper>(f, i)) {
+      double &largest =
+          problem.units[paramUnit[name.getValue()]].largestParamBytes;
+      largest = std::max(largest, double(tessera::tensorBytes(arg.getType())));
+    } else if (f.getArgAttr(i, Tsr::InputAttrHelper::getNameStr())) {
+      // With the unit of its first reader (planPipeline gives the input to
+      // the stages that read it).
+      for (Operation *op : units.forward)
+        if (llvm::is_contained(op->getOperands(), arg)) {
+          problem.units[unitOf[op]].inputBytes +=
+              tessera::tensorBytes(arg.getType());
+          break;
+        }
+    }
+  }
+  llvm::DenseMap<Operation *, int> opUnit;
 
   for (Operation &op : body) {
     if (isa<func::ReturnOp, tsr::ConstantOp>(op))
@@ -247,14 +410,26 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
                  getAttr<Tsr::BackwardAttrHelper>(&op));
              of && unitOfName.count(of.getValue()))
       u = unitOfName.lookup(of.getValue());
-    else
+    else {
+      // As planPipeline places them: an update op with its largest operand
+      // (the parameter), others with their earliest operand.
+      bool update = hasAttr<Tsr::UpdateAttrHelper>(&op);
+      int64_t largest = -1;
       for (Value v : op.getOperands())
-        if (auto it = unitOfValue.find(v); it != unitOfValue.end())
-          u = u < 0 ? it->second : std::min(u, it->second);
+        if (auto it = unitOfValue.find(v); it != unitOfValue.end()) {
+          int64_t bytes = update ? tessera::tensorBytes(v.getType()) : 0;
+          if (u < 0 || bytes > largest ||
+              (bytes == largest && it->second < u)) {
+            u = it->second;
+            largest = bytes;
+          }
+        }
+    }
     if (u < 0)
       u = 0;
     for (Value r : op.getResults())
       unitOfValue[r] = u;
+    opUnit[&op] = u;
 
     autoplan::OpCost c;
     c.unit = u;
@@ -317,34 +492,21 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
                  });
         }))
       problem.ops.push_back(c);
-    // Forward values the backward reads stay alive per micro-batch (unless
-    // it recomputes them; the copies of recomputed ops read the values
-    // they depend on); values read by a later unit's forward cross the
-    // stage boundary there.
+    // Values read by a later unit's forward cross the stage boundary there.
     for (Value r : op.getResults()) {
       if (!batchFlow.carriers.count(r))
         continue;
       double b = tessera::tensorBytes(r.getType());
-      bool kept = false;
-      bool recomputed = isRecomputed(r, forwardUnit);
       llvm::SmallDenseSet<int> readers;
-      for (Operation *user : r.getUsers()) {
-        bool forward = tsr::isForward(user);
-        if (!recomputed &&
-            (!forward || hasAttr<Dist::RecomputeAttrHelper>(user)))
-          kept = true;
+      for (Operation *user : r.getUsers())
         if (auto it = unitOf.find(user);
-            forward && it != unitOf.end() && it->second > u)
+            tsr::isForward(user) && it != unitOf.end() && it->second > u)
           readers.insert(it->second);
-      }
-      if (kept)
-        (tpValues.contains(r) ? problem.units[u].actBytesSplit
-                              : problem.units[u].actBytes) += b;
       for (int v : readers)
         problem.edges.push_back({u, v, b});
     }
   }
-
+  replayUnits(body, opUnit, batchFlow, tpValues, forwardUnit, problem);
   return success();
 }
 
@@ -485,14 +647,18 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
     lines.push_back("no predicted step time: " + eval.error);
     return success();
   }
-  lines.push_back(llvm::formatv("predicted step {0}, bubble {1:f1}% ({2}, "
-                                "the auto planner's model; {3} in {4} GiB "
-                                "per device)",
-                                seconds(eval.stepSeconds), eval.bubble * 100,
-                                options.deviceSpec,
-                                eval.fits ? "fits" : "does not fit",
-                                sig3(options.memoryGiB))
-                      .str());
+  std::string memory;
+  for (const autoplan::StagePrediction &s : eval.stages)
+    memory += (memory.empty() ? "" : ", ") + gib(s.memoryBytes);
+  lines.push_back(
+      llvm::formatv("predicted step {0}, bubble {1:f1}%, memory "
+                    "{2} GiB per device{3} ({4}, the auto "
+                    "planner's model; {5} in {6} GiB per device)",
+                    seconds(eval.stepSeconds), eval.bubble * 100, memory,
+                    eval.stages.size() > 1 ? " by stage" : "",
+                    options.deviceSpec, eval.fits ? "fits" : "does not fit",
+                    sig3(options.memoryGiB))
+          .str());
   return success();
 }
 

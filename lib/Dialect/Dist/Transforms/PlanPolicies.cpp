@@ -696,9 +696,13 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
       stageOf[arg] = paramStage.lookup(param);
     }
   // Backward ops: with the forward op they differentiate (tsr.backward
-  // names it). Others (update ops, unnamed backward ops): with the lowest
-  // stage among their operands (gradients flow towards stage 0; an
-  // accumulation happens where the forward value lives).
+  // names it). Update ops: with their largest operand (the parameter, its
+  // gradient and state), lowest stage on ties, so that a scalar all stages
+  // read (the clipping factor of the global gradient norm) travels to the
+  // parameters rather than every parameter and its state to the scalar.
+  // Others (unnamed backward ops): with the lowest stage among their
+  // operands (gradients flow towards stage 0; an accumulation happens where
+  // the forward value lives).
   llvm::StringMap<int64_t> stageOfName;
   for (Operation *op : forward) {
     std::string n = tsr::opName(op);
@@ -722,10 +726,17 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
       }
     }
     int64_t s = -1;
+    bool update = hasAttr<Tsr::UpdateAttrHelper>(&op);
+    int64_t largest = -1;
     for (Value v : op.getOperands()) {
       auto it = stageOf.find(v);
-      if (it != stageOf.end())
-        s = s < 0 ? it->second : std::min(s, it->second);
+      if (it == stageOf.end())
+        continue;
+      int64_t bytes = update ? tessera::tensorBytes(v.getType()) : 0;
+      if (s < 0 || bytes > largest || (bytes == largest && it->second < s)) {
+        s = it->second;
+        largest = bytes;
+      }
     }
     if (s < 0 && !hasAttr<Dist::StageAttrHelper>(&op)) {
       unresolved.push_back(&op); // only data inputs: placed by its users
