@@ -265,12 +265,19 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     const Unit &unit = p.units[u];
     double params = unit.paramBytes + unit.paramBytesSplit / double(t);
     double state = unit.stateBytes + unit.stateBytesSplit / double(t);
-    c.resident[u] = params + (p.zero1 ? state / double(d) : state);
+    // ZeRO-3 keeps 1/d of each parameter between uses; the whole copy
+    // gathered for an op lives while the unit runs (one at a time, at
+    // most the unit's largest parameter beside the others' shards).
+    bool zero3 = p.zero3 && d > 1;
+    c.resident[u] = (zero3 ? params / double(d) : params) +
+                    (p.zero1 || zero3 ? state / double(d) : state);
     c.fixedHeld[u] = unit.actFixedBytes + unit.actFixedBytesSplit / double(t);
     c.inputs[u] = unit.inputBytes / double(d);
-    c.largest[u] = unit.largestParamBytes;
-    c.liveF[u] = live(unit.forwardLive);
-    c.liveB[u] = live(unit.backwardLive);
+    c.largest[u] =
+        zero3 ? unit.largestParamBytes / double(d) : unit.largestParamBytes;
+    double gathered = zero3 ? unit.largestParamBytes : 0;
+    c.liveF[u] = live(unit.forwardLive) + gathered;
+    c.liveB[u] = live(unit.backwardLive) + gathered;
     c.grads[u] = params;
     // The planner library's additive memory (cut()): a lower bound of the
     // stage memory, so that it rejects no cut that fits; the search checks
@@ -605,6 +612,11 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
     // The gradient all-reduce before the update (ZeRO-1: reduce-scatter
     // and all-gather, the same bytes).
     s.stepSeconds += collective(cost::Collective::AllReduce, grads, d, dpLink);
+    // ZeRO-3 gathers every parameter twice a step: for the forward and
+    // again for the backward (dist-partition).
+    if (p.zero3 && d > 1)
+      s.stepSeconds +=
+          2 * collective(cost::Collective::AllGather, grads, d, dpLink);
     micro = std::max(micro, s.microSeconds);
     step = std::max(step, s.stepSeconds);
     stages.push_back(s);
@@ -772,6 +784,7 @@ Result Search::run() {
                    std::to_string(p.batch) + "), pp at most the " +
                    std::to_string(n) + " layer group(s)";
     } else if (leastNeeded < kInf) {
+      best.leastBytes = leastNeeded;
       std::snprintf(buf, sizeof buf, "%.3g", leastNeeded / double(1 << 30));
       char have[64];
       std::snprintf(have, sizeof have, "%.3g", p.memoryBytes / double(1 << 30));

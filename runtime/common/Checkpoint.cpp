@@ -96,10 +96,7 @@ std::vector<std::string> entries(const std::string &dir) {
 /// [...]}}; tensors it does not name are whole.
 constexpr const char *kShardsKey = "tessera.shards";
 
-/// This rank's piece of a value: the whole's shape and where it starts.
-struct Box {
-  Shape global, offset;
-};
+} // namespace
 
 Box boxOf(const ValueSpec &spec) {
   if (spec.global.empty())
@@ -172,6 +169,8 @@ int64_t copyOverlap(const Tensor &piece, const Shape &from, Tensor &target,
       return copied;
   }
 }
+
+namespace {
 
 bool exists(const std::string &path) {
   struct stat st;

@@ -19,6 +19,7 @@
 #include <map>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace tessera {
 namespace rt {
@@ -30,6 +31,22 @@ struct CheckpointState {
   int64_t stepsDone = 0;
   std::map<std::string, Tensor> params, states;
 };
+
+/// This rank's piece of a value: the whole's shape and where it starts.
+struct Box {
+  Shape global, offset;
+};
+
+/// Where this rank's piece of `spec` lies in the whole (ValueSpec::global
+/// and offsets; a whole value: itself at the origin).
+Box boxOf(const ValueSpec &spec);
+
+/// Copies the elements of host tensor `piece` (at `from` in the whole) that
+/// lie in host tensor `target` (at `to`) and were not copied before
+/// (`covered`, one flag per element of `target`); returns how many it
+/// copied.
+int64_t copyOverlap(const Tensor &piece, const Shape &from, Tensor &target,
+                    const Shape &to, std::vector<char> &covered);
 
 /// Writes checkpoint `state.stepsDone` into `dir` (created if missing),
 /// then deletes all but the newest `keep` checkpoints and any temporary

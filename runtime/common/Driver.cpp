@@ -118,15 +118,24 @@ std::map<std::string, Tensor> loadParams(const StepProgram &step,
     auto it = file.find(spec.name);
     if (it == file.end())
       throw Error(path + ": parameter '" + spec.name + "' is missing");
-    const Tensor &t = it->second;
-    if (t.shape() != spec.shape)
+    Tensor t = it->second;
+    // A parameter the plan keeps sharded (tensor parallelism, ZeRO-3): the
+    // file holds the whole, this rank keeps its piece.
+    Box box = boxOf(spec);
+    if (t.shape() != box.global)
       throw Error(path + ": parameter '" + spec.name + "' has shape " +
                   shapeToString(t.shape()) + ", the program expects " +
-                  shapeToString(spec.shape));
+                  shapeToString(box.global));
     if (t.dtype() != spec.dtype && !(isFloat(t.dtype()) && isFloat(spec.dtype)))
       throw Error(path + ": parameter '" + spec.name + "' has dtype " +
                   dtypeName(t.dtype()) + ", the program expects " +
                   dtypeName(spec.dtype));
+    if (box.global != spec.shape) {
+      Tensor piece(spec.shape, t.dtype(), Device::host);
+      std::vector<char> covered(static_cast<size_t>(piece.numel()), 0);
+      copyOverlap(t, Shape(t.shape().size(), 0), piece, box.offset, covered);
+      t = piece;
+    }
     params[spec.name] = cast(toDevice(t), spec.dtype);
     if (firstNonFinite({params[spec.name]}) >= 0)
       throw Error(path + ": parameter '" + spec.name +
@@ -182,27 +191,50 @@ struct Entry {
   std::string name;
   DType dtype;
   Shape shape;
+  Box box; ///< where the tensor lies in the whole
 };
 
+void appendShape(std::string &buf, const Shape &shape) {
+  appendInt(buf, static_cast<int64_t>(shape.size()));
+  for (int64_t d : shape)
+    appendInt(buf, d);
+}
+Shape readShape(const char *&p, const char *end) {
+  int64_t rank = readInt(p, end);
+  if (rank < 0 || rank > (end - p) / static_cast<ptrdiff_t>(sizeof(int64_t)))
+    throw Error("gathering to rank 0: corrupt metadata");
+  Shape shape(static_cast<size_t>(rank));
+  for (int64_t &d : shape)
+    d = readInt(p, end);
+  return shape;
+}
+
 /// Each rank's `mine` (name, tensor) gathered to rank 0, which returns each
-/// name once: the first holder by rank, then in the order of `mine`. Other
-/// ranks return nothing. Names, dtypes and shapes travel first, so that
-/// only the first holder of each name sends its data. `what` names the
-/// operation in errors ("--save").
-NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
+/// name once, in the order the names first appear by rank, then in the
+/// order of `mine`. A tensor that is a piece of a whole (`boxes`, one per
+/// tensor of `mine`; none: every tensor is whole) is put together from the
+/// pieces of all ranks. Other ranks return nothing. Names, dtypes, shapes
+/// and boxes travel first, so that only the first holder of each piece
+/// sends its data. `what` names the operation in errors ("--save").
+NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what,
+                         const std::vector<Box> &boxes = {}) {
   int me = static_cast<int>(worldRank()), n = static_cast<int>(worldSize());
   std::string meta;
   // MPI moves host memory: GPU tensors are copied back first.
   NamedTensors hostMine;
   for (const auto &entry : mine)
     hostMine.push_back({entry.first, toHost(entry.second)});
-  for (const auto &entry : hostMine) {
+  for (size_t i = 0; i < hostMine.size(); ++i) {
+    const auto &entry = hostMine[i];
     appendInt(meta, static_cast<int64_t>(entry.first.size()));
     meta += entry.first;
     appendInt(meta, static_cast<int64_t>(entry.second.dtype()));
-    appendInt(meta, entry.second.rank());
-    for (int64_t d : entry.second.shape())
-      appendInt(meta, d);
+    appendShape(meta, entry.second.shape());
+    Box box = i < boxes.size() ? boxes[i]
+                               : Box{entry.second.shape(),
+                                     Shape(entry.second.shape().size(), 0)};
+    appendShape(meta, box.global);
+    appendShape(meta, box.offset);
   }
   if (meta.size() > static_cast<size_t>(INT32_MAX))
     throw Error(what + ": too many tensors to gather");
@@ -226,8 +258,10 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
   std::string wanted;
   std::vector<int> wantCounts(n), wantDispls(n);
   std::vector<std::pair<int, size_t>> order; // (rank, index) of each name
+  std::vector<std::string> names;            // in order of first appearance
   if (me == 0) {
     std::map<std::string, std::pair<int, size_t>> first;
+    std::set<std::pair<std::string, Shape>> pieceHolders;
     for (int r = 0; r < n; ++r) {
       const char *p = all.data() + metaDispls[r];
       const char *end = p + metaSizes[r];
@@ -240,22 +274,30 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
         e.name.assign(p, length);
         p += length;
         e.dtype = static_cast<DType>(readInt(p, end));
-        e.shape.resize(readInt(p, end));
-        for (int64_t &d : e.shape)
-          d = readInt(p, end);
+        e.shape = readShape(p, end);
+        e.box.global = readShape(p, end);
+        e.box.offset = readShape(p, end);
+        if (e.box.global.size() != e.shape.size() ||
+            e.box.offset.size() != e.shape.size())
+          throw Error(what + ": corrupt metadata from rank " +
+                      std::to_string(r));
         auto it = first.find(e.name);
         if (it == first.end()) {
           first[e.name] = {r, entries[r].size()};
-          order.push_back({r, entries[r].size()});
+          names.push_back(e.name);
         } else {
           const Entry &held = entries[it->second.first][it->second.second];
-          if (held.dtype != e.dtype || held.shape != e.shape)
-            throw Error(
-                what + ": rank " + std::to_string(r) + " holds '" + e.name +
-                "' as " + dtypeName(e.dtype) + " " + shapeToString(e.shape) +
-                ", rank " + std::to_string(it->second.first) + " as " +
-                dtypeName(held.dtype) + " " + shapeToString(held.shape));
+          if (held.dtype != e.dtype || held.box.global != e.box.global)
+            throw Error(what + ": rank " + std::to_string(r) + " holds '" +
+                        e.name + "' as " + dtypeName(e.dtype) + " " +
+                        shapeToString(e.box.global) + ", rank " +
+                        std::to_string(it->second.first) + " as " +
+                        dtypeName(held.dtype) + " " +
+                        shapeToString(held.box.global));
         }
+        // The first holder of each piece sends it.
+        if (pieceHolders.insert({e.name, e.box.offset}).second)
+          order.push_back({r, entries[r].size()});
         entries[r].push_back(std::move(e));
       }
     }
@@ -296,10 +338,34 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what) {
       received[r][i] = t;
     }
   }
-  NamedTensors merged;
+  // Each name's pieces (one whole piece for a whole tensor) put together.
+  std::map<std::string, std::vector<std::pair<int, size_t>>> piecesOf;
   for (const auto &[r, i] : order)
-    merged.push_back(
-        {entries[r][i].name, r == 0 ? hostMine[i].second : received[r][i]});
+    piecesOf[entries[r][i].name].push_back({r, i});
+  NamedTensors merged;
+  for (const std::string &name : names) {
+    const auto &pieces = piecesOf[name];
+    auto tensorOf = [&](std::pair<int, size_t> p) -> const Tensor & {
+      return p.first == 0 ? hostMine[p.second].second
+                          : received[p.first][p.second];
+    };
+    const Entry &e = entries[pieces[0].first][pieces[0].second];
+    if (pieces.size() == 1 && e.shape == e.box.global) {
+      merged.push_back({name, tensorOf(pieces[0])});
+      continue;
+    }
+    Tensor whole(e.box.global, e.dtype, Device::host);
+    std::vector<char> covered(static_cast<size_t>(whole.numel()), 0);
+    int64_t copied = 0;
+    for (auto p : pieces)
+      copied += copyOverlap(tensorOf(p), entries[p.first][p.second].box.offset,
+                            whole, Shape(whole.shape().size(), 0), covered);
+    if (copied != whole.numel())
+      throw Error(what + ": the ranks' pieces of '" + name + "' cover " +
+                  std::to_string(copied) + " of its " +
+                  std::to_string(whole.numel()) + " elements");
+    merged.push_back({name, whole});
+  }
   return merged;
 }
 
@@ -836,11 +902,14 @@ int run(int argc, char **argv, const Program &program) {
 
   if (!o.save.empty()) {
     NamedTensors named;
+    std::vector<Box> boxes;
     for (const ValueSpec &spec : step.args)
-      if (spec.role == Role::Param)
+      if (spec.role == Role::Param) {
         named.push_back({spec.name, params.at(spec.name)});
+        boxes.push_back(boxOf(spec));
+      }
     if (multi)
-      named = gatherNamed(named, "--save");
+      named = gatherNamed(named, "--save", boxes);
     if (lead && !program.stateDict.empty())
       named = stateDictOf(program, named, initPath);
     if (lead)

@@ -107,6 +107,12 @@ static cl::opt<bool> zero1("zero1",
                                     "the data-parallel ranks (ZeRO-1); the "
                                     "plan must have dp > 1"),
                            cl::cat(category));
+static cl::opt<bool> zero3(
+    "zero3",
+    cl::desc("ZeRO-1, and each parameter kept sharded over the data-parallel "
+             "ranks, all-gathered before its forward and backward uses "
+             "(ZeRO-3 / FSDP); the plan must have dp > 1"),
+    cl::cat(category));
 static cl::opt<bool>
     raise("raise",
           cl::desc("Raise imported subgraphs into the ops of the linked "
@@ -222,9 +228,10 @@ int main(int argc, char **argv) {
         return fail("--" + o->ArgStr +
                     " applies only with --devices > 1 or --micro-batches > 1 "
                     "(one device with one micro-batch has no plan)");
-  if (zero1 && devices == 1)
-    return fail("--zero1 shards the optimizer over data-parallel ranks: it "
-                "needs --devices > 1");
+  for (const cl::opt<bool> *o : {&zero1, &zero3})
+    if (*o && devices == 1)
+      return fail("--" + o->ArgStr +
+                  " shards over data-parallel ranks: it needs --devices > 1");
   bool autoPlan = plan == "auto";
   // A plan file may name the auto policy: dist-plan checks the auto-only
   // options once it has read the file.
@@ -325,6 +332,7 @@ int main(int argc, char **argv) {
   pipeline.schedule = schedule;
   pipeline.requirePipeline = given(schedule);
   pipeline.zero1 = zero1;
+  pipeline.zero3 = zero3;
   pipeline.clipNorm = clipNorm;
   pipeline.shareRanks = shareRanks;
   // Extension ops have CPU kernels only so far (dialects/llm): for CUDA the

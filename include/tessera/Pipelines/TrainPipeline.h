@@ -52,6 +52,11 @@ struct TrainPipelineOptions
   Option<bool> zero1{*this, "zero1",
                      llvm::cl::desc("Shard optimizer state over dp (ZeRO-1)"),
                      llvm::cl::init(false)};
+  Option<bool> zero3{
+      *this, "zero3",
+      llvm::cl::desc("Shard parameters, gradients' updates and optimizer "
+                     "state over dp (ZeRO-3 / FSDP)"),
+      llvm::cl::init(false)};
   Option<double> clipNorm{
       *this, "clip-norm",
       llvm::cl::desc("Clip gradients to this global norm (0: off)"),

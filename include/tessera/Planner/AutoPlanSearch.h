@@ -103,6 +103,9 @@ struct Problem {
   double memoryBytes = 0;
   std::string schedule = "1f1b"; ///< 1f1b or gpipe
   bool zero1 = false;
+  /// ZeRO-3 where dp > 1: parameters sharded over dp like the optimizer
+  /// state (implies zero1), each gathered whole while its op runs.
+  bool zero3 = false;
   std::string mainDtype = "fp32";
   /// A profile database file (docs/planner.md), "" for none: a measured
   /// time for an op's name, dtype and local operand shapes replaces its
@@ -132,6 +135,9 @@ struct Candidate {
 
 struct Result {
   std::string error; ///< non-empty: no plan
+  /// With an error because nothing fits: the least per-device memory any
+  /// plan needs (bytes); 0 otherwise.
+  double leastBytes = 0;
   std::string specName;
   /// The chosen plan; its stageStarts are those of `stages` (one per stage,
   /// {0} when pp = 1).

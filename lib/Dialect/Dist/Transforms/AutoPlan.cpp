@@ -284,7 +284,8 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
   problem.deviceSpec = options.deviceSpec;
   problem.memoryBytes = options.memoryGiB * double(1ull << 30);
   problem.schedule = options.schedule;
-  problem.zero1 = options.zero1;
+  problem.zero1 = options.zero1 || options.zero3;
+  problem.zero3 = options.zero3;
   problem.profileDatabase = options.profileDatabase;
 
   // The batch, as planStep traces it.
@@ -539,7 +540,7 @@ bool markRecomputeAll(ModuleOp module, bool mark) {
 } // namespace
 
 LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
-                       planner::PlanShape &shape) {
+                       planner::PlanShape &shape, bool &zero3) {
   auto fail = [&](const Twine &why) {
     return mlir::emitError(module.getLoc(), "dist-plan: plan 'auto': ") << why;
   };
@@ -547,27 +548,71 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   if (failed(buildStepModel(module, options, "auto", model)))
     return failure();
   autoplan::Result result = autoplan::searchAutoPlan(model.problem);
-  // No plan fits in memory: recompute every layer group's activations
-  // (dist-recompute) and search again; the marks stay only if a plan then
-  // fits.
+  zero3 = options.zero3;
+  // No plan fits in memory: the memory savers as plan choices. ZeRO-3
+  // (parameters sharded over dp) and recomputing every layer group's
+  // activations (dist-recompute) are each tried alone, the faster plan
+  // that fits wins; if neither fits alone, both together. Recompute marks
+  // stay only if the chosen plan recomputes.
   bool recomputed = false;
-  if (!result.error.empty() && result.candidates > 0 && result.feasible == 0 &&
-      markRecomputeAll(module, true)) {
-    StepModel again;
-    if (failed(buildStepModel(module, options, "auto", again)))
-      return failure();
-    autoplan::Result second = autoplan::searchAutoPlan(again.problem);
-    if (second.error.empty()) {
-      model = std::move(again);
-      result = std::move(second);
-      recomputed = true;
+  if (!result.error.empty() && result.candidates > 0 && result.feasible == 0) {
+    struct Saver {
+      bool zero3, recompute;
+      const char *what;
+      StepModel model;
+      autoplan::Result result;
+    };
+    SmallVector<Saver, 3> savers;
+    if (!options.zero3 && options.devices > 1)
+      savers.push_back({true, false, "with ZeRO-3", {}, {}});
+    savers.push_back({options.zero3,
+                      true,
+                      "when every layer group's activations are recomputed",
+                      {},
+                      {}});
+    if (!options.zero3 && options.devices > 1)
+      savers.push_back({true, true, "with both", {}, {}});
+    auto tryOne = [&](Saver &saver) -> LogicalResult {
+      if (saver.recompute && !markRecomputeAll(module, true))
+        return success(); // nothing to recompute: leave it unfitted
+      AutoPlanOptions o = options;
+      o.zero3 = saver.zero3;
+      if (failed(buildStepModel(module, o, "auto", saver.model)))
+        return failure();
+      saver.result = autoplan::searchAutoPlan(saver.model.problem);
+      if (saver.recompute)
+        markRecomputeAll(module, false);
+      return success();
+    };
+    Saver *best = nullptr;
+    std::string minima;
+    for (Saver &saver : savers) {
+      // Both together only when neither alone fits.
+      if (saver.zero3 && saver.recompute && saver.zero3 != options.zero3 &&
+          best)
+        break;
+      if (failed(tryOne(saver)))
+        return failure();
+      if (saver.result.error.empty()) {
+        if (!best || saver.result.stepSeconds < best->result.stepSeconds)
+          best = &saver;
+      } else if (saver.result.leastBytes > 0) {
+        minima += ", " + std::string(minima.empty() ? "and " : "") +
+                  "at least " + gib(saver.result.leastBytes) + " GiB " +
+                  saver.what;
+      }
+    }
+    if (best) {
+      if (best->recompute)
+        markRecomputeAll(module, true);
+      model = std::move(best->model);
+      result = std::move(best->result);
+      recomputed = best->recompute;
+      // (With dp = 1 ZeRO-3 changes nothing; such a plan cannot be the one
+      // that made the difference, but the flag says what the plan does.)
+      zero3 = best->zero3 && result.shape.dp > 1;
     } else {
-      markRecomputeAll(module, false);
-      size_t at = second.error.find("at least ");
-      size_t end = at == std::string::npos ? at : second.error.find(" GiB", at);
-      if (end != std::string::npos)
-        result.error += ", and " + second.error.substr(at, end + 4 - at) +
-                        " when every layer group's activations are recomputed";
+      result.error += minima;
     }
   }
   if (!result.error.empty())
@@ -606,6 +651,9 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                         result.mfu * 100, sig3(result.modelFlops));
     if (recomputed)
       os << "  recompute: every layer group (no plan fits in memory "
+            "without)\n";
+    if (zero3 && !options.zero3)
+      os << "  zero3: parameters sharded over dp (no plan fits in memory "
             "without)\n";
     for (const autoplan::Candidate &c : result.runnersUp)
       os << llvm::formatv("  also fits: [dp = {0}, tp = {1}, pp = {2}], {3} "

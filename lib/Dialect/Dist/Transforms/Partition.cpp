@@ -132,6 +132,9 @@ private:
   std::set<std::pair<Operation *, int64_t>> emitted;
   int64_t nextTag = 1;
   bool failedAny = false;
+  /// Whether the op being emitted is a backward op or an update (1) or a
+  /// forward op (0): a ZeRO-3 parameter is gathered once per phase.
+  int64_t usePhase = 0;
 
   LogicalResult fail(Operation *op, const Twine &message) {
     failedAny = true;
@@ -336,16 +339,26 @@ LogicalResult Partitioner::planArgs() {
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     auto state = getArgAttr<Tsr::StateAttrHelper>(step, i);
-    if (!state)
+    bool param = getArgAttr<Tsr::ParamAttrHelper>(step, i) != nullptr;
+    if (!state && !param)
       continue;
-    argStages[arg] = paramStage.lookup(state.getValue().split('/').second);
+    if (state)
+      argStages[arg] = paramStage.lookup(state.getValue().split('/').second);
     // Optimizer state stays in the layout its update wants (sharded under
-    // ZeRO-1 or tensor parallelism), across steps.
+    // ZeRO-1 or tensor parallelism), across steps. So does a parameter,
+    // except that without ZeRO-3 it stays whole over dp: tp keeps its
+    // piece of a split weight (Megatron), ZeRO-3 also its dp shard.
     for (OpOperand &use : arg.getUses()) {
-      OpPlan &p = plans[use.getOwner()];
+      Operation *owner = use.getOwner();
+      if (param && !hasAttr<Tsr::UpdateAttrHelper>(owner))
+        continue;
+      OpPlan &p = plans[owner];
       if (use.getOperandNumber() < p.operands.size()) {
         FullLayout l = p.operands[use.getOperandNumber()];
         l.mb = lay::AxisState::r();
+        if (param && !getArgAttr<Dist::Zero3AttrHelper>(step, i) &&
+            l.spatial.states[0].kind == lay::AxisKind::D)
+          l.spatial.states[0] = lay::AxisState::r();
         argLayouts[arg] = l;
       }
       break;
@@ -387,12 +400,12 @@ Value Partitioner::argValue(RankState &r, BlockArgument arg) {
     for (NamedAttribute a : d)
       if (a.getName().getValue().starts_with("tsr."))
         attrs.push_back(a);
-  // A piece of optimizer state: which mesh axes split each dimension, so
-  // that checkpoints can say where the piece lies in the whole (the same
+  // A piece of a parameter or of optimizer state: which mesh axes split
+  // each dimension, so that checkpoints (and the driver, loading the
+  // weights) can say where the piece lies in the whole (the same
   // for every rank; each rank's offset follows from its coordinates).
   const lay::Layout &layout = argLayouts[arg].spatial;
-  if (getArgAttr<Tsr::StateAttrHelper>(step, arg.getArgNumber()) && local &&
-      *local != shape.dims) {
+  if (local && *local != shape.dims) {
     SmallVector<Attribute> dims;
     for (int64_t k = 0; k < global.getRank(); ++k) {
       SmallVector<Attribute> axes;
@@ -509,6 +522,12 @@ FailureOr<Value> Partitioner::convertLocal(RankState &r, Operation *where,
 FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
                                           const FullLayout &want, int64_t m) {
   int64_t piece = (want.mb.kind == lay::AxisKind::R) ? 0 : m;
+  // A ZeRO-3 parameter is gathered again for the backward, so that the
+  // whole copy does not live from the forward to the backward.
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    if (usePhase && arg.getOwner() == &step.getBody().front() &&
+        getArgAttr<Dist::Zero3AttrHelper>(step, arg.getArgNumber()))
+      piece = -1 - piece;
   auto key = std::make_tuple(v.getAsOpaquePointer(), want.key(), piece);
   auto hit = r.converted.find(key);
   if (hit != r.converted.end())
@@ -623,6 +642,7 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
           return failure();
     }
   }
+  usePhase = (p.kind > 0 || hasAttr<Tsr::UpdateAttrHelper>(op)) ? 1 : 0;
   for (int64_t r : ranksOfStage(p.stage)) {
     RankState &rs = *ranks[r];
     IRMapping map;

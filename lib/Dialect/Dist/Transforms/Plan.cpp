@@ -53,6 +53,8 @@ struct PlanSpec {
   /// (otherwise planPipeline balances the units by FLOPs).
   planner::PlanShape shape;
   bool zero1 = false;
+  /// ZeRO-3 (implies zero1).
+  bool zero3 = false;
   /// From a plan file: entries applied after the policy.
   std::vector<PlanFile::Trans> trans;
   std::vector<PlanFile::Assign> assign;
@@ -132,6 +134,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     options.memoryGiB = memoryGiB;
     options.schedule = schedule;
     options.zero1 = spec.zero1;
+    options.zero3 = spec.zero3;
     options.report = report;
     return options;
   }
@@ -148,9 +151,12 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       if (stagesPerDevice != 1)
         return fail("plans one stage per device (use the 1f1b or gpipe "
                     "schedule)");
+      bool zero3 = false;
       if (failed(planAuto(module, options ? *options : autoOptions(spec),
-                          spec.shape)))
+                          spec.shape, zero3)))
         return failure();
+      spec.zero3 = zero3;
+      spec.zero1 = spec.zero1 || zero3;
       spec.policies = {"dp", "tp", "pp"};
       spec.searched = true;
       return success();
@@ -197,7 +203,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
 
   LogicalResult parsePlan(ModuleOp module, PlanSpec &spec) {
     spec.shape.microBatches = microBatches;
-    spec.zero1 = zero1;
+    spec.zero1 = zero1 || zero3;
+    spec.zero3 = zero3;
     if (devices < 1 || devices > support::kMaxDevices)
       return module.emitError("dist-plan: devices must be in [1, ")
              << support::kMaxDevices << "], got " << int64_t(devices);
@@ -237,11 +244,20 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                     Twine(microBatches.getValue()));
       spec.shape.microBatches = *file->microBatches;
     }
+    if (file->zero3) {
+      if (zero3 && !*file->zero3)
+        return fail("zero3 is false, but --zero3 is given");
+      spec.zero3 = *file->zero3;
+    }
     if (file->zero1) {
       if (zero1 && !*file->zero1)
         return fail("zero1 is false, but --zero1 is given");
+      if (spec.zero3 && !*file->zero1)
+        return fail("zero1 is false, but zero3 shards the optimizer state "
+                    "too (ZeRO-3 includes ZeRO-1)");
       spec.zero1 = *file->zero1;
     }
+    spec.zero1 = spec.zero1 || spec.zero3;
     if (autoFile) {
       // A constrained auto plan: the search keeps the mesh axes and the
       // micro-batches the file gives, and chooses the rest.
@@ -275,8 +291,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                     " devices, which " + (all ? "is not" : "does not divide") +
                     " --devices " + Twine(devices.getValue()));
       if (spec.zero1 && options.fixedDp == 1)
-        return fail("the constraints zero1 = true and mesh.dp = 1 conflict "
-                    "(ZeRO-1 shards the optimizer over dp)");
+        return fail(spec.zero3
+                        ? "the constraints zero3 = true and mesh.dp = 1 "
+                          "conflict (ZeRO-3 shards the parameters over dp)"
+                        : "the constraints zero1 = true and mesh.dp = 1 "
+                          "conflict (ZeRO-1 shards the optimizer over dp)");
       if (failed(parsePolicy(module, "auto", spec, &options)))
         return failure();
     } else if (file->policy) {
@@ -338,8 +357,10 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
 
   LogicalResult checkZero1(ModuleOp module, const PlanSpec &spec) {
     if (spec.zero1 && spec.shape.dp == 1)
-      return module.emitError("dist-plan: zero1 shards the optimizer over "
-                              "dp, but the plan has dp = 1");
+      return module.emitError("dist-plan: ")
+             << (spec.zero3 ? "zero3 shards the parameters and optimizer"
+                            : "zero1 shards the optimizer")
+             << " over dp, but the plan has dp = 1";
     return success();
   }
 
@@ -351,7 +372,9 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     if (spec.shape.tp > 1 && llvm::is_contained(spec.policies, "tp") &&
         failed(planTensorParallel(f, spec.shape.tp)))
       return failure();
-    if (spec.zero1 && spec.shape.dp > 1)
+    if (spec.zero3 && spec.shape.dp > 1)
+      planZero3(f, spec.shape.dp);
+    else if (spec.zero1 && spec.shape.dp > 1)
       planZero1(f, spec.shape.dp);
     if (failed(applyPlanFile(f, spec)) || failed(applyRecompute(f, spec)))
       return failure();

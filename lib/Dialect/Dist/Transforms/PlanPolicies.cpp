@@ -609,6 +609,25 @@ void planZero1(func::FuncOp f, int64_t dp) {
     }
 }
 
+void planZero3(func::FuncOp f, int64_t dp) {
+  planZero1(f, dp);
+  for (Operation &op : f.getBody().front()) {
+    if (!isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op))
+      continue;
+    DictionaryAttr split = getAttr<Dist::SplitAttrHelper>(&op);
+    if (!split || llvm::none_of(split, [](NamedAttribute a) {
+          auto axis = dyn_cast<StringAttr>(a.getValue());
+          return axis && axis.getValue() == "dp";
+        }))
+      continue;
+    auto arg = dyn_cast<BlockArgument>(op.getOperand(0));
+    if (arg && arg.getOwner() == &f.getBody().front() &&
+        getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber()))
+      setArgAttr<Dist::Zero3AttrHelper>(f, arg.getArgNumber(),
+                                        UnitAttr::get(f.getContext()));
+  }
+}
+
 LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
                            int64_t stagesPerDevice, bool vShape) {
   Block &body = f.getBody().front();

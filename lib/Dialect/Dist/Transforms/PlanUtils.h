@@ -91,6 +91,9 @@ mlir::LogicalResult planBatch(mlir::func::FuncOp f,
 mlir::LogicalResult planTensorParallel(mlir::func::FuncOp f, int64_t tp);
 /// ZeRO-1: the optimizer updates split over dp where dp divides them.
 void planZero1(mlir::func::FuncOp f, int64_t dp);
+/// ZeRO-3: ZeRO-1, and each parameter whose update ZeRO-1 split is kept
+/// sharded like its update (dist.zero3 on its argument).
+void planZero3(mlir::func::FuncOp f, int64_t dp);
 /// pp: stages by layer groups balanced by FLOPs (or the shape's stage
 /// starts), `stagesPerDevice` virtual stages per device (in a V with
 /// `vShape`, recorded in dist.pipeline); parameters with their first use,
@@ -107,6 +110,7 @@ struct AutoPlanOptions {
   double memoryGiB = 16;
   std::string schedule = "1f1b";
   bool zero1 = false;
+  bool zero3 = false;
   bool report = false;
   /// A plan file's constraints on the search (docs/plans.md): mesh axis
   /// sizes to keep (0: free), micro-batches fixed even at 1, and the
@@ -119,10 +123,12 @@ struct AutoPlanOptions {
 /// The auto policy (AutoPlan.cpp): models the largest train step of
 /// `module` and picks the fastest uniform mesh that fits in memory, with a
 /// stage start per stage; the built-in policies then annotate that shape.
+/// When no plan fits, it tries the memory savers: ZeRO-3 (`zero3` comes
+/// back true) and recomputing every layer group (dist.recompute marks).
 /// Errors are emitted on the module.
 mlir::LogicalResult planAuto(mlir::ModuleOp module,
                              const AutoPlanOptions &options,
-                             planner::PlanShape &shape);
+                             planner::PlanShape &shape, bool &zero3);
 
 /// The auto policy's predicted step time of the plan the built-in
 /// policies wrote on `module` (mesh `shape`, stages from the forward ops'

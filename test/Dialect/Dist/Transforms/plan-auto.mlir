@@ -67,8 +67,17 @@
 // RECOMPUTE: recompute: every layer group (no plan fits in memory without)
 // RECOMPUTE: tsr.matmul {{.*}}dist.recompute
 // RECOMPUTE-NOT: tsr.backward{{.*}}dist.recompute
+// Below the least with either saver alone (ZeRO-3 alone does not lower the
+// least: that plan has dp = 1), both: dp2 x pp2 with the parameters sharded
+// (dist.zero3) and every layer group recomputed.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0003 report=true" 2>&1 | FileCheck %s --check-prefix=BOTH
+// BOTH: mesh [dp = 2, tp = 1, pp = 2]
+// BOTH: recompute: every layer group (no plan fits in memory without)
+// BOTH: zero3: parameters sharded over dp (no plan fits in memory without)
+// BOTH: func.func @train_step_adamw({{.*}}dist.zero3, tsr.param
+// BOTH: tsr.matmul {{.*}}dist.recompute
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0001" 2>&1 | FileCheck %s --check-prefix=MEMORY
-// MEMORY: error: dist-plan: plan 'auto': no plan fits in 0.0001 GiB per device: the step needs at least 0.000364 GiB per device on 4 device(s), and at least 0.000309 GiB when every layer group's activations are recomputed
+// MEMORY: error: dist-plan: plan 'auto': no plan fits in 0.0001 GiB per device: the step needs at least 0.000364 GiB per device on 4 device(s), and at least 0.000364 GiB with ZeRO-3, at least 0.000309 GiB when every layer group's activations are recomputed, at least 0.00025 GiB with both
 // MEMORY-NOT: see current operation
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=64" 2>&1 | FileCheck %s --check-prefix=MESH
 // MESH: error: dist-plan: plan 'auto': no mesh of 64 devices divides the batch (4), the attention heads and the 4 layer groups

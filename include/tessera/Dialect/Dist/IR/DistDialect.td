@@ -62,10 +62,18 @@ defvar Dist_DiscardableAttrs = [
     "(RankVariantOpInterface) whose value differs between those ranks, the "
     "value of each rank in the order of `dist.ranks`; the first is the op's "
     "own">,
+  TesseraDiscardableAttr<"zero3", "::mlir::UnitAttr", "Arg",
+    "a unit attribute",
+    "on a parameter argument of the training step: the parameter is kept "
+    "sharded over `dp` across steps, in the layout of its optimizer update "
+    "(ZeRO-3 / FSDP); dist-partition all-gathers it before its forward uses "
+    "and again before its backward uses, and the whole copy dies after each "
+    "phase's last use (set by dist-plan with `zero3`)">,
   TesseraDiscardableAttr<"shard", "::mlir::ArrayAttr", "Arg",
     "an array, one per dimension, of arrays of mesh axis names",
-    "on a per-rank function's optimizer-state argument that is a piece of "
-    "the whole (ZeRO-1, tensor parallelism): for each dimension, the mesh "
+    "on a per-rank function's parameter or optimizer-state argument that is "
+    "a piece of the whole (ZeRO-1 state, ZeRO-3, tensor parallelism): for "
+    "each dimension, the mesh "
     "axes that split it, in mesh order (e.g. `[[\"dp\"], [\"tp\"]]`); a "
     "rank's piece starts at its coordinates' offset, so checkpoints record "
     "where each piece lies in the whole (set by dist-partition)">,

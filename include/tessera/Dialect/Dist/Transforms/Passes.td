@@ -50,7 +50,8 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     split follows into the views, backward ops and optimizer updates that
     serve the selected ops (an assigned op's backward ops go to its
     stage). With `zero1` the
-    optimizer updates are split over `dp` (ZeRO-1). An infeasible plan is an
+    optimizer updates are split over `dp` (ZeRO-1); with `zero3` also the
+    parameters they update, which stay sharded between uses (ZeRO-3). An infeasible plan is an
     error naming the op and the plan entry.
   }];
   let options = [
@@ -67,6 +68,11 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
            "Shard optimizer updates and state over dp (ZeRO-1; the plan "
            "must have dp > 1, auto excepted; a plan file's \"zero1\": "
            "false contradicts it)">,
+    Option<"zero3", "zero3", "bool", /*default=*/"false",
+           "ZeRO-1, and parameters kept sharded over dp like their updates, "
+           "all-gathered before their forward and backward uses (ZeRO-3 / "
+           "FSDP; dp > 1, auto excepted; a plan file's \"zero3\": false "
+           "contradicts it)">,
     Option<"stagesPerDevice", "stages-per-device", "int64_t",
            /*default=*/"1",
            "Virtual pipeline stages per device (>= 1; 2 for interleaved and "
