@@ -27,7 +27,7 @@ install(DIRECTORY ${PROJECT_BINARY_DIR}/include/tessera DESTINATION include
   PATTERN "CMakeFiles" EXCLUDE)
 
 install(TARGETS TesseraRuntime ARCHIVE DESTINATION lib)
-install(TARGETS tessera-ckpt RUNTIME DESTINATION bin)
+install(TARGETS tessera-ckpt tessera-calibrate RUNTIME DESTINATION bin)
 install(DIRECTORY runtime/include/tessera DESTINATION include)
 install(DIRECTORY runtime/ DESTINATION share/tessera/runtime
   PATTERN "unittests" EXCLUDE PATTERN "*.md" EXCLUDE)

@@ -25,7 +25,8 @@ for var in ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tools = ["tessera-opt", "tessera-translate", "tessera-compile",
-         "tessera-schedule", "tessera-plan", "tessera-interp", "tessera-ckpt"]
+         "tessera-schedule", "tessera-plan", "tessera-interp", "tessera-ckpt",
+         "tessera-calibrate"]
 bin_dir = os.path.join(config.tessera_obj_root, "bin")
 llvm_config.add_tool_substitutions(
     [t for t in tools if os.path.exists(os.path.join(bin_dir, t))], [bin_dir])

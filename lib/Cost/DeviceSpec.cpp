@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
 #include <filesystem>
 
 namespace tessera::cost {
@@ -40,6 +41,12 @@ LinkSpec parseLink(const JsonObject &spec, const char *field) {
       l.get("latency").getNumber(JsonValue::Range::NonNegative, "seconds")};
 }
 
+std::string formatNumber(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", x);
+  return buf;
+}
+
 } // namespace
 
 DeviceSpec parseDeviceSpec(const std::string &jsonText,
@@ -48,7 +55,8 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
   nlohmann::json j = support::parseJson(jsonText, origin);
   JsonObject o = JsonValue(j, origin).getObject(
       {"name", "description", "peak_flops", "memory_bandwidth", "memory_bytes",
-       "devices_per_node", "intra_node", "inter_node"},
+       "devices_per_node", "intra_node", "inter_node", "op_overhead",
+       "compute_slots"},
       "a device spec");
   DeviceSpec spec;
   spec.name = o.get("name").getString("the spec's name");
@@ -67,6 +75,16 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
                            .getInt(1, kMaxDevicesPerNode, "a device count"));
   spec.intraNode = parseLink(o, "intra_node");
   spec.interNode = parseLink(o, "inter_node");
+  if (auto overhead = o.find("op_overhead"))
+    spec.opOverhead = overhead->getNumber(Range::NonNegative, "seconds");
+  spec.computeSlots = spec.devicesPerNode;
+  if (auto slots = o.find("compute_slots")) {
+    spec.computeSlots = slots->getNumber(Range::Positive, "a device count");
+    if (spec.computeSlots < 1 || spec.computeSlots > spec.devicesPerNode)
+      slots->fail("expected a number in [1, devices_per_node = " +
+                  std::to_string(spec.devicesPerNode) + "], got " +
+                  formatNumber(spec.computeSlots));
+  }
   return spec;
 }
 

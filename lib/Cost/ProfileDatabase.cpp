@@ -35,6 +35,15 @@ void ProfileDatabase::add(const std::string &op, const std::string &dtype,
   entries[key(op, dtype, shapes)] = seconds;
 }
 
+void ProfileDatabase::addRate(const std::string &op, const std::string &dtype,
+                              double seconds, double secondsPerFlop) {
+  if (!(seconds >= 0) || !std::isfinite(seconds) || !(secondsPerFlop >= 0) ||
+      !std::isfinite(secondsPerFlop))
+    throw Exception("profile rate for '" + op +
+                    "' has a negative, infinite or NaN time");
+  rates[op + "|" + dtype] = {seconds, secondsPerFlop};
+}
+
 std::optional<double>
 ProfileDatabase::lookup(const std::string &op, const std::string &dtype,
                         const std::vector<Shape> &shapes) const {
@@ -42,6 +51,24 @@ ProfileDatabase::lookup(const std::string &op, const std::string &dtype,
   if (it == entries.end())
     return std::nullopt;
   return it->second;
+}
+
+std::optional<double> ProfileDatabase::lookupRate(const std::string &op,
+                                                  const std::string &dtype,
+                                                  double flops) const {
+  auto it = rates.find(op + "|" + dtype);
+  if (it == rates.end())
+    return std::nullopt;
+  return it->second.seconds + flops * it->second.secondsPerFlop;
+}
+
+std::optional<double> ProfileDatabase::lookup(const std::string &op,
+                                              const std::string &dtype,
+                                              const std::vector<Shape> &shapes,
+                                              double flops) const {
+  if (std::optional<double> exact = lookup(op, dtype, shapes))
+    return exact;
+  return lookupRate(op, dtype, flops);
 }
 
 ProfileDatabase ProfileDatabase::parse(const std::string &jsonText,
@@ -57,9 +84,21 @@ ProfileDatabase ProfileDatabase::parse(const std::string &jsonText,
   for (const JsonValue &e :
        top.get("entries").getArray("a list of measurements")) {
     JsonObject o =
-        e.getObject({"op", "dtype", "shapes", "seconds"}, "a measurement");
+        e.getObject({"op", "dtype", "shapes", "seconds", "seconds_per_flop"},
+                    "a measurement");
     std::string op = o.get("op").getString("an op name");
     std::string dtype = o.get("dtype").getString("a dtype");
+    if (auto perFlop = o.find("seconds_per_flop")) {
+      if (o.find("shapes"))
+        o.fail("an entry has either 'shapes' (a measurement) or "
+               "'seconds_per_flop' (a rate), not both");
+      db.addRate(
+          op, dtype,
+          o.get("seconds").getNumber(JsonValue::Range::NonNegative, "seconds"),
+          perFlop->getNumber(JsonValue::Range::NonNegative,
+                             "seconds per FLOP"));
+      continue;
+    }
     std::vector<Shape> shapes;
     for (const JsonValue &s : o.get("shapes").getArray("operand shapes")) {
       Shape shape;
@@ -84,7 +123,8 @@ double estimateOpTime(const DeviceSpec &spec, const ProfileDatabase *profile,
                       const std::vector<Shape> &shapes, double flops,
                       double bytes) {
   if (profile)
-    if (std::optional<double> measured = profile->lookup(op, dtype, shapes))
+    if (std::optional<double> measured =
+            profile->lookup(op, dtype, shapes, flops))
       return *measured;
   return rooflineTime(spec, flops, bytes, dtype);
 }

@@ -12,7 +12,7 @@ double rooflineTime(const DeviceSpec &spec, double flops, double bytes,
     throw Exception("roofline: flops and bytes must be non-negative");
   double compute = flops / spec.peakFlopsFor(dtype);
   double memory = bytes / spec.memoryBandwidth;
-  return std::max(compute, memory);
+  return spec.opOverhead + std::max(compute, memory);
 }
 
 double ridgePoint(const DeviceSpec &spec, const std::string &dtype) {

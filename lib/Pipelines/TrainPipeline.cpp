@@ -45,11 +45,11 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   // The auto-only options are errors with another plan, not ignored
   // (predict uses the device spec).
   if (!o.mayBeAuto()) {
-    StringRef given = o.deviceSpec.hasValue() && !o.predict
-                          ? o.deviceSpec.getArgStr()
-                      : o.profileDb.hasValue() ? o.profileDb.getArgStr()
-                      : o.memoryGiB.hasValue() ? o.memoryGiB.getArgStr()
-                      : o.report.hasValue()    ? o.report.getArgStr()
+    StringRef given =
+        o.deviceSpec.hasValue() && !o.predict  ? o.deviceSpec.getArgStr()
+        : o.profileDb.hasValue() && !o.predict ? o.profileDb.getArgStr()
+        : o.memoryGiB.hasValue()               ? o.memoryGiB.getArgStr()
+        : o.report.hasValue()                  ? o.report.getArgStr()
                                                : StringRef();
     if (!given.empty())
       return error(given + " applies only with plan=auto"), failure();
@@ -108,6 +108,7 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   } else if (o.predict) {
     plan.predict = true;
     plan.deviceSpec = o.deviceSpec;
+    plan.profileDb = o.profileDb;
     plan.schedule = o.schedule;
   }
   // Interleaved 1F1B and ZB-V run two virtual stages per device.

@@ -84,6 +84,8 @@ double collective(cost::Collective kind, double bytes, int64_t ranks,
 struct UnitCosts {
   std::vector<double> micro; ///< forward + backward per micro-batch
   std::vector<double> step;  ///< once per step
+  /// The tp collectives within micro and step.
+  std::vector<double> microComm, stepComm;
   std::vector<double> memA;  ///< activations per in-flight micro-batch
   std::vector<double> memB;  ///< parameters, gradients, optimizer state
   std::vector<double> grads; ///< gradient bytes per device (dp sync)
@@ -205,7 +207,17 @@ private:
   /// form when pp == 1); "" or the schedule library's error.
   std::string scheduledStep(int64_t pp, int64_t m,
                             const std::vector<StagePrediction> &stages,
-                            double &stepSeconds, double &bubble) const;
+                            double &stepSeconds, double &bubble,
+                            double &shared) const;
+  /// The closed-form step time of `stages`, the wait for compute slots
+  /// included (`shared`).
+  double closedForm(int64_t pp, int64_t m,
+                    const std::vector<StagePrediction> &stages,
+                    double &shared) const;
+  /// The wait for compute slots (DeviceSpec::computeSlots) of a plan whose
+  /// own compute spans `span` seconds of the step.
+  double sharedCompute(const std::vector<StagePrediction> &stages, int64_t m,
+                       double span) const;
 
   const Problem &p;
   const cost::DeviceSpec &spec;
@@ -219,6 +231,8 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   UnitCosts c;
   c.micro.assign(n, 0);
   c.step.assign(n, 0);
+  c.microComm.assign(n, 0);
+  c.stepComm.assign(n, 0);
   c.memA.assign(n, 0);
   c.memB.assign(n, 0);
   c.grads.assign(n, 0);
@@ -226,24 +240,30 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   double s = 1.0 / double(d * m);
   const cost::LinkSpec &tpLink = groupLink(spec, planMesh(d, t, pp), kTp);
   for (const OpCost &op : p.ops) {
+    if (op.view)
+      continue;
     double split = op.tpSplit ? double(t) : 1.0;
     double scale = op.perMicroBatch ? s : 1.0;
     double flops = op.flops * scale / split;
     double bytes = (op.batchBytes * scale + op.fixedBytes) / split;
     double time = cost::rooflineTime(spec, flops, bytes, op.dtype);
-    if (profile)
-      if (std::optional<std::vector<cost::Shape>> shapes =
-              localShapes(op, d * m, t))
-        if (std::optional<double> measured =
-                profile->lookup(op.op, op.dtype, *shapes)) {
-          time = *measured;
-          ++c.profiled;
-        }
-    time += collective(cost::Collective::AllReduce, op.allReduceBytes * scale,
-                       t, tpLink);
-    time += collective(cost::Collective::AllGather, op.allGatherBytes * scale,
-                       t, tpLink);
-    (op.perMicroBatch ? c.micro : c.step)[op.unit] += time;
+    if (profile) {
+      std::optional<std::vector<cost::Shape>> shapes =
+          localShapes(op, d * m, t);
+      std::optional<double> measured =
+          shapes ? profile->lookup(op.op, op.dtype, *shapes, flops)
+                 : profile->lookupRate(op.op, op.dtype, flops);
+      if (measured) {
+        time = *measured;
+        ++c.profiled;
+      }
+    }
+    double comm = collective(cost::Collective::AllReduce,
+                             op.allReduceBytes * scale, t, tpLink) +
+                  collective(cost::Collective::AllGather,
+                             op.allGatherBytes * scale, t, tpLink);
+    (op.perMicroBatch ? c.micro : c.step)[op.unit] += time + comm;
+    (op.perMicroBatch ? c.microComm : c.stepComm)[op.unit] += comm;
   }
   c.resident.assign(n, 0);
   c.fixedHeld.assign(n, 0);
@@ -601,6 +621,8 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
     for (size_t u = s.firstUnit; u <= s.lastUnit; ++u) {
       s.microSeconds += c.micro[u];
       s.stepSeconds += c.step[u];
+      s.microCompute += c.micro[u] - c.microComm[u];
+      s.stepCompute += c.step[u] - c.stepComm[u];
       grads += c.grads[u];
     }
     // Activations forward and their gradients backward, per micro-batch.
@@ -635,16 +657,53 @@ static double closedFormStep(int64_t pp, int64_t m, double micro, double step) {
   return double(m + pp - 1) * micro + step;
 }
 
+double Search::sharedCompute(const std::vector<StagePrediction> &stages,
+                             int64_t m, double span) const {
+  // Ranks of one node compete for its computeSlots: with r times more ranks
+  // than slots, the step takes at least r x the compute of its average rank
+  // (every stage has dp x tp ranks). A plan whose ranks take turns (a
+  // pipeline's fill and drain) already spends that long; one that keeps
+  // them all busy (dp, tp) waits for the difference.
+  double ranks = double(std::min<int64_t>(p.devices, spec.devicesPerNode));
+  double ratio = ranks / spec.computeSlots;
+  if (ratio <= 1 || stages.empty())
+    return 0;
+  double work = 0;
+  for (const StagePrediction &s : stages)
+    work += double(m) * s.microCompute + s.stepCompute;
+  work /= double(stages.size());
+  return std::max(0.0, work * ratio - span);
+}
+
+/// The slowest stage's times: per micro-batch and once per step, in all
+/// and their compute parts.
+struct Slowest {
+  double micro = 0, step = 0, microC = 0, stepC = 0;
+  explicit Slowest(const std::vector<StagePrediction> &stages) {
+    for (const StagePrediction &s : stages) {
+      micro = std::max(micro, s.microSeconds);
+      step = std::max(step, s.stepSeconds);
+      microC = std::max(microC, s.microCompute);
+      stepC = std::max(stepC, s.stepCompute);
+    }
+  }
+};
+
+double Search::closedForm(int64_t pp, int64_t m,
+                          const std::vector<StagePrediction> &stages,
+                          double &shared) const {
+  Slowest w(stages);
+  shared = sharedCompute(stages, m, closedFormStep(pp, m, w.microC, w.stepC));
+  return closedFormStep(pp, m, w.micro, w.step) + shared;
+}
+
 std::string Search::scheduledStep(int64_t pp, int64_t m,
                                   const std::vector<StagePrediction> &stages,
-                                  double &stepSeconds, double &bubble) const {
-  double micro = 0, step = 0;
-  for (const StagePrediction &s : stages) {
-    micro = std::max(micro, s.microSeconds);
-    step = std::max(step, s.stepSeconds);
-  }
+                                  double &stepSeconds, double &bubble,
+                                  double &shared) const {
+  Slowest w(stages);
   bubble = 0;
-  stepSeconds = closedFormStep(pp, m, micro, step);
+  stepSeconds = closedForm(pp, m, stages, shared);
   if (pp <= 1)
     return "";
   schedule::PipelineSpec ps;
@@ -657,7 +716,9 @@ std::string Search::scheduledStep(int64_t pp, int64_t m,
     return p.schedule + ": " + order.error;
   double busy = 3.0 * double(m);
   bubble = 1 - busy / double(order.makespan);
-  stepSeconds = double(order.makespan) / 3.0 * micro + step;
+  shared = sharedCompute(stages, m,
+                         double(order.makespan) / 3.0 * w.microC + w.stepC);
+  stepSeconds = double(order.makespan) / 3.0 * w.micro + w.step + shared;
   return "";
 }
 
@@ -685,8 +746,10 @@ StepEvaluation Search::evaluatePlan(const PlanShape &shape) const {
   evaluate(c, starts, t, d, m, pp, 1.0 / double(d * m), out.stages, micro,
            step);
   out.fits = fitsMemory(out.stages);
-  out.closedFormSeconds = closedFormStep(pp, m, micro, step);
-  out.error = scheduledStep(pp, m, out.stages, out.stepSeconds, out.bubble);
+  double shared = 0;
+  out.closedFormSeconds = closedForm(pp, m, out.stages, shared);
+  out.error = scheduledStep(pp, m, out.stages, out.stepSeconds, out.bubble,
+                            out.sharedComputeSeconds);
   return out;
 }
 
@@ -757,13 +820,15 @@ Result Search::run() {
         }
         ++best.feasible;
         // The closed form here; the schedule library for the winner below.
-        double total = closedFormStep(pp, m, micro, step);
+        double shared = 0;
+        double total = closedForm(pp, m, stages, shared);
         feasible.push_back({{d, t, pp, m, starts}, total});
         if (total < best.stepSeconds) {
           best.shape = {d, t, pp, m, starts};
           best.profiledOps = c.profiled;
           best.stages = stages;
           best.stepSeconds = total;
+          best.sharedComputeSeconds = shared;
         }
       }
     }
@@ -802,8 +867,9 @@ Result Search::run() {
   }
   // The winner's fill and drain from the schedule library.
   if (best.shape.pp > 1) {
-    best.error = scheduledStep(best.shape.pp, best.shape.microBatches,
-                               best.stages, best.stepSeconds, best.bubble);
+    best.error =
+        scheduledStep(best.shape.pp, best.shape.microBatches, best.stages,
+                      best.stepSeconds, best.bubble, best.sharedComputeSeconds);
     if (!best.error.empty())
       return best;
   }

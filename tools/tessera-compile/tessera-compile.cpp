@@ -136,9 +136,10 @@ static cl::opt<std::string> deviceSpec(
     cl::init("cpu"), cl::cat(category));
 static cl::opt<std::string> profileDb(
     "profile-db",
-    cl::desc("Only with --plan auto: a profile database of measured op "
-             "times (JSON, docs/planner.md) that replace the roofline "
-             "estimates of the ops they match"),
+    cl::desc("A profile database of measured op times or rates (JSON, "
+             "docs/planner.md; tessera-calibrate --profile-db writes one) "
+             "that replace the roofline estimates of the ops they match, in "
+             "--plan auto's search and in every plan's predicted step"),
     cl::init(""), cl::cat(category));
 static cl::opt<double>
     memoryGiB("memory-gib",
@@ -236,10 +237,11 @@ int main(int argc, char **argv) {
   // A plan file may name the auto policy: dist-plan checks the auto-only
   // options once it has read the file.
   bool planFile = StringRef(plan).ends_with(".json");
-  for (const cl::Option *o : {static_cast<const cl::Option *>(&profileDb),
-                              static_cast<const cl::Option *>(&memoryGiB)})
-    if (given(*o) && !autoPlan && !planFile)
-      return fail("--" + o->ArgStr + " applies only with --plan auto");
+  if (given(memoryGiB) && !autoPlan && !planFile)
+    return fail("--memory-gib applies only with --plan auto");
+  if (given(profileDb) && devices == 1)
+    return fail("--profile-db times the plans of several devices: it needs "
+                "--devices > 1");
   // The model is mapped whole: refuse directories, devices and FIFOs, and
   // anything over protobuf's 2 GiB limit, before reading.
   std::string modelError = support::checkInputFile(inputFile, "ONNX model",
@@ -346,6 +348,8 @@ int main(int argc, char **argv) {
     pipeline.deviceSpec = target == "cuda" && !given(deviceSpec)
                               ? std::string("h100")
                               : std::string(deviceSpec);
+    if (given(profileDb))
+      pipeline.profileDb = profileDb;
   }
   if (autoPlan || planFile) {
     if (autoPlan)

@@ -140,4 +140,35 @@ TEST(Roofline, ComputeAndMemoryBound) {
   EXPECT_THROW(rooflineTime(s, -1, 0, "fp32"), Exception);
 }
 
+// op_overhead and compute_slots: optional, in range, and the overhead adds
+// to every roofline time.
+TEST(DeviceSpec, OpOverheadAndComputeSlots) {
+  DeviceSpec plain = parseDeviceSpec(kTinySpec);
+  EXPECT_EQ(plain.opOverhead, 0);
+  EXPECT_EQ(plain.computeSlots, 4); // devices_per_node
+  std::string text = kTinySpec;
+  text.insert(text.rfind('}'),
+              R"(, "op_overhead": 2e-7, "compute_slots": 2.5)");
+  DeviceSpec s = parseDeviceSpec(text);
+  EXPECT_DOUBLE_EQ(s.opOverhead, 2e-7);
+  EXPECT_DOUBLE_EQ(s.computeSlots, 2.5);
+  EXPECT_DOUBLE_EQ(rooflineTime(s, 2e12, 0, "fp32"), 2.0 + 2e-7);
+  auto errorOf = [](std::string t) {
+    try {
+      parseDeviceSpec(t, "spec.json");
+    } catch (const Exception &e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  std::string slots = kTinySpec;
+  slots.insert(slots.rfind('}'), R"(, "compute_slots": 5)");
+  EXPECT_EQ(errorOf(slots), "spec.json: compute_slots: expected a number in "
+                            "[1, devices_per_node = 4], got 5");
+  std::string negative = kTinySpec;
+  negative.insert(negative.rfind('}'), R"(, "op_overhead": -1)");
+  EXPECT_NE(errorOf(negative).find("op_overhead"), std::string::npos)
+      << errorOf(negative);
+}
+
 } // namespace

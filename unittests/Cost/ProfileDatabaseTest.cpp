@@ -91,4 +91,34 @@ TEST(ProfileDatabase, ErrorsNameTheKeyPath) {
             "cannot read profile database '/': it is a directory");
 }
 
+// A rate (no shapes): seconds + flops x seconds_per_flop for any shape; an
+// entry for the exact shapes wins.
+TEST(ProfileDatabase, RatesApplyToEveryShape) {
+  ProfileDatabase db = ProfileDatabase::parse(R"({"entries": [
+      {"op": "exp", "dtype": "fp32", "seconds": 1e-7,
+       "seconds_per_flop": 3e-9},
+      {"op": "exp", "dtype": "fp32", "shapes": [[8]], "seconds": 5e-6}]})");
+  EXPECT_EQ(db.size(), 2u);
+  DeviceSpec spec = loadDeviceSpec("cpu");
+  EXPECT_DOUBLE_EQ(
+      estimateOpTime(spec, &db, "exp", "fp32", {{1000}}, 1000, 8000),
+      1e-7 + 1000 * 3e-9);
+  EXPECT_DOUBLE_EQ(estimateOpTime(spec, &db, "exp", "fp32", {{8}}, 8, 64),
+                   5e-6);
+  EXPECT_EQ(db.lookupRate("exp", "fp64", 10), std::nullopt);
+  try {
+    ProfileDatabase::parse(R"({"entries": [{"op": "exp", "dtype": "fp32",
+        "shapes": [[8]], "seconds": 1, "seconds_per_flop": 1}]})",
+                           "p.json");
+    FAIL() << "accepted shapes and a rate together";
+  } catch (const Exception &e) {
+    EXPECT_EQ(std::string(e.what()),
+              "p.json: entries[0]: an entry has either 'shapes' (a "
+              "measurement) or 'seconds_per_flop' (a rate), not both");
+  }
+  EXPECT_THROW(ProfileDatabase::parse(R"({"entries": [{"op": "exp",
+      "dtype": "fp32", "seconds": 1, "seconds_per_flop": -1}]})"),
+               Exception);
+}
+
 } // namespace

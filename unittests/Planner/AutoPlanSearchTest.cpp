@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <limits>
 #include <random>
 
@@ -410,6 +411,97 @@ TEST(AutoPlanSearch, EvaluatePlanRejectsMalformedCuts) {
   ASSERT_EQ(e.stages.size(), 2u);
   EXPECT_EQ(e.stages[1].firstUnit, 2u);
   EXPECT_EQ(e.stages[1].lastUnit, 3u);
+}
+
+// Ranks sharing compute slots (DeviceSpec::computeSlots): a plan that keeps
+// all its ranks busy waits r x its average rank's compute minus the compute
+// its schedule already spans; one whose stages take turns does not.
+TEST(AutoPlanSearch, SharedComputeSlotsSlowPlansThatKeepEveryRankBusy) {
+  std::string dir = ::testing::TempDir();
+  std::string spec = dir + "/shared-spec.json";
+  {
+    std::ofstream f(spec);
+    f << R"({"name": "shared", "peak_flops": {"fp32": 1e11},
+      "memory_bandwidth": 1e12, "memory_bytes": 1e12, "devices_per_node": 4,
+      "intra_node": {"bandwidth": 1e12, "latency": 0},
+      "inter_node": {"bandwidth": 1e12, "latency": 0},
+      "op_overhead": 1e-6, "compute_slots": 2})";
+  }
+  Problem p = handProblem();
+  p.deviceSpec = spec;
+  p.devices = 4;
+  for (OpCost &op : p.ops) {
+    op.tpSplit = false;
+    op.allReduceBytes = 0;
+  }
+  for (Edge &e : p.edges)
+    e.bytes = 0;
+  for (Unit &u : p.units) {
+    u.paramBytesSplit = u.stateBytesSplit = 0;
+  }
+  // Each op: 1e-6 + 1e11 flops / 1e11 FLOP/s at the full batch.
+  PlanShape dp{4, 1, 1, 1, {0}};
+  StepEvaluation e = evaluatePlan(p, dp);
+  ASSERT_EQ(e.error, "");
+  double perRank = 4 * (1e-6 + 1.0 / 4); // four ops on a quarter batch
+  // 4 ranks on 2 slots: twice the rank's compute.
+  EXPECT_NEAR(e.stepSeconds, 2 * perRank, 1e-12);
+  EXPECT_NEAR(e.sharedComputeSeconds, perRank, 1e-12);
+  // One stage per device, one micro-batch: the stages run one after
+  // another (the schedule spans 4 x a stage's work, more than the 2 x the
+  // average rank's that the slots need), so no wait.
+  PlanShape pp{1, 1, 4, 1, {0, 1, 2, 3}};
+  e = evaluatePlan(p, pp);
+  ASSERT_EQ(e.error, "");
+  EXPECT_EQ(e.sharedComputeSeconds, 0);
+  EXPECT_NEAR(e.stepSeconds, 4 * (1e-6 + 1.0), 1e-9);
+  // Without sharing (slots = devices per node), no wait either.
+  {
+    std::ofstream f(spec);
+    f << R"({"name": "shared", "peak_flops": {"fp32": 1e11},
+      "memory_bandwidth": 1e12, "memory_bytes": 1e12, "devices_per_node": 4,
+      "intra_node": {"bandwidth": 1e12, "latency": 0},
+      "inter_node": {"bandwidth": 1e12, "latency": 0},
+      "op_overhead": 1e-6})";
+  }
+  e = evaluatePlan(p, dp);
+  EXPECT_EQ(e.sharedComputeSeconds, 0);
+  EXPECT_NEAR(e.stepSeconds, perRank, 1e-12);
+}
+
+// A view (a reshape) costs nothing, not even the op overhead.
+TEST(AutoPlanSearch, ViewsAreFree) {
+  std::string spec = ::testing::TempDir() + "/view-spec.json";
+  {
+    std::ofstream f(spec);
+    f << R"({"name": "view", "peak_flops": {"fp32": 1e11},
+      "memory_bandwidth": 1e12, "memory_bytes": 1e12, "devices_per_node": 2,
+      "intra_node": {"bandwidth": 1e30, "latency": 1e-3},
+      "inter_node": {"bandwidth": 1e30, "latency": 1e-3},
+      "op_overhead": 1e-6})";
+  }
+  Problem p;
+  p.deviceSpec = spec;
+  p.devices = 2;
+  p.batch = 2;
+  p.tpDegrees = {1};
+  p.memoryBytes = 1e12;
+  Unit u;
+  u.name = "u";
+  u.paramBytes = 4e3;
+  p.units.push_back(u);
+  OpCost op;
+  op.perMicroBatch = true;
+  op.flops = 2e11;
+  p.ops.push_back(op);
+  OpCost view = op;
+  view.view = true;
+  p.ops.push_back(view);
+  StepEvaluation e = evaluatePlan(p, PlanShape{2, 1, 1, 1, {0}});
+  ASSERT_EQ(e.error, "");
+  // One op on half the batch, and the gradients' all-reduce over 2 ranks:
+  // the tree's 2 x log2(2) = 2 latencies (no cheaper ring at this size).
+  EXPECT_NEAR(e.stepSeconds, 1e-6 + 1.0 + 2e-3, 1e-9);
 }
 
 } // namespace

@@ -2,7 +2,9 @@
 //
 // A device spec is the small set of numbers the analytical cost model needs:
 // peak arithmetic rate per element type, memory bandwidth and size, and the
-// two link classes (inside a node, across nodes) with bandwidth and latency.
+// two link classes (inside a node, across nodes) with bandwidth and latency,
+// and two terms for hosts where ranks are CPU processes: the fixed cost of an
+// op call and how many of a node's ranks compute at full speed at once.
 // Specs are JSON so that a user can describe a machine without rebuilding;
 // a few are bundled into the library so tools work without any file.
 //
@@ -35,6 +37,14 @@ struct DeviceSpec {
   int devicesPerNode = 1;
   LinkSpec intraNode;
   LinkSpec interNode;
+  /// Seconds every op call costs beyond its roofline time (dispatch,
+  /// allocation, loop setup): what dominates small ops on a CPU; 0 unless
+  /// given (a GPU's launch overlaps the previous kernel).
+  double opOverhead = 0;
+  /// How many of a node's devices compute at full speed at the same time:
+  /// devicesPerNode unless given; fewer when ranks share cores (4 ranks on
+  /// 2 cores: about 2), so that plans keeping every rank busy slow down.
+  double computeSlots = 1;
 
   /// Peak rate for \p dtype; throws Exception when the spec lacks it
   /// (silently falling back to another type would hide a wrong spec).

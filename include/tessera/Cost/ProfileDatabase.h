@@ -10,6 +10,12 @@
 //                 "shapes": [[8, 1024, 1024], [1024, 4096]],
 //                 "seconds": 1.2e-4}, ...]}
 //
+// An entry without "shapes" but with "seconds_per_flop" is a rate: any
+// shape of that op and dtype takes seconds + flops x seconds_per_flop, with
+// the op's FLOPs as the cost interface counts them (one per result element
+// for an element-wise op, 2MNK for a matmul). tessera-calibrate writes
+// rates; an entry for the exact shapes wins over a rate.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSERA_COST_PROFILEDATABASE_H
@@ -37,20 +43,39 @@ public:
   void add(const std::string &op, const std::string &dtype,
            const std::vector<Shape> &shapes, double seconds);
 
+  /// Records (or replaces) a rate: seconds + flops x secondsPerFlop.
+  void addRate(const std::string &op, const std::string &dtype, double seconds,
+               double secondsPerFlop);
+
+  /// The measured time for exactly these shapes.
   std::optional<double> lookup(const std::string &op, const std::string &dtype,
                                const std::vector<Shape> &shapes) const;
+  /// The measured time for these shapes, else from the op's rate at
+  /// \p flops, else nullopt.
+  std::optional<double> lookup(const std::string &op, const std::string &dtype,
+                               const std::vector<Shape> &shapes,
+                               double flops) const;
+  /// The time from the op's rate alone (shapes unknown or not matching).
+  std::optional<double> lookupRate(const std::string &op,
+                                   const std::string &dtype,
+                                   double flops) const;
 
   const std::string &device() const { return deviceName; }
-  size_t size() const { return entries.size(); }
+  size_t size() const { return entries.size() + rates.size(); }
 
 private:
   static std::string key(const std::string &op, const std::string &dtype,
                          const std::vector<Shape> &shapes);
   std::string deviceName;
   std::map<std::string, double> entries;
+  struct Rate {
+    double seconds = 0, secondsPerFlop = 0;
+  };
+  std::map<std::string, Rate> rates; ///< by "op|dtype"
 };
 
-/// Measured time when \p profile has the op, roofline estimate otherwise.
+/// Measured time when \p profile has the op (its shapes, or a rate),
+/// roofline estimate otherwise.
 double estimateOpTime(const DeviceSpec &spec, const ProfileDatabase *profile,
                       const std::string &op, const std::string &dtype,
                       const std::vector<Shape> &shapes, double flops,

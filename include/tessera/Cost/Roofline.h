@@ -16,7 +16,8 @@
 
 namespace tessera::cost {
 
-/// max(flops / peak(dtype), bytes / memory bandwidth), in seconds.
+/// op_overhead + max(flops / peak(dtype), bytes / memory bandwidth), in
+/// seconds.
 double rooflineTime(const DeviceSpec &spec, double flops, double bytes,
                     const std::string &dtype);
 

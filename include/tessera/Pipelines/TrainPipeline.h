@@ -67,8 +67,9 @@ struct TrainPipelineOptions
       llvm::cl::init("cpu")};
   Option<std::string> profileDb{
       *this, "profile-db",
-      llvm::cl::desc("For plan=auto: a profile database of measured op times "
-                     "(JSON, docs/planner.md)"),
+      llvm::cl::desc(
+          "For plan=auto and predict: a profile database of measured op times "
+          "(JSON, docs/planner.md)"),
       llvm::cl::init("")};
   Option<double> memoryGiB{
       *this, "memory-gib",

@@ -39,6 +39,9 @@ struct OpCost {
   double allReduceBytes = 0;
   double allGatherBytes = 0;
   bool isMatmul = false; ///< counted in the model FLOPs (MFU)
+  /// The runtime makes its result a view of its operand (a reshape): no
+  /// time, not even the spec's op overhead.
+  bool view = false;
   /// For the profile database: the op's name without its dialect
   /// ("matmul") and its operands at the full batch, each with the dimension
   /// the batch splits and the one tp splits (-1: none). A plan's local
@@ -124,6 +127,9 @@ struct StagePrediction {
   double memoryBytes = 0;
   double microSeconds = 0; ///< forward + backward of one micro-batch
   double stepSeconds = 0;  ///< once per step: updates, dp gradient sync
+  /// The parts of the two that are the stage's own ops (the rest is
+  /// communication): what ranks sharing compute slots slow down.
+  double microCompute = 0, stepCompute = 0;
 };
 
 /// A feasible plan the search scored, by the closed-form step time it ranks
@@ -145,6 +151,9 @@ struct Result {
   std::vector<StagePrediction> stages;
   double stepSeconds = 0;
   double bubble = 0; ///< idle fraction of the schedule (schedule library)
+  /// Of stepSeconds, the wait for compute slots when more ranks compute at
+  /// once than a node has (DeviceSpec::computeSlots): 0 without sharing.
+  double sharedComputeSeconds = 0;
   double modelFlops = 0;
   double mfu = 0;
   double cpuSeconds = 0;
@@ -170,6 +179,7 @@ struct StepEvaluation {
   /// (m + pp - 1) * slowest micro + slowest step it ranks candidates by.
   double stepSeconds = 0, closedFormSeconds = 0;
   double bubble = 0;
+  double sharedComputeSeconds = 0; ///< as in Result
 };
 
 /// Evaluates one fully specified plan: `shape.stageStarts` must hold the

@@ -217,6 +217,13 @@ std::string seconds(double s) {
   return llvm::formatv("{0:f3} s", s).str();
 }
 
+/// " (X of it waiting for compute slots)" when ranks share them, else "".
+std::string sharedNote(double s) {
+  if (s <= 0)
+    return "";
+  return " (" + seconds(s) + " of it waiting for shared compute slots)";
+}
+
 /// The step to model: the one with the most arguments (AdamW's, whose
 /// optimizer state is the largest).
 func::FuncOp pickStep(ModuleOp module) {
@@ -436,6 +443,8 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
     c.unit = u;
     c.flops = tessera::flopsOf(&op);
     c.isMatmul = isa<tsr::MatmulOp>(op);
+    // The runtimes return a reshape's result as a view of its operand.
+    c.view = isa<tsr::ReshapeOp>(op);
     c.perMicroBatch = batchFlow.names.count(&op);
     auto tpIt = tpNames.find(&op);
     c.tpSplit = tpIt != tpNames.end();
@@ -645,10 +654,11 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                           gib(s.memoryBytes), s.inFlight,
                           seconds(s.microSeconds));
     }
-    os << llvm::formatv("  predicted step {0}, bubble {1:f1}%, MFU {2:f1}% "
-                        "({3} model FLOPs per step)\n",
-                        seconds(result.stepSeconds), result.bubble * 100,
-                        result.mfu * 100, sig3(result.modelFlops));
+    os << llvm::formatv(
+        "  predicted step {0}{1}, bubble {2:f1}%, MFU "
+        "{3:f1}% ({4} model FLOPs per step)\n",
+        seconds(result.stepSeconds), sharedNote(result.sharedComputeSeconds),
+        result.bubble * 100, result.mfu * 100, sig3(result.modelFlops));
     if (recomputed)
       os << "  recompute: every layer group (no plan fits in memory "
             "without)\n";
@@ -699,13 +709,14 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
   for (const autoplan::StagePrediction &s : eval.stages)
     memory += (memory.empty() ? "" : ", ") + gib(s.memoryBytes);
   lines.push_back(
-      llvm::formatv("predicted step {0}, bubble {1:f1}%, memory "
+      llvm::formatv("predicted step {0}{7}, bubble {1:f1}%, memory "
                     "{2} GiB per device{3} ({4}, the auto "
                     "planner's model; {5} in {6} GiB per device)",
                     seconds(eval.stepSeconds), eval.bubble * 100, memory,
                     eval.stages.size() > 1 ? " by stage" : "",
                     options.deviceSpec, eval.fits ? "fits" : "does not fit",
-                    sig3(options.memoryGiB))
+                    sig3(options.memoryGiB),
+                    sharedNote(eval.sharedComputeSeconds))
           .str());
   return success();
 }

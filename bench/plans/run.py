@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""Predicted vs measured step time of every plan of a model on N ranks.
+
+    bench/plans/run.py [--build DIR] [--model ONNX] [--rounds R] [--steps S]
+                       [--spec FILE --profile-db FILE] [--out results.md]
+
+Calibrates this machine for the ranks (tessera-calibrate --ranks N, unless
+--spec is given), compiles each plan of PLANS with the calibrated spec (each
+prints its predicted step time) and `--plan auto` (its choice), then runs the
+plans in R rounds, rotating the order each round, S training steps each.
+A plan's measured step is the median of its per-step times (elapsed_s
+differences after the first 10 steps) in a round, then the median over the
+rounds. Prints a table, Spearman's rank correlation between predicted and
+measured, and where auto's choice lands; with --out, writes it as markdown
+with the machine and the date.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+# The four-rank plans of the bundled GPT (2 heads, batch 4): every mesh
+# dp x tp x pp with tp dividing the heads, with one micro-batch and, for
+# pipelines, as many micro-batches as stages.
+PLANS = [("dp4", 1), ("dp2xtp2", 1), ("dp2xpp2", 1), ("dp2xpp2", 2),
+         ("pp4", 1), ("pp4", 4), ("tp2xpp2", 1), ("tp2xpp2", 2)]
+
+
+def spearman(xs, ys):
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2 + 1
+            i = j + 1
+        return r
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.mean(rx), statistics.mean(ry)
+    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    den = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+    return num / den if den else float("nan")
+
+
+def seconds(text):
+    m = re.search(r"predicted step ([0-9.]+) (us|ms|s)\b", text)
+    if not m:
+        return None
+    return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(REPO, "build"))
+    ap.add_argument("--model", default=os.path.join(REPO, "examples/gpt/tiny/model.onnx"))
+    ap.add_argument("--data", default=os.path.join(REPO, "examples/gpt/data/train.bin"))
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--spec")
+    ap.add_argument("--profile-db")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    binDir = os.path.join(a.build, "bin")
+    work = tempfile.mkdtemp(prefix="tessera-bench-plans-")
+    try:
+        spec, prof = a.spec, a.profile_db
+        if not spec:
+            spec = os.path.join(work, "spec.json")
+            prof = os.path.join(work, "profile.json")
+            cal = subprocess.run([os.path.join(binDir, "tessera-calibrate"), "-o", spec,
+                                  "--profile-db", prof, "--ranks", str(a.ranks)],
+                                 capture_output=True, text=True, check=True)
+            sys.stderr.write(cal.stderr)
+        extra = ["--device-spec", spec] + (["--profile-db", prof] if prof else [])
+        compile_ = os.path.join(binDir, "tessera-compile")
+        plans = []
+        for name, mb in PLANS:
+            out = os.path.join(work, f"{name}-mb{mb}")
+            r = subprocess.run([compile_, a.model, "-o", out, "--devices", str(a.ranks),
+                                "--plan", name, "--micro-batches", str(mb)] + extra,
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"compiling {name} mb{mb} failed:\n{r.stderr}")
+            plans.append({"plan": f"{name} mb{mb}", "dir": out,
+                          "predicted": seconds(r.stderr), "times": []})
+        r = subprocess.run([compile_, a.model, "-o", os.path.join(work, "auto"),
+                            "--devices", str(a.ranks), "--plan", "auto", "--no-build"] + extra,
+                           capture_output=True, text=True)
+        m = re.search(r"mesh \[dp = (\d+), tp = (\d+), pp = (\d+)\], (\d+) micro-batch", r.stderr)
+        auto = None
+        if m:
+            dp, tp, pp, mb = map(int, m.groups())
+            parts = [f"{ax}{n}" for ax, n in (("dp", dp), ("tp", tp), ("pp", pp)) if n > 1]
+            auto = f"{'x'.join(parts) or 'dp1'} mb{mb}"
+        for rnd in range(a.rounds):
+            k = rnd % len(plans)
+            for p in plans[k:] + plans[:k]:
+                log = os.path.join(work, "log.jsonl")
+                if os.path.exists(log):
+                    os.remove(log)
+                subprocess.run([os.path.join(p["dir"], "run"), "--data", a.data,
+                                "--steps", str(a.steps), "--log", log],
+                               capture_output=True, check=True)
+                e = [json.loads(l)["elapsed_s"] for l in open(log) if l.strip()]
+                d = [y - x for x, y in zip(e, e[1:])][10:]
+                p["times"].append(statistics.median(d))
+            sys.stderr.write(f"round {rnd + 1}/{a.rounds} done\n")
+        for p in plans:
+            p["measured"] = statistics.median(p["times"])
+        pred = [p["predicted"] for p in plans]
+        meas = [p["measured"] for p in plans]
+        rho = spearman(pred, meas)
+        fastest = min(meas)
+        lines = ["| plan | predicted | measured (median) | predicted / measured | measured rank |",
+                 "|---|---|---|---|---|"]
+        order = sorted(range(len(plans)), key=lambda i: meas[i])
+        rank = {i: r + 1 for r, i in enumerate(order)}
+        for i, p in enumerate(plans):
+            lines.append(f"| {p['plan']}{' (auto)' if p['plan'] == auto else ''} | "
+                         f"{p['predicted'] * 1e3:.3f} ms | {p['measured'] * 1e3:.3f} ms | "
+                         f"{p['predicted'] / p['measured']:.2f} | {rank[i]} |")
+        summary = [f"Spearman (predicted vs measured): {rho:.2f}",
+                   f"auto's choice: {auto or 'not one of the plans above'}"]
+        for p in plans:
+            if p["plan"] == auto:
+                summary.append(f"auto's choice measures {p['measured'] / fastest:.2f} x the fastest "
+                               f"({p['measured'] * 1e3:.3f} vs {fastest * 1e3:.3f} ms); predicted / "
+                               f"measured {p['predicted'] / p['measured']:.2f}")
+        text = "\n".join(lines + [""] + summary) + "\n"
+        print(text)
+        if a.out:
+            head = (f"machine: {platform.machine()}, {os.cpu_count()} CPU(s), "
+                    f"{platform.node()}; date: {datetime.date.today()}; "
+                    f"{a.ranks} ranks, {a.rounds} rounds of {a.steps} steps\n\n")
+            with open(a.out, "w") as f:
+                f.write(head + text)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,39 @@
+"""check_spec.py SPEC PROFILE RANKS: what a calibration must satisfy on any
+machine (the values themselves are the machine's)."""
+import json
+import sys
+
+spec = json.load(open(sys.argv[1]))
+prof = json.load(open(sys.argv[2]))
+ranks = int(sys.argv[3])
+
+
+def need(cond, what):
+    if not cond:
+        sys.exit(f"FAIL: {what}")
+
+
+need(spec["devices_per_node"] == ranks, "devices_per_node is the rank count")
+need(1 <= spec["compute_slots"] <= ranks, "compute_slots in [1, ranks]")
+need(spec["op_overhead"] > 0, "an op call costs something")
+for dtype in ("fp32", "fp64"):
+    need(spec["peak_flops"][dtype] > 0, f"peak_flops {dtype} > 0")
+need(spec["memory_bandwidth"] > 0, "memory bandwidth > 0")
+need(spec["intra_node"]["bandwidth"] > 0 and spec["intra_node"]["latency"] >= 0,
+     "a link")
+need(spec["inter_node"] == spec["intra_node"], "one host: one link")
+rate = {e["op"]: e for e in prof["entries"]}
+need(prof["device"] == spec["name"], "the database names the spec")
+for op in ("add", "sub", "mul", "div", "neg", "exp", "log", "erf", "tanh",
+           "matmul"):
+    need(op in rate and rate[op]["dtype"] == "fp32", f"a rate for {op}")
+    need(rate[op]["seconds_per_flop"] > 0 and rate[op]["seconds"] >= 0,
+         f"{op}'s rate is positive")
+# A transcendental per element costs several times an add (a polynomial
+# or table evaluation against one instruction); a matmul FLOP, blocked in
+# registers, costs less than an add's, which streams memory.
+need(rate["exp"]["seconds_per_flop"] > rate["add"]["seconds_per_flop"],
+     "exp dearer per element than add")
+need(rate["matmul"]["seconds_per_flop"] < rate["add"]["seconds_per_flop"],
+     "a matmul FLOP cheaper than an add's")
+print(f"ok: spec '{spec['name']}'")

@@ -1,0 +1,621 @@
+//===- tessera-calibrate.cpp - Measure this machine into a device spec ----===//
+//
+// tessera-calibrate -o SPEC.json [--ranks N] [--name NAME] [--quick]
+//
+// Measures the machine at hand, with N ranks placed the way a compiled
+// program's `run` script places them (mpirun --oversubscribe --bind-to none,
+// idle ranks yielding), and writes a device spec (docs/planner.md) for the
+// cost model: `tessera-compile --device-spec SPEC.json`. Every measurement
+// goes through the runtime's own kernels and communication calls, so the
+// spec describes what the emitted programs run:
+//   - op_overhead: an element-wise add of one element (every op call's
+//     fixed cost: dispatch, allocation, loop setup);
+//   - memory_bandwidth: an element-wise add of 2^20 floats (three streams);
+//   - peak_flops fp32 / fp64: square matmuls (BLAS, one thread per rank as
+//     the driver sets it), the fixed cost subtracted;
+//   - compute_slots: the same matmuls on all N ranks at once; N x solo time
+//     over concurrent time is how many ranks compute at full speed together
+//     (about the cores when ranks outnumber them);
+//   - intra_node latency and bandwidth: the alpha-beta link that makes the
+//     cost model's collective formulas (lib/Cost/Collectives.cpp) fit the
+//     measured send/recv, all-reduce and all-gather of groups of 2 and N
+//     ranks best (least squares of the log ratio), so the planner prices
+//     collectives as they run here, ranks sharing cores included.
+// Every measurement is printed with the fitted model's value beside it.
+// One host: devices_per_node is N, and the inter-node link is the same
+// fitted link (nothing here crosses a node).
+//
+// Started without a launcher, the tool runs itself under mpirun with N
+// ranks (like a program's run script); under a launcher it is one rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tessera/Cost/Collectives.h"
+#include "tessera/Cost/DeviceSpec.h"
+#include "tessera/Cost/ProfileDatabase.h"
+#include "tessera/runtime/Comm.h"
+#include "tessera/runtime/Ops.h"
+#include "tessera/runtime/Tensor.h"
+
+#include "World.h"
+
+#include <mpi.h>
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace rt = tessera::rt;
+namespace cost = tessera::cost;
+
+const char *kUsage =
+    "usage: tessera-calibrate -o SPEC.json [--profile-db FILE] [--ranks N] "
+    "[--name NAME] [--quick]\n"
+    "  -o FILE      the device spec to write (JSON, docs/planner.md)\n"
+    "  --profile-db FILE  also write the element-wise ops' and matmul's\n"
+    "               measured rates (a profile database of rates)\n"
+    "  --ranks N    ranks on this machine, placed as a compiled program's\n"
+    "               run script places them (default 1; 1..64)\n"
+    "  --name NAME  the spec's name (default calibrated-<host>-<N>r)\n"
+    "  --quick      shorter timing windows (a test; noisier)\n";
+
+struct Options {
+  std::string out;
+  std::string profileDb;
+  int ranks = 1;
+  std::string name;
+  bool quick = false;
+  bool launched = false; ///< started by ourselves under mpirun
+};
+
+[[noreturn]] void usageError(const std::string &message) {
+  std::cerr << "tessera-calibrate: " << message << "\n" << kUsage;
+  std::exit(2);
+}
+
+Options parseArgs(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc)
+        usageError(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "-h" || a == "--help") {
+      std::cout << kUsage;
+      std::exit(0);
+    } else if (a == "-o") {
+      o.out = value();
+    } else if (a == "--profile-db") {
+      o.profileDb = value();
+    } else if (a == "--ranks") {
+      std::string v = value();
+      char *end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < 1 || n > 64)
+        usageError("--ranks: expected an integer in [1, 64], got '" + v + "'");
+      o.ranks = int(n);
+    } else if (a == "--name") {
+      o.name = value();
+      if (o.name.empty())
+        usageError("--name: expected a non-empty name");
+    } else if (a == "--quick") {
+      o.quick = true;
+    } else if (a == "--launched") {
+      o.launched = true;
+    } else {
+      usageError("unknown argument '" + a + "'");
+    }
+  }
+  if (o.out.empty())
+    usageError("-o SPEC.json is required");
+  return o;
+}
+
+/// True when a launcher (mpirun, srun, ...) started this process.
+bool underLauncher() {
+  for (const char *v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (std::getenv(v))
+      return true;
+  return false;
+}
+
+/// Runs this tool again under mpirun with `ranks` ranks, placed as the run
+/// script of a compiled program places them (tessera-compile's emitted
+/// `run`: unbound, oversubscribed, idle ranks yielding).
+[[noreturn]] void relaunch(const Options &o, char **argv) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  char self[4096];
+  ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  std::string exe = len > 0 ? std::string(self, size_t(len)) : argv[0];
+  std::string n = std::to_string(o.ranks);
+  std::vector<std::string> args = {"mpirun",    "--oversubscribe",
+                                   "--bind-to", "none",
+                                   "-np",       n,
+                                   exe,         "-o",
+                                   o.out,       "--ranks",
+                                   n,           "--launched"};
+  if (!o.name.empty()) {
+    args.push_back("--name");
+    args.push_back(o.name);
+  }
+  if (o.quick)
+    args.push_back("--quick");
+  if (!o.profileDb.empty()) {
+    args.push_back("--profile-db");
+    args.push_back(o.profileDb);
+  }
+  std::vector<char *> cargs;
+  for (std::string &a : args)
+    cargs.push_back(a.data());
+  cargs.push_back(nullptr);
+  execvp("mpirun", cargs.data());
+  std::cerr << "tessera-calibrate: cannot run mpirun (" << std::strerror(errno)
+            << "); install Open MPI or start the tool under a launcher with "
+            << o.ranks << " ranks\n";
+  std::exit(1);
+}
+
+using Clock = std::chrono::steady_clock;
+
+double now() {
+  return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+}
+
+/// The median seconds per call of `f`: calls in batches lasting at least
+/// `window` seconds, the median of `batches` batches (after a warm-up).
+/// Every rank of `comm` calls it together and makes the same number of
+/// calls (the largest any of them wants), so that `f` may communicate.
+double timeCalls(const std::function<void()> &f, double window, MPI_Comm comm,
+                 int batches = 5) {
+  for (int i = 0; i < 3; ++i)
+    f();
+  double start = now();
+  f();
+  double once = std::max(now() - start, 1e-9);
+  long reps = std::max(1L, long(window / once));
+  MPI_Allreduce(MPI_IN_PLACE, &reps, 1, MPI_LONG, MPI_MAX, comm);
+  std::vector<double> per;
+  for (int b = 0; b < batches; ++b) {
+    double t0 = now();
+    for (long r = 0; r < reps; ++r)
+      f();
+    per.push_back((now() - t0) / double(reps));
+  }
+  std::sort(per.begin(), per.end());
+  return per[per.size() / 2];
+}
+
+rt::Tensor filled(const rt::Shape &shape, rt::DType dtype, double value) {
+  return rt::full(shape, dtype, value);
+}
+
+struct Point {
+  std::string what;
+  cost::Collective kind;
+  int ranks;
+  double bytes;
+  double seconds;
+};
+
+struct Fit {
+  double latency = 0, bandwidth = 0, error = 0;
+};
+
+double modelTime(const Point &p, double latency, double bandwidth) {
+  cost::LinkSpec link{bandwidth, latency};
+  return cost::bestCollectiveTime(p.kind, p.bytes, p.ranks, link);
+}
+
+/// The link whose collective times best match `points` (least squares of
+/// log(model / measured)): a log grid, then a finer one around its best.
+Fit fitLink(const std::vector<Point> &points) {
+  Fit best;
+  best.error = INFINITY;
+  auto score = [&](double lat, double bw) {
+    double e = 0;
+    for (const Point &p : points) {
+      double r = std::log(modelTime(p, lat, bw) / p.seconds);
+      e += r * r;
+    }
+    if (e < best.error)
+      best = {lat, bw, e};
+  };
+  for (double la = -8; la <= -1; la += 0.05)
+    for (double lb = 6; lb <= 12; lb += 0.05)
+      score(std::pow(10, la), std::pow(10, lb));
+  Fit coarse = best;
+  double la0 = std::log10(std::max(coarse.latency, 1e-9)),
+         lb0 = std::log10(coarse.bandwidth);
+  for (double la = la0 - 0.05; la <= la0 + 0.05; la += 0.002)
+    for (double lb = lb0 - 0.05; lb <= lb0 + 0.05; lb += 0.002)
+      score(std::pow(10, la), std::pow(10, lb));
+  // Latency 0 is allowed by the spec; try it too (a shared-memory link
+  // with no fixed cost).
+  for (double lb = 6; lb <= 12; lb += 0.01)
+    score(0, std::pow(10, lb));
+  return best;
+}
+
+/// seconds + flops x perFlop through (flops, seconds) points, least squares
+/// of the relative error (small and large sizes count alike); the fixed
+/// part is kept >= 0.
+struct Rate {
+  double seconds = 0, perFlop = 0;
+};
+Rate fitRate(const std::vector<std::pair<double, double>> &points) {
+  // Minimise sum ((a + b x_i - y_i) / y_i)^2: weighted linear regression
+  // with weights 1 / y_i^2.
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (auto [x, y] : points) {
+    double w = 1 / (y * y);
+    sw += w;
+    sx += w * x;
+    sy += w * y;
+    sxx += w * x * x;
+    sxy += w * x * y;
+  }
+  double det = sw * sxx - sx * sx;
+  Rate r;
+  if (det > 0) {
+    r.perFlop = (sw * sxy - sx * sy) / det;
+    r.seconds = (sy - r.perFlop * sx) / sw;
+  }
+  if (r.seconds < 0 || r.perFlop <= 0) {
+    // Through the origin: b = sum(w x y) / sum(w x^2).
+    r.seconds = 0;
+    r.perFlop = sxy / sxx;
+  }
+  return r;
+}
+
+/// Rates of the runtime's element-wise ops and matmul on one rank (fp32),
+/// in the profile database's format, with the FLOPs the cost interface
+/// counts (one per result element; 2MNK for a matmul).
+nlohmann::ordered_json measureRates(double window, const std::string &device,
+                                    std::ostream &log) {
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  const rt::DType f32 = rt::DType::f32;
+  auto emit = [&](const std::string &op,
+                  const std::vector<std::pair<double, double>> &points) {
+    Rate r = fitRate(points);
+    entries.push_back({{"op", op},
+                       {"dtype", "fp32"},
+                       {"seconds", r.seconds},
+                       {"seconds_per_flop", r.perFlop}});
+    char line[160];
+    std::snprintf(line, sizeof line,
+                  "  %-8s %.3g s + %.3g s per FLOP (%.3g FLOP/s)", op.c_str(),
+                  r.seconds, r.perFlop, 1 / r.perFlop);
+    log << line << "\n";
+  };
+  const std::vector<int64_t> sizes = {64, 1024, 16384, 131072};
+  using Unary = rt::Tensor (*)(const rt::Tensor &);
+  using Binary = rt::Tensor (*)(const rt::Tensor &, const rt::Tensor &);
+  const std::pair<const char *, Unary> unary[] = {
+      {"neg", rt::neg},   {"exp", rt::exp},        {"log", rt::log},
+      {"sqrt", rt::sqrt}, {"erf", rt::erf},        {"tanh", rt::tanh},
+      {"relu", rt::relu}, {"sigmoid", rt::sigmoid}};
+  const std::pair<const char *, Binary> binary[] = {
+      {"add", rt::add}, {"sub", rt::sub}, {"mul", rt::mul}, {"div", rt::div}};
+  for (auto [name, f] : unary) {
+    std::vector<std::pair<double, double>> points;
+    for (int64_t n : sizes) {
+      rt::Tensor x = rt::full({n}, f32, 0.5);
+      points.push_back(
+          {double(n), timeCalls([&] { f(x); }, window, MPI_COMM_SELF)});
+    }
+    emit(name, points);
+  }
+  for (auto [name, f] : binary) {
+    std::vector<std::pair<double, double>> points;
+    for (int64_t n : sizes) {
+      rt::Tensor x = rt::full({n}, f32, 0.5);
+      points.push_back(
+          {double(n), timeCalls([&] { f(x, x); }, window, MPI_COMM_SELF)});
+    }
+    emit(name, points);
+  }
+  // Matmul: the shapes of small models' projections and attention
+  // (M x K times K x N).
+  const int64_t mm[][3] = {{16, 16, 16},   {64, 32, 32},    {128, 32, 96},
+                           {128, 128, 32}, {128, 128, 128}, {256, 256, 256}};
+  std::vector<std::pair<double, double>> points;
+  for (auto [m, k, n] : mm) {
+    rt::Tensor a = rt::full({m, k}, f32, 0.5), b = rt::full({k, n}, f32, 0.5);
+    points.push_back(
+        {2.0 * double(m * k * n),
+         timeCalls([&] { rt::matmul(a, b); }, window, MPI_COMM_SELF)});
+  }
+  emit("matmul", points);
+  return {{"device", device}, {"entries", entries}};
+}
+
+std::string hostName() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0 || !buf[0])
+    return "host";
+  return buf;
+}
+
+std::string today() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+int run(const Options &o) {
+  int rank = int(rt::worldRank()), size = int(rt::worldSize());
+  if (size != o.ranks)
+    throw std::runtime_error("started with " + std::to_string(size) +
+                             " ranks, --ranks says " + std::to_string(o.ranks));
+  bool lead = rank == 0;
+  double window = o.quick ? 2e-4 : 2e-3;
+  // One BLAS thread per rank, as the driver sets it.
+  if (!std::getenv("OPENBLAS_NUM_THREADS"))
+    rt::setBlasThreads(1);
+  auto say = [&](const std::string &s) {
+    if (lead)
+      std::cerr << s << "\n";
+  };
+  char line[256];
+
+  // Compute, rank 0 alone (the others wait in a barrier, as idle ranks of
+  // a program wait in a receive).
+  double overhead = 0, bandwidth = 0, fp32 = 0, fp64 = 0, solo128 = 0;
+  const int64_t ew = int64_t(1) << 20;
+  const int64_t gemm = 256, probe = 128;
+  if (lead) {
+    rt::Tensor one = filled({1}, rt::DType::f32, 1.0);
+    overhead = timeCalls([&] { rt::add(one, one); }, window, MPI_COMM_SELF);
+    rt::Tensor a = filled({ew}, rt::DType::f32, 1.0);
+    double tAdd = timeCalls([&] { rt::add(a, a); }, window, MPI_COMM_SELF);
+    bandwidth = 3.0 * 4.0 * double(ew) / std::max(tAdd - overhead, 1e-9);
+    for (rt::DType dt : {rt::DType::f32, rt::DType::f64}) {
+      rt::Tensor m = filled({gemm, gemm}, dt, 0.5);
+      double t = timeCalls([&] { rt::matmul(m, m); }, window, MPI_COMM_SELF);
+      double rate =
+          2.0 * double(gemm * gemm * gemm) / std::max(t - overhead, 1e-9);
+      (dt == rt::DType::f32 ? fp32 : fp64) = rate;
+    }
+    rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
+    solo128 = timeCalls([&] { rt::matmul(p, p); }, window, MPI_COMM_SELF);
+    std::snprintf(line, sizeof line,
+                  "op overhead %.3g s (add of 1 element); memory bandwidth "
+                  "%.3g B/s (add of 2^20 floats: %.3g s)",
+                  overhead, bandwidth, tAdd);
+    say(line);
+    std::snprintf(line, sizeof line,
+                  "matmul %lldx%lld: fp32 %.3g FLOP/s, fp64 %.3g FLOP/s",
+                  (long long)gemm, (long long)gemm, fp32, fp64);
+    say(line);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+
+  // Compute, all ranks at once.
+  double slots = 1;
+  {
+    rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double mine =
+        timeCalls([&] { rt::matmul(p, p); }, window * 10, MPI_COMM_SELF, 3);
+    std::vector<double> all(size_t(size), 0);
+    MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0,
+               MPI_COMM_WORLD);
+    if (lead) {
+      std::sort(all.begin(), all.end());
+      double concurrent = all[all.size() / 2];
+      slots =
+          std::clamp(double(size) * solo128 / concurrent, 1.0, double(size));
+      std::snprintf(line, sizeof line,
+                    "matmul %lldx%lld on %d rank(s) at once: %.3g s per call "
+                    "(alone %.3g s): %.3g compute slot(s)",
+                    (long long)probe, (long long)probe, size, concurrent,
+                    solo128, slots);
+      say(line);
+    }
+  }
+
+  // Communication, as the runtime does it.
+  std::vector<Point> points;
+  // A collective between compute, on every rank at once, as in a step:
+  // when ranks outnumber the cores, the last rank to arrive may be waiting
+  // for a core, and that wait is part of the collective's latency.
+  if (size > 1) {
+    rt::Tensor p = filled({64, 64}, rt::DType::f32, 0.5);
+    rt::Tensor x = filled({4}, rt::DType::f32, 1.0);
+    std::vector<int64_t> world;
+    for (int r = 0; r < size; ++r)
+      world.push_back(r);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double computeOnly = timeCalls(
+        [&] {
+          for (int i = 0; i < 4; ++i)
+            rt::matmul(p, p);
+        },
+        window * 5, MPI_COMM_WORLD);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double withSync = timeCalls(
+        [&] {
+          for (int i = 0; i < 4; ++i)
+            rt::matmul(p, p);
+          rt::all_reduce(x, world, rt::ReduceKind::sum);
+        },
+        window * 5, MPI_COMM_WORLD);
+    points.push_back({"loaded all-reduce", cost::Collective::AllReduce, size,
+                      16.0, std::max(withSync - computeOnly, 1e-9)});
+  }
+  const std::vector<int64_t> sizes = {1, int64_t(1) << 14, int64_t(1) << 18};
+  if (size > 1) {
+    // Send/recv between ranks 0 and 1 (ping-pong; one way is half).
+    MPI_Comm pair;
+    MPI_Comm_split(MPI_COMM_WORLD, rank < 2 ? 0 : MPI_UNDEFINED, rank, &pair);
+    for (int64_t n : sizes) {
+      rt::Tensor x = filled({n}, rt::DType::f32, 1.0);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double t = 0;
+      if (rank < 2) {
+        int peer = 1 - rank;
+        t = timeCalls(
+                [&] {
+                  if (rank == 0) {
+                    rt::send(x, peer, 7);
+                    rt::recv({n}, rt::DType::f32, peer, 8);
+                  } else {
+                    rt::recv({n}, rt::DType::f32, peer, 7);
+                    rt::send(x, peer, 8);
+                  }
+                  rt::waitSends();
+                },
+                window, pair) /
+            2;
+      }
+      points.push_back(
+          {"send/recv", cost::Collective::SendRecv, 2, 4.0 * double(n), t});
+    }
+    if (pair != MPI_COMM_NULL)
+      MPI_Comm_free(&pair);
+    // Collectives over the whole world and over groups of two at once
+    // (consecutive ranks, as a mesh's innermost axis).
+    std::vector<std::vector<int64_t>> groupings;
+    std::vector<int64_t> world;
+    for (int r = 0; r < size; ++r)
+      world.push_back(r);
+    groupings.push_back(world);
+    if (size > 2 && size % 2 == 0)
+      groupings.push_back({rank - rank % 2, rank - rank % 2 + 1});
+    for (const std::vector<int64_t> &group : groupings) {
+      int g = int(group.size());
+      for (int64_t n : sizes) {
+        int64_t elems = std::max<int64_t>(n, g); // all-gather needs >= 1 each
+        elems -= elems % g;
+        rt::Tensor x = filled({elems}, rt::DType::f32, 1.0);
+        rt::Tensor piece = filled({elems / g}, rt::DType::f32, 1.0);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double tr =
+            timeCalls([&] { rt::all_reduce(x, group, rt::ReduceKind::sum); },
+                      window, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD);
+        double tg = timeCalls([&] { rt::all_gather(piece, group, 0); }, window,
+                              MPI_COMM_WORLD);
+        points.push_back({"all-reduce", cost::Collective::AllReduce, g,
+                          4.0 * double(elems), tr});
+        points.push_back({"all-gather", cost::Collective::AllGather, g,
+                          4.0 * double(elems), tg});
+      }
+    }
+    // Rank 0's view: it takes part in every measurement.
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (!lead)
+    return 0;
+
+  Fit link;
+  if (size > 1) {
+    link = fitLink(points);
+    std::snprintf(line, sizeof line,
+                  "link (fitted to %zu measurements): latency %.3g s, "
+                  "bandwidth %.3g B/s",
+                  points.size(), link.latency, link.bandwidth);
+    say(line);
+    for (const Point &p : points) {
+      double m = modelTime(p, link.latency, link.bandwidth);
+      std::snprintf(line, sizeof line,
+                    "  %-10s %d ranks %10.0f bytes: measured %.3g s, model "
+                    "%.3g s (x%.2f)",
+                    p.what.c_str(), p.ranks, p.bytes, p.seconds, m,
+                    m / p.seconds);
+      say(line);
+    }
+  } else {
+    // One rank sends nothing; a placeholder link the model never uses for
+    // a plan of one device (the spec needs one).
+    link.latency = overhead;
+    link.bandwidth = bandwidth;
+  }
+
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  double memory = pages > 0 && pageSize > 0
+                      ? double(pages) * double(pageSize) / double(size)
+                      : 1e9;
+  std::string name = o.name.empty() ? "calibrated-" + hostName() + "-" +
+                                          std::to_string(size) + "r"
+                                    : o.name;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  nlohmann::ordered_json spec;
+  spec["name"] = name;
+  spec["description"] =
+      "measured by tessera-calibrate on " + today() + ": " +
+      std::to_string(size) + " rank(s) on " + std::to_string(cores) +
+      " online CPU(s), placed as a compiled program's run script places "
+      "them; memory_bytes is the host's memory over the ranks; one host, "
+      "so inter_node is the measured link";
+  spec["peak_flops"] = {{"fp32", fp32}, {"fp64", fp64}};
+  spec["memory_bandwidth"] = bandwidth;
+  spec["memory_bytes"] = memory;
+  spec["devices_per_node"] = size;
+  spec["intra_node"] = {{"bandwidth", link.bandwidth},
+                        {"latency", link.latency}};
+  spec["inter_node"] = spec["intra_node"];
+  spec["op_overhead"] = overhead;
+  spec["compute_slots"] = slots;
+  std::string text = spec.dump(2) + "\n";
+  // What we write must load (the same strict reader the compiler uses).
+  cost::parseDeviceSpec(text, o.out);
+  std::ofstream f(o.out);
+  f << text;
+  f.close();
+  if (!f)
+    throw std::runtime_error("cannot write '" + o.out + "'");
+  say("wrote " + o.out + " (device spec '" + name + "')");
+  if (!o.profileDb.empty()) {
+    say("op rates (fp32, one rank):");
+    std::string db = measureRates(window, name, std::cerr).dump(2) + "\n";
+    cost::ProfileDatabase::parse(db, o.profileDb); // it must load
+    std::ofstream pf(o.profileDb);
+    pf << db;
+    pf.close();
+    if (!pf)
+      throw std::runtime_error("cannot write '" + o.profileDb + "'");
+    say("wrote " + o.profileDb + " (profile database of rates)");
+  }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o = parseArgs(argc, argv);
+  if (o.ranks > 1 && !o.launched && !underLauncher())
+    relaunch(o, argv);
+  try {
+    rt::startWorld(&argc, &argv);
+    int rc = run(o);
+    rt::finishWorld();
+    return rc;
+  } catch (const std::exception &e) {
+    std::cerr << "tessera-calibrate: error: " << e.what() << "\n";
+    if (rt::worldStarted() && rt::worldSize() > 1)
+      rt::abortWorld(1);
+    return 1;
+  }
+}
