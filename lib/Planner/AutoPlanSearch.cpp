@@ -229,13 +229,11 @@ private:
 UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   size_t n = p.units.size();
   UnitCosts c;
-  c.micro.assign(n, 0);
-  c.step.assign(n, 0);
-  c.microComm.assign(n, 0);
-  c.stepComm.assign(n, 0);
-  c.memA.assign(n, 0);
-  c.memB.assign(n, 0);
-  c.grads.assign(n, 0);
+  for (std::vector<double> *v :
+       {&c.micro, &c.step, &c.microComm, &c.stepComm, &c.memA, &c.memB,
+        &c.grads, &c.resident, &c.fixedHeld, &c.inputs, &c.largest, &c.liveF,
+        &c.liveB})
+    v->assign(n, 0);
   // The fraction of the global batch one micro-batch of one replica holds.
   double s = 1.0 / double(d * m);
   const cost::LinkSpec &tpLink = groupLink(spec, planMesh(d, t, pp), kTp);
@@ -265,12 +263,6 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     (op.perMicroBatch ? c.micro : c.step)[op.unit] += time + comm;
     (op.perMicroBatch ? c.microComm : c.stepComm)[op.unit] += comm;
   }
-  c.resident.assign(n, 0);
-  c.fixedHeld.assign(n, 0);
-  c.inputs.assign(n, 0);
-  c.largest.assign(n, 0);
-  c.liveF.assign(n, 0);
-  c.liveB.assign(n, 0);
   c.microBatches = m;
   c.pp = pp;
   c.sendScale = 1.0 / double(d);
