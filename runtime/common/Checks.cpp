@@ -36,6 +36,17 @@ void requireSameShape(const Tensor &a, const Tensor &b, const char *op) {
                  " and " + shapeToString(b.shape()));
 }
 
+namespace {
+/// A float operand (`what`) and its gradient: one dtype, one shape.
+void requireGradOf(const Tensor &x, const char *what, const Tensor &grad,
+                   const char *op) {
+  requireFloat(x, op, what);
+  requireFloat(grad, op, "grad");
+  requireSameDType(x, grad, op);
+  requireSameShape(x, grad, op);
+}
+} // namespace
+
 int64_t normalizeAxis(int64_t axis, int64_t rank, const char *op) {
   if (axis < -rank || axis >= rank)
     fail(op, "axis " + std::to_string(axis) + " out of range for rank " +
@@ -164,11 +175,7 @@ Shape whereShape(const Tensor &condition, const Tensor &a, const Tensor &b) {
 }
 
 void checkGeluGrad(const Tensor &x, const Tensor &grad) {
-  const char *name = "gelu_grad";
-  requireFloat(x, name, "input");
-  requireFloat(grad, name, "grad");
-  requireSameDType(x, grad, name);
-  requireSameShape(x, grad, name);
+  requireGradOf(x, "input", grad, "gelu_grad");
 }
 
 //===----------------------------------------------------------------------===//
@@ -357,10 +364,7 @@ int64_t softmaxAxis(const Tensor &x, int64_t axis, const char *name) {
 
 int64_t softmaxGradAxis(const Tensor &output, const Tensor &grad, int64_t axis,
                         const char *name) {
-  requireFloat(output, name, "output");
-  requireFloat(grad, name, "grad");
-  requireSameDType(output, grad, name);
-  requireSameShape(output, grad, name);
+  requireGradOf(output, "output", grad, name);
   return normalizeAxis(axis, output.rank(), name);
 }
 
@@ -496,11 +500,7 @@ void checkMaxOverElements(const Tensor &x, const ReducePlan &plan,
 //===----------------------------------------------------------------------===//
 
 void checkSgdOperands(const Tensor &param, const Tensor &grad) {
-  const char *name = "sgd_update";
-  requireFloat(param, name, "param");
-  requireFloat(grad, name, "grad");
-  requireSameDType(param, grad, name);
-  requireSameShape(param, grad, name);
+  requireGradOf(param, "param", grad, "sgd_update");
 }
 
 void checkAdamwOperands(const Tensor &param, const Tensor &grad,

@@ -18,17 +18,20 @@ namespace rt {
 namespace {
 
 /// x cut into n pieces along `dim`, laid out piece after piece (what the
-/// backends send); x itself when it already is (outer == 1).
-Tensor packPieces(const Tensor &x, int64_t dim, int64_t n,
-                  const std::string &where) {
+/// backends send; x itself when it already is, outer == 1), and the shape of
+/// one piece.
+std::pair<Tensor, Shape> packPieces(const Tensor &x, int64_t dim, int64_t n,
+                                    const std::string &where) {
   comm::Pieces p = comm::splitPieces(x, dim, n, where);
+  Shape pieceShape = x.shape();
+  pieceShape[dim] /= n;
   if (p.outer == 1 || !x.numel())
-    return x.view({x.numel()});
+    return {x.view({x.numel()}), pieceShape};
   Tensor out({x.numel()}, x.dtype());
   for (int64_t j = 0; j < n; ++j)
     comm::copyRuns(out, j * p.outer * p.run, p.run, x, j * p.run, n * p.run,
                    p.run, p.outer, where);
-  return out;
+  return {out, pieceShape};
 }
 
 /// The inverse of packPieces: n pieces of `pieceShape`, one after the other
@@ -83,9 +86,7 @@ Tensor reduce_scatter(const Tensor &xIn, const std::vector<int64_t> &ranks,
   dim = comm::normalizeDim(x, dim, where);
   if (g.size == 1)
     return clone(x);
-  Tensor packed = packPieces(x, dim, g.size, where);
-  Shape pieceShape = x.shape();
-  pieceShape[dim] /= g.size;
+  auto [packed, pieceShape] = packPieces(x, dim, g.size, where);
   watchdog::Scope blocked(where);
   return comm::reduceScatterPacked(g, packed, pieceShape, kind, where);
 }
@@ -99,9 +100,7 @@ Tensor all_to_all(const Tensor &xIn, const std::vector<int64_t> &ranks,
   concatDim = comm::normalizeDim(x, concatDim, where);
   if (g.size == 1)
     return clone(x);
-  Tensor packed = packPieces(x, splitDim, g.size, where);
-  Shape pieceShape = x.shape();
-  pieceShape[splitDim] /= g.size;
+  auto [packed, pieceShape] = packPieces(x, splitDim, g.size, where);
   Tensor received;
   {
     watchdog::Scope blocked(where);

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace tessera {
 namespace rt {
@@ -256,38 +257,52 @@ layer_norm_grad(const Tensor &grad, const Tensor &x, const Tensor &weight,
   return {dx, dw, db};
 }
 
+namespace {
+/// f(logits, out, labels, how many labels count) with the pointers of the
+/// operands' dtypes, once checkLabels has passed.
+template <typename F>
+void forCrossEntropy(const Tensor &logits, const Tensor &labels, Tensor &out,
+                     int64_t ignoreIndex, const char *name, F &&f) {
+  int64_t n = logits.dim(0), c = logits.dim(1);
+  dispatchFloat(logits.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    dispatchIndex(labels.dtype(), name, [&](auto itag) {
+      using I = decltype(itag);
+      const I *pl = labels.data<I>();
+      int64_t count;
+      checkLabels(pl, n, c, ignoreIndex, name, &count);
+      f(logits.data<T>(), out.data<T>(), pl, count);
+    });
+  });
+}
+} // namespace
+
 Tensor softmax_cross_entropy(const Tensor &logits, const Tensor &labels,
                              int64_t ignoreIndex, Reduction reduction) {
   const char *name = "softmax_cross_entropy";
   checkCrossEntropyOperands(logits, labels, name);
   int64_t n = logits.dim(0), c = logits.dim(1);
   Tensor out(reduction == Reduction::none ? Shape{n} : Shape{}, logits.dtype());
-  dispatchFloat(logits.dtype(), name, [&](auto tag) {
-    using T = decltype(tag);
-    const T *px = logits.data<T>();
-    T *po = out.data<T>();
-    dispatchIndex(labels.dtype(), name, [&](auto itag) {
-      using I = decltype(itag);
-      const I *pl = labels.data<I>();
-      int64_t count;
-      checkLabels(pl, n, c, ignoreIndex, name, &count);
-      double total = 0;
-      for (int64_t r = 0; r < n; ++r) {
-        double loss = 0;
-        if (pl[r] != ignoreIndex) {
-          const T *row = px + r * c;
-          loss = rowLogSumExp(row, c) - static_cast<double>(row[pl[r]]);
+  forCrossEntropy(
+      logits, labels, out, ignoreIndex, name,
+      [&](const auto *px, auto *po, const auto *pl, int64_t count) {
+        using T = std::remove_pointer_t<decltype(po)>;
+        double total = 0;
+        for (int64_t r = 0; r < n; ++r) {
+          double loss = 0;
+          if (pl[r] != ignoreIndex) {
+            const T *row = px + r * c;
+            loss = rowLogSumExp(row, c) - static_cast<double>(row[pl[r]]);
+          }
+          if (reduction == Reduction::none)
+            po[r] = static_cast<T>(loss);
+          total += loss;
         }
-        if (reduction == Reduction::none)
-          po[r] = static_cast<T>(loss);
-        total += loss;
-      }
-      if (reduction == Reduction::sum)
-        po[0] = static_cast<T>(total);
-      else if (reduction == Reduction::mean)
-        po[0] = static_cast<T>(total / static_cast<double>(count)); // 0/0: NaN
-    });
-  });
+        if (reduction == Reduction::sum)
+          po[0] = static_cast<T>(total);
+        else if (reduction == Reduction::mean) // no label counted: 0/0, NaN
+          po[0] = static_cast<T>(total / static_cast<double>(count));
+      });
   return out;
 }
 
@@ -299,34 +314,29 @@ Tensor softmax_cross_entropy_grad(const Tensor &logits, const Tensor &labels,
   int64_t n = logits.dim(0), c = logits.dim(1);
   std::vector<double> g = toDoubles(grad);
   Tensor out(logits.shape(), logits.dtype());
-  dispatchFloat(logits.dtype(), name, [&](auto tag) {
-    using T = decltype(tag);
-    const T *px = logits.data<T>();
-    T *po = out.data<T>();
-    dispatchIndex(labels.dtype(), name, [&](auto itag) {
-      using I = decltype(itag);
-      const I *pl = labels.data<I>();
-      int64_t count;
-      checkLabels(pl, n, c, ignoreIndex, name, &count);
-      for (int64_t r = 0; r < n; ++r) {
-        const T *row = px + r * c;
-        T *dst = po + r * c;
-        if (pl[r] == ignoreIndex) {
-          for (int64_t i = 0; i < c; ++i)
-            dst[i] = T(0);
-          continue;
-        }
-        double scale = reduction == Reduction::none ? g[r] : g[0];
-        if (reduction == Reduction::mean)
-          scale /= static_cast<double>(count);
-        double lse = rowLogSumExp(row, c);
-        for (int64_t i = 0; i < c; ++i)
-          dst[i] = static_cast<T>(std::exp(row[i] - lse) * scale);
-        // (p - 1) * scale in double: subtracting in T would round twice.
-        dst[pl[r]] = static_cast<T>((std::exp(row[pl[r]] - lse) - 1.0) * scale);
-      }
-    });
-  });
+  forCrossEntropy(logits, labels, out, ignoreIndex, name,
+                  [&](const auto *px, auto *po, const auto *pl, int64_t count) {
+                    using T = std::remove_pointer_t<decltype(po)>;
+                    for (int64_t r = 0; r < n; ++r) {
+                      const T *row = px + r * c;
+                      T *dst = po + r * c;
+                      if (pl[r] == ignoreIndex) {
+                        for (int64_t i = 0; i < c; ++i)
+                          dst[i] = T(0);
+                        continue;
+                      }
+                      double scale = reduction == Reduction::none ? g[r] : g[0];
+                      if (reduction == Reduction::mean)
+                        scale /= static_cast<double>(count);
+                      double lse = rowLogSumExp(row, c);
+                      for (int64_t i = 0; i < c; ++i)
+                        dst[i] = static_cast<T>(std::exp(row[i] - lse) * scale);
+                      // (p - 1) * scale in double: subtracting in T would round
+                      // twice.
+                      dst[pl[r]] = static_cast<T>(
+                          (std::exp(row[pl[r]] - lse) - 1.0) * scale);
+                    }
+                  });
   return out;
 }
 

@@ -1,4 +1,4 @@
-//===- Reduce.cpp - reduce_sum, reduce_mean, reduce_max -------------------===//
+//===- Reduce.cpp - the reductions (reduce_sum, reduce_mean, reduce_max) --===//
 //
 // One strided pass over the input: the output is read as an operand with
 // zero strides on the reduced axes, so every pattern (leading axes as in a
@@ -12,6 +12,7 @@
 #include "tessera/runtime/Ops.h"
 
 #include "Kernels.h"
+#include "OpFamilies.h"
 
 #include <cmath>
 #include <limits>
@@ -20,12 +21,8 @@ namespace tessera {
 namespace rt {
 using namespace detail;
 
-namespace {
-
-enum class Kind { sum, mean, max };
-
-Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdims,
-              Kind kind, const char *name) {
+Tensor detail::reduce(const Tensor &x, const std::vector<int64_t> &axes,
+                      bool keepdims, ReduceFn kind, const char *name) {
   ReducePlan plan = planReduce(x, axes, keepdims, name);
   Tensor out(plan.resultShape, x.dtype());
   dispatchFloat(x.dtype(), name, [&](auto tag) {
@@ -36,7 +33,7 @@ Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdims,
     std::array<std::vector<int64_t>, 2> strides = {
         contiguousStrides(x.shape()),
         broadcastStrides(plan.keptShape, x.shape())};
-    if (kind == Kind::max) {
+    if (kind == ReduceFn::max) {
       checkMaxOverElements(x, plan, name);
       for (int64_t i = 0; i < outN; ++i)
         po[i] = -std::numeric_limits<T>::infinity();
@@ -72,28 +69,11 @@ Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdims,
                     }
                   });
     double scale =
-        kind == Kind::mean ? 1.0 / static_cast<double>(plan.count) : 1.0;
+        kind == ReduceFn::mean ? 1.0 / static_cast<double>(plan.count) : 1.0;
     for (int64_t i = 0; i < outN; ++i)
       po[i] = static_cast<T>(acc[i] * scale);
   });
   return out;
-}
-
-} // namespace
-
-Tensor reduce_sum(const Tensor &x, const std::vector<int64_t> &axes,
-                  bool keepdims) {
-  return reduce(x, axes, keepdims, Kind::sum, "reduce_sum");
-}
-
-Tensor reduce_mean(const Tensor &x, const std::vector<int64_t> &axes,
-                   bool keepdims) {
-  return reduce(x, axes, keepdims, Kind::mean, "reduce_mean");
-}
-
-Tensor reduce_max(const Tensor &x, const std::vector<int64_t> &axes,
-                  bool keepdims) {
-  return reduce(x, axes, keepdims, Kind::max, "reduce_max");
 }
 
 } // namespace rt

@@ -1,8 +1,8 @@
 //===- DeviceUtil.cuh - device helpers of the CUDA kernels (private) ------===//
 //
-// Strided n-d indexing for broadcasts and layout copies, float/double math
-// overloads, block reductions and the deferred-error report that the
-// kernels of Elementwise.cu and Normalization.cu share.
+// Strided n-d indexing for broadcasts and layout copies, block reductions and
+// the deferred-error report that the kernels of Elementwise.cu and
+// Normalization.cu share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +13,7 @@
 
 #include "Checks.h"
 #include "DType.h"
+#include "ScalarOps.h"
 
 #include <array>
 #include <cmath>
@@ -95,35 +96,6 @@ __device__ inline void stridedOffsets(const Strided<N> &s, int64_t i,
   }
 }
 
-//===----------------------------------------------------------------------===//
-// Math overloads (float versions call the f-suffixed intrinsics)
-//===----------------------------------------------------------------------===//
-
-namespace dm {
-__device__ inline float exp(float v) { return ::expf(v); }
-__device__ inline double exp(double v) { return ::exp(v); }
-__device__ inline float log(float v) { return ::logf(v); }
-__device__ inline double log(double v) { return ::log(v); }
-__device__ inline float sqrt(float v) { return ::sqrtf(v); }
-__device__ inline double sqrt(double v) { return ::sqrt(v); }
-__device__ inline float erf(float v) { return ::erff(v); }
-__device__ inline double erf(double v) { return ::erf(v); }
-__device__ inline float tanh(float v) { return ::tanhf(v); }
-__device__ inline double tanh(double v) { return ::tanh(v); }
-__device__ inline float sin(float v) { return ::sinf(v); }
-__device__ inline double sin(double v) { return ::sin(v); }
-__device__ inline float cos(float v) { return ::cosf(v); }
-__device__ inline double cos(double v) { return ::cos(v); }
-__device__ inline float pow(float a, float b) { return ::powf(a, b); }
-__device__ inline double pow(double a, double b) { return ::pow(a, b); }
-__device__ inline bool isnan(float v) { return ::isnan(v); }
-__device__ inline bool isnan(double v) { return ::isnan(v); }
-/// -inf (std::numeric_limits is host-only without relaxed constexpr).
-template <typename T> __host__ __device__ inline T negInfinity() {
-  return -static_cast<T>(INFINITY);
-}
-} // namespace dm
-
 /// A one-element hyperparameter / step / grad operand of any dtype, read on
 /// the device so that the host never waits for it.
 __device__ inline double loadScalar(const void *p, int dtype, int64_t i = 0) {
@@ -202,13 +174,22 @@ struct SumOp {
 /// max that propagates NaN (as torch.amax and the CPU backend).
 struct MaxOp {
   template <typename A> __device__ A operator()(A a, A b) const {
-    if (dm::isnan(a))
+    if (elem::isnan(a))
       return a;
-    if (dm::isnan(b))
+    if (elem::isnan(b))
       return b;
     return b > a ? b : a;
   }
 };
+
+/// The max of row[0..n), by the whole block (every thread gets it); NaN
+/// propagates.
+template <typename T> __device__ T blockRowMax(const T *row, int64_t n) {
+  T mx = elem::negInfinity<T>();
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+    mx = MaxOp()(mx, row[i]);
+  return blockReduce(mx, MaxOp(), elem::negInfinity<T>());
+}
 
 } // namespace cuda
 } // namespace rt

@@ -16,6 +16,7 @@
 
 #include "DeviceUtil.cuh"
 #include "Dropout.h"
+#include "ScalarOps.h"
 
 #include <cuda_bf16.h>
 
@@ -63,114 +64,9 @@ namespace {
 // Unary
 //===----------------------------------------------------------------------===//
 
-constexpr double kSqrt1_2 = 0.70710678118654752440;
-constexpr double kSqrt2OverPi = 0.79788456080286535588;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-constexpr double kGeluCoeff = 0.044715;
-
-struct NegOp {
-  template <typename T> __device__ T operator()(T v) const { return -v; }
-};
-struct ExpOp {
-  template <typename T> __device__ T operator()(T v) const {
-    return dm::exp(v);
-  }
-};
-struct LogOp {
-  template <typename T> __device__ T operator()(T v) const {
-    return dm::log(v);
-  }
-};
-struct SqrtOp {
-  template <typename T> __device__ T operator()(T v) const {
-    return dm::sqrt(v);
-  }
-};
-struct RsqrtOp {
-  // 1 / sqrt rather than the rsqrt intrinsic: the CPU backend's rounding.
-  template <typename T> __device__ T operator()(T v) const {
-    return T(1) / dm::sqrt(v);
-  }
-};
-struct ErfOp {
-  template <typename T> __device__ T operator()(T v) const {
-    return dm::erf(v);
-  }
-};
-struct TanhOp {
-  template <typename T> __device__ T operator()(T v) const {
-    return dm::tanh(v);
-  }
-};
-struct SigmoidOp {
-  template <typename T> __device__ T operator()(T v) const {
-    return T(1) / (T(1) + dm::exp(-v));
-  }
-};
-struct SinOp {
-  template <typename T> __device__ T operator()(T v) const {
-    return dm::sin(v);
-  }
-};
-struct CosOp {
-  template <typename T> __device__ T operator()(T v) const {
-    return dm::cos(v);
-  }
-};
-struct ReluOp {
-  // NaN stays NaN (as torch.relu).
-  template <typename T> __device__ T operator()(T v) const {
-    return v < T(0) ? T(0) : v;
-  }
-};
-struct GeluTanhOp {
-  template <typename T> __device__ T operator()(T v) const {
-    T inner = T(kSqrt2OverPi) * (v + T(kGeluCoeff) * v * v * v);
-    return T(0.5) * v * (T(1) + dm::tanh(inner));
-  }
-};
-struct GeluErfOp {
-  template <typename T> __device__ T operator()(T v) const {
-    return T(0.5) * v * (T(1) + dm::erf(v * T(kSqrt1_2)));
-  }
-};
-
 template <typename T, typename Op>
 __global__ void unaryKernel(const T *x, T *y, int64_t n, Op op) {
   TESSERA_CUDA_LOOP(i, n) { y[i] = op(x[i]); }
-}
-
-template <typename Op>
-Tensor unaryFloat(const Tensor &xIn, const char *name, Op op) {
-  requireFloat(xIn, name, "input");
-  Tensor x = onDevice(xIn);
-  Tensor out(x.shape(), x.dtype());
-  if (!x.numel())
-    return out;
-  dispatchFloat(x.dtype(), name, [&](auto tag) {
-    using T = decltype(tag);
-    launch(name, unaryKernel<T, Op>, gridFor(x.numel()), kBlock, 0, dptr<T>(x),
-           dptrMut<T>(out), x.numel(), op);
-  });
-  return out;
-}
-
-template <typename T>
-__global__ void geluGradKernel(const T *x, const T *g, T *out, int64_t n,
-                               bool tanhApprox) {
-  TESSERA_CUDA_LOOP(i, n) {
-    T v = x[i];
-    if (tanhApprox) {
-      T t = dm::tanh(T(kSqrt2OverPi) * (v + T(kGeluCoeff) * v * v * v));
-      T dinner = T(kSqrt2OverPi) * (T(1) + T(3 * kGeluCoeff) * v * v);
-      out[i] =
-          g[i] * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * dinner);
-    } else {
-      T cdf = T(0.5) * (T(1) + dm::erf(v * T(kSqrt1_2)));
-      T pdf = T(kInvSqrt2Pi) * dm::exp(T(-0.5) * v * v);
-      out[i] = g[i] * (cdf + v * pdf);
-    }
-  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -209,65 +105,6 @@ void launchBinary(const Tensor &a, const Tensor &b, Tensor &out, Op op,
   launch(name, binaryKernel<T, U, Op>, gridFor(n), kBlock, 0, dptr<T>(a),
          dptr<T>(b), dptrMut<U>(out), n, s, same, op);
 }
-
-struct AddOp {
-  template <typename T> __device__ T operator()(T x, T y) const {
-    return x + y;
-  }
-};
-struct SubOp {
-  template <typename T> __device__ T operator()(T x, T y) const {
-    return x - y;
-  }
-};
-struct MulOp {
-  template <typename T> __device__ T operator()(T x, T y) const {
-    return x * y;
-  }
-};
-struct DivOp {
-  template <typename T> __device__ T operator()(T x, T y) const {
-    return x / y;
-  }
-};
-struct PowOp {
-  template <typename T> __device__ T operator()(T x, T y) const {
-    return dm::pow(x, y);
-  }
-};
-
-template <typename Op>
-Tensor binaryFloat(const Tensor &aIn, const Tensor &bIn, const char *name,
-                   Op op) {
-  Shape shape = binaryFloatShape(aIn, bIn, name);
-  Tensor a = onDevice(aIn), b = onDevice(bIn);
-  Tensor out(shape, a.dtype());
-  dispatchFloat(a.dtype(), name, [&](auto tag) {
-    using T = decltype(tag);
-    launchBinary<T, T>(a, b, out, op, name);
-  });
-  return out;
-}
-
-template <Compare P> struct CompareOp {
-  template <typename T> __device__ uint8_t operator()(T x, T y) const {
-    switch (P) {
-    case Compare::eq:
-      return x == y;
-    case Compare::ne:
-      return x != y;
-    case Compare::lt:
-      return x < y;
-    case Compare::le:
-      return x <= y;
-    case Compare::gt:
-      return x > y;
-    case Compare::ge:
-      return x >= y;
-    }
-    return 0;
-  }
-};
 
 template <typename T>
 __global__ void whereKernel(const uint8_t *c, const T *a, const T *b, T *out,
@@ -383,60 +220,35 @@ __global__ void embeddingGradKernel(const T *grad, const I *idx, T *table,
 // Ops
 //===----------------------------------------------------------------------===//
 
-Tensor neg(const Tensor &x) { return unaryFloat(x, "neg", NegOp{}); }
-Tensor exp(const Tensor &x) { return unaryFloat(x, "exp", ExpOp{}); }
-Tensor log(const Tensor &x) { return unaryFloat(x, "log", LogOp{}); }
-Tensor sqrt(const Tensor &x) { return unaryFloat(x, "sqrt", SqrtOp{}); }
-Tensor rsqrt(const Tensor &x) { return unaryFloat(x, "rsqrt", RsqrtOp{}); }
-Tensor erf(const Tensor &x) { return unaryFloat(x, "erf", ErfOp{}); }
-Tensor tanh(const Tensor &x) { return unaryFloat(x, "tanh", TanhOp{}); }
-Tensor relu(const Tensor &x) { return unaryFloat(x, "relu", ReluOp{}); }
-Tensor sigmoid(const Tensor &x) {
-  return unaryFloat(x, "sigmoid", SigmoidOp{});
-}
-Tensor sin(const Tensor &x) { return unaryFloat(x, "sin", SinOp{}); }
-Tensor cos(const Tensor &x) { return unaryFloat(x, "cos", CosOp{}); }
-
-Tensor gelu(const Tensor &x, bool tanhApproximation) {
-  if (tanhApproximation)
-    return unaryFloat(x, "gelu", GeluTanhOp{});
-  return unaryFloat(x, "gelu", GeluErfOp{});
-}
-
-Tensor gelu_grad(const Tensor &xIn, const Tensor &gradIn,
-                 bool tanhApproximation) {
-  const char *name = "gelu_grad";
-  checkGeluGrad(xIn, gradIn);
-  Tensor x = onDevice(xIn), grad = onDevice(gradIn);
+Tensor detail::unary(const Tensor &xIn, UnaryFn fn, const char *name) {
+  requireFloat(xIn, name, "input");
+  Tensor x = onDevice(xIn);
   Tensor out(x.shape(), x.dtype());
   if (!x.numel())
     return out;
-  dispatchFloat(x.dtype(), name, [&](auto tag) {
-    using T = decltype(tag);
-    launch(name, geluGradKernel<T>, gridFor(x.numel()), kBlock, 0, dptr<T>(x),
-           dptr<T>(grad), dptrMut<T>(out), x.numel(), tanhApproximation);
+  elem::visitUnary(fn, [&](auto op) {
+    using Op = decltype(op);
+    dispatchFloat(x.dtype(), name, [&](auto tag) {
+      using T = decltype(tag);
+      launch(name, unaryKernel<T, Op>, gridFor(x.numel()), kBlock, 0,
+             dptr<T>(x), dptrMut<T>(out), x.numel(), op);
+    });
   });
   return out;
 }
 
-Shape broadcastShapes(const Shape &a, const Shape &b) {
-  return broadcastShapesFor(a, b, "broadcast");
-}
-
-Tensor add(const Tensor &a, const Tensor &b) {
-  return binaryFloat(a, b, "add", AddOp{});
-}
-Tensor sub(const Tensor &a, const Tensor &b) {
-  return binaryFloat(a, b, "sub", SubOp{});
-}
-Tensor mul(const Tensor &a, const Tensor &b) {
-  return binaryFloat(a, b, "mul", MulOp{});
-}
-Tensor div(const Tensor &a, const Tensor &b) {
-  return binaryFloat(a, b, "div", DivOp{});
-}
-Tensor pow(const Tensor &a, const Tensor &b) {
-  return binaryFloat(a, b, "pow", PowOp{});
+Tensor detail::binary(const Tensor &aIn, const Tensor &bIn, BinaryFn fn,
+                      const char *name) {
+  Shape shape = binaryFloatShape(aIn, bIn, name);
+  Tensor a = onDevice(aIn), b = onDevice(bIn);
+  Tensor out(shape, a.dtype());
+  elem::visitBinary(fn, [&](auto op) {
+    dispatchFloat(a.dtype(), name, [&](auto tag) {
+      using T = decltype(tag);
+      launchBinary<T, T>(a, b, out, op, name);
+    });
+  });
+  return out;
 }
 
 Tensor compare(Compare predicate, const Tensor &aIn, const Tensor &bIn) {
@@ -444,28 +256,11 @@ Tensor compare(Compare predicate, const Tensor &aIn, const Tensor &bIn) {
   Shape shape = compareShape(aIn, bIn);
   Tensor a = onDevice(aIn), b = onDevice(bIn);
   Tensor out(shape, DType::i1);
-  dispatchAll(a.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    switch (predicate) {
-    case Compare::eq:
-      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::eq>{},
-                                      name);
-    case Compare::ne:
-      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::ne>{},
-                                      name);
-    case Compare::lt:
-      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::lt>{},
-                                      name);
-    case Compare::le:
-      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::le>{},
-                                      name);
-    case Compare::gt:
-      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::gt>{},
-                                      name);
-    case Compare::ge:
-      return launchBinary<T, uint8_t>(a, b, out, CompareOp<Compare::ge>{},
-                                      name);
-    }
+  elem::visitCompare(predicate, [&](auto op) {
+    dispatchAll(a.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      launchBinary<T, uint8_t>(a, b, out, op, name);
+    });
   });
   return out;
 }

@@ -45,13 +45,10 @@ template <typename T>
 __global__ void softmaxKernel(const T *x, T *y, int64_t d, bool logSoftmax) {
   const T *in = x + blockIdx.x * d;
   T *out = y + blockIdx.x * d;
-  T mx = dm::negInfinity<T>();
-  for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-    mx = MaxOp()(mx, in[i]);
-  mx = blockReduce(mx, MaxOp(), dm::negInfinity<T>());
+  T mx = blockRowMax(in, d);
   double sum = 0;
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-    sum += static_cast<double>(dm::exp(in[i] - mx));
+    sum += static_cast<double>(elem::exp(in[i] - mx));
   sum = blockReduce(sum, SumOp(), 0.0);
   if (logSoftmax) {
     T shift = static_cast<T>(static_cast<double>(mx) + ::log(sum));
@@ -60,7 +57,7 @@ __global__ void softmaxKernel(const T *x, T *y, int64_t d, bool logSoftmax) {
   } else {
     T inv = static_cast<T>(1.0 / sum);
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-      out[i] = dm::exp(in[i] - mx) * inv;
+      out[i] = elem::exp(in[i] - mx) * inv;
   }
 }
 
@@ -76,7 +73,7 @@ __global__ void softmaxGradKernel(const T *y, const T *dy, T *dx, int64_t d,
   for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
     int64_t k = base + i;
     // softmax: dx = y * (dy - sum(dy * y)); log: dx = dy - exp(y) sum(dy)
-    dx[k] = logSoftmax ? dy[k] - dm::exp(y[k]) * s : y[k] * (dy[k] - s);
+    dx[k] = logSoftmax ? dy[k] - elem::exp(y[k]) * s : y[k] * (dy[k] - s);
   }
 }
 
@@ -218,18 +215,13 @@ void columnReduce(int64_t O, int64_t R, int64_t C, F f, T *out, A identity,
 // reduce_sum / reduce_mean / reduce_max
 //===----------------------------------------------------------------------===//
 
-enum class Kind { sum, mean, max };
-
 /// Row reduction: out[r] over x[r * d .. r * d + d).
 template <typename T>
-__global__ void rowReduceKernel(const T *x, T *out, int64_t d, Kind kind,
+__global__ void rowReduceKernel(const T *x, T *out, int64_t d, ReduceFn kind,
                                 double scale) {
   const T *in = x + blockIdx.x * d;
-  if (kind == Kind::max) {
-    T acc = dm::negInfinity<T>();
-    for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-      acc = MaxOp()(acc, in[i]);
-    acc = blockReduce(acc, MaxOp(), dm::negInfinity<T>());
+  if (kind == ReduceFn::max) {
+    T acc = blockRowMax(in, d);
     if (threadIdx.x == 0)
       out[blockIdx.x] = acc;
     return;
@@ -264,10 +256,12 @@ template <typename T> struct ColMax {
   __device__ T finish(T a) const { return a; }
 };
 
-Tensor reduce(const Tensor &xIn, const std::vector<int64_t> &axes,
-              bool keepdims, Kind kind, const char *name) {
+} // namespace
+
+Tensor detail::reduce(const Tensor &xIn, const std::vector<int64_t> &axes,
+                      bool keepdims, ReduceFn kind, const char *name) {
   ReducePlan plan = planReduce(xIn, axes, keepdims, name);
-  if (kind == Kind::max)
+  if (kind == ReduceFn::max)
     checkMaxOverElements(xIn, plan, name);
   const std::vector<bool> &reduced = plan.reduced;
   const Shape &resultShape = plan.resultShape;
@@ -278,8 +272,9 @@ Tensor reduce(const Tensor &xIn, const std::vector<int64_t> &axes,
     return out;
   if (count == 0) { // sum of nothing: 0; mean: 0/0
     return full(resultShape, x.dtype(),
-                kind == Kind::mean ? std::numeric_limits<double>::quiet_NaN()
-                                   : 0.0);
+                kind == ReduceFn::mean
+                    ? std::numeric_limits<double>::quiet_NaN()
+                    : 0.0);
   }
   // Group the dims into runs of reduced / kept (size-1 dims join either).
   std::vector<std::pair<bool, int64_t>> groups; // (reduced, size)
@@ -322,15 +317,16 @@ Tensor reduce(const Tensor &xIn, const std::vector<int64_t> &axes,
     R = count;
     C = 1;
   }
-  double scale = kind == Kind::mean ? 1.0 / static_cast<double>(count) : 1.0;
+  double scale =
+      kind == ReduceFn::mean ? 1.0 / static_cast<double>(count) : 1.0;
   dispatchFloat(x.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
     if (C == 1) {
       launch(name, rowReduceKernel<T>, rowGrid(O, name), kRowBlock, 0,
              dptr<T>(in), dptrMut<T>(out), R, kind, scale);
-    } else if (kind == Kind::max) {
+    } else if (kind == ReduceFn::max) {
       ColMax<T> f{dptr<T>(in), C, R * C};
-      columnReduce<T, T>(O, R, C, f, dptrMut<T>(out), dm::negInfinity<T>(),
+      columnReduce<T, T>(O, R, C, f, dptrMut<T>(out), elem::negInfinity<T>(),
                          name);
     } else {
       ColSum<T> f{dptr<T>(in), scale, C, R * C};
@@ -339,6 +335,8 @@ Tensor reduce(const Tensor &xIn, const std::vector<int64_t> &axes,
   });
   return out;
 }
+
+namespace {
 
 //===----------------------------------------------------------------------===//
 // layer_norm
@@ -420,10 +418,7 @@ template <typename T> struct LayerNormParamGrad {
 /// whose max is infinite gives that infinity.
 template <typename T>
 __device__ double blockLogSumExp(const T *row, int64_t c) {
-  T mx = dm::negInfinity<T>();
-  for (int64_t i = threadIdx.x; i < c; i += blockDim.x)
-    mx = MaxOp()(mx, row[i]);
-  mx = blockReduce(mx, MaxOp(), dm::negInfinity<T>());
+  T mx = blockRowMax(row, c);
   double sum = 0;
   for (int64_t i = threadIdx.x; i < c; i += blockDim.x)
     sum += ::exp(static_cast<double>(row[i] - mx));
@@ -571,7 +566,7 @@ __global__ void adamwKernel(const T *p, const T *g, const T *m, const T *v,
     T pi = p[i] * decay;
     T mi = m[i] * tb1 + g[i] * oneMinusB1;
     T vi = v[i] * tb2 + oneMinusB2 * g[i] * g[i];
-    T denom = dm::sqrt(vi) / bc2 + te;
+    T denom = elem::sqrt(vi) / bc2 + te;
     om[i] = mi;
     ov[i] = vi;
     op[i] = pi + negStep * mi / denom;
@@ -640,21 +635,6 @@ Tensor softmax_grad(const Tensor &output, const Tensor &grad, int64_t axis) {
 Tensor log_softmax_grad(const Tensor &output, const Tensor &grad,
                         int64_t axis) {
   return softmaxGradImpl(output, grad, axis, true, "log_softmax_grad");
-}
-
-Tensor reduce_sum(const Tensor &x, const std::vector<int64_t> &axes,
-                  bool keepdims) {
-  return reduce(x, axes, keepdims, Kind::sum, "reduce_sum");
-}
-
-Tensor reduce_mean(const Tensor &x, const std::vector<int64_t> &axes,
-                   bool keepdims) {
-  return reduce(x, axes, keepdims, Kind::mean, "reduce_mean");
-}
-
-Tensor reduce_max(const Tensor &x, const std::vector<int64_t> &axes,
-                  bool keepdims) {
-  return reduce(x, axes, keepdims, Kind::max, "reduce_max");
 }
 
 std::tuple<Tensor, Tensor, Tensor> layer_norm(const Tensor &xIn,

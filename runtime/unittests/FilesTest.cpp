@@ -110,38 +110,30 @@ TEST(Safetensors, CorruptFilesAreClearErrors) {
   expectReadError(good.substr(0, good.size() - 3), "truncated file?");
   expectReadError(rawSafetensors("{not json", ""), "not a JSON object");
   expectReadError(rawSafetensors("[1,2]", ""), "not a JSON object");
-  expectReadError(
-      rawSafetensors(
-          R"({"w":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})",
-          std::string(4, '\0')),
-      "unsupported dtype \"F16\"");
-  expectReadError(
-      rawSafetensors(
-          R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
-          std::string(8, '\0')),
-      "tensor 'w' has data_offsets [0, 8] that do not fit 12 bytes");
-  expectReadError(
-      rawSafetensors(
-          R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})",
-          std::string(8, '\0')),
-      "non-negative integer");
-  expectReadError(
-      rawSafetensors(
-          R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-          std::string(8, '\0')),
-      "not contiguous at byte 0");
-  expectReadError(
-      rawSafetensors(
-          R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
-          std::string(8, '\0')),
-      "4 trailing bytes");
-  expectReadError(rawSafetensors(R"({"w":{"dtype":"F32"}})", ""),
-                  "needs dtype, shape and data_offsets");
-  expectReadError(
-      rawSafetensors(
-          R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,8]}})",
-          std::string(8, '\0')),
-      "impossible shape");
+  // One tensor 'w': its header entry, its data's size, the error.
+  struct BadTensor {
+    const char *entry;
+    size_t dataBytes;
+    const char *error;
+  };
+  for (const BadTensor &c : std::vector<BadTensor>{
+           {R"("dtype":"F16","shape":[2],"data_offsets":[0,4])", 4,
+            "unsupported dtype \"F16\""},
+           {R"("dtype":"F32","shape":[3],"data_offsets":[0,8])", 8,
+            "tensor 'w' has data_offsets [0, 8] that do not fit 12 bytes"},
+           {R"("dtype":"F32","shape":[-2],"data_offsets":[0,8])", 8,
+            "non-negative integer"},
+           {R"("dtype":"F32","shape":[1],"data_offsets":[4,8])", 8,
+            "not contiguous at byte 0"},
+           {R"("dtype":"F32","shape":[1],"data_offsets":[0,4])", 8,
+            "4 trailing bytes"},
+           {R"("dtype":"F32")", 0, "needs dtype, shape and data_offsets"},
+           {R"("dtype":"F32","shape":[4611686018427387904,4],)"
+            R"("data_offsets":[0,8])",
+            8, "impossible shape"}})
+    expectReadError(rawSafetensors(std::string(R"({"w":{)") + c.entry + "}}",
+                                   std::string(c.dataBytes, '\0')),
+                    c.error);
   std::string huge(8, '\xff');
   expectReadError(huge + "{}", "header length");
   std::remove(path.c_str());

@@ -81,24 +81,23 @@ LossAndGrads dpLossAndGrads(const Tensor &w, const Tensor &b, const Tensor &idx,
 
 // serial and dp. args: w, b, idx, targets, lr, weight_decay
 // results: loss, w, b
-void serialStep(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
-  LossAndGrads g = lossAndGrads(a[0], a[1], a[2], a[3]);
+using GradsFn = LossAndGrads (*)(const Tensor &, const Tensor &, const Tensor &,
+                                 const Tensor &);
+template <GradsFn grads>
+void sgdStep(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
+  LossAndGrads g = grads(a[0], a[1], a[2], a[3]);
   r = {g.loss, sgd_update(a[0], g.dw, a[4], a[5]),
        sgd_update(a[1], g.db, a[4], a[5])};
 }
-void serialGrad(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
-  LossAndGrads g = lossAndGrads(a[0], a[1], a[2], a[3]);
+template <GradsFn grads>
+void gradStep(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
+  LossAndGrads g = grads(a[0], a[1], a[2], a[3]);
   r = {g.loss, g.dw, g.db};
 }
-void dpStep(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
-  LossAndGrads g = dpLossAndGrads(a[0], a[1], a[2], a[3]);
-  r = {g.loss, sgd_update(a[0], g.dw, a[4], a[5]),
-       sgd_update(a[1], g.db, a[4], a[5])};
-}
-void dpGrad(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
-  LossAndGrads g = dpLossAndGrads(a[0], a[1], a[2], a[3]);
-  r = {g.loss, g.dw, g.db};
-}
+const auto serialStep = sgdStep<lossAndGrads>;
+const auto serialGrad = gradStep<lossAndGrads>;
+const auto dpStep = sgdStep<dpLossAndGrads>;
+const auto dpGrad = gradStep<dpLossAndGrads>;
 int gCalls = 0;
 // Rank 1 throws in step 2: rank 0 has printed step 0's line before it
 // entered step 1's all_reduce, which rank 1 completed, so the line is out
