@@ -540,53 +540,55 @@ Result<BoundAnnotation> bind(const Annotation &annotation,
   if (auto e = visit(annotation.outputs, outputs, false))
     return *e;
 
+  // A group's known atom sizes multiplied, and its unknown atoms.
+  struct GroupSizes {
+    int64_t known = 1;
+    std::vector<const Atom *> unknown;
+  };
+  auto sizesOf = [&](const Group &g) {
+    GroupSizes r;
+    for (const Atom &atom : g.dim->atoms) {
+      if (atom.isBroadcast())
+        continue;
+      auto it = b.sizes.find(atom.name);
+      if (it == b.sizes.end())
+        r.unknown.push_back(&atom);
+      else
+        r.known *= it->second;
+    }
+    return r;
+  };
+
   // Solve groups to a fixed point: a group with one unknown atom gives it.
   bool progress = true;
   while (progress) {
     progress = false;
     for (const Group &g : groups) {
-      int64_t known = 1;
-      const Atom *unknown = nullptr;
-      int unknowns = 0;
-      for (const Atom &atom : g.dim->atoms) {
-        if (atom.isBroadcast())
-          continue;
-        auto it = b.sizes.find(atom.name);
-        if (it == b.sizes.end()) {
-          ++unknowns;
-          unknown = &atom;
-        } else {
-          known *= it->second;
-        }
-      }
-      if (unknowns == 1) {
-        if (known == 0 || g.size % known != 0)
-          return err("group in " + g.where + " has size " +
-                     std::to_string(g.size) + ", which is not a multiple of " +
-                     std::to_string(known));
-        b.sizes[unknown->name] = g.size / known;
-        progress = true;
-      }
+      GroupSizes sizes = sizesOf(g);
+      if (sizes.unknown.size() != 1)
+        continue;
+      int64_t known = sizes.known;
+      if (known == 0 || g.size % known != 0)
+        return err("group in " + g.where + " has size " +
+                   std::to_string(g.size) + ", which is not a multiple of " +
+                   std::to_string(known));
+      b.sizes[sizes.unknown.front()->name] = g.size / known;
+      progress = true;
     }
   }
   for (const Group &g : groups) {
-    int64_t product = 1;
-    for (const Atom &atom : g.dim->atoms) {
-      if (atom.isBroadcast())
-        continue;
-      auto it = b.sizes.find(atom.name);
-      if (it == b.sizes.end()) {
-        std::string list;
-        for (const Atom &a : g.dim->atoms)
-          list += (list.empty() ? "" : " ") + (a.isBroadcast() ? "1" : a.name);
-        return err("cannot infer the sizes in group '(" + list + ")' of " +
-                   g.where + ": give all but one of them elsewhere");
-      }
-      product *= it->second;
+    GroupSizes sizes = sizesOf(g);
+    if (!sizes.unknown.empty()) {
+      std::string list;
+      for (const Atom &a : g.dim->atoms)
+        list += (list.empty() ? "" : " ") + (a.isBroadcast() ? "1" : a.name);
+      return err("cannot infer the sizes in group '(" + list + ")' of " +
+                 g.where + ": give all but one of them elsewhere");
     }
-    if (product != g.size)
+    if (sizes.known != g.size)
       return err("group in " + g.where + " has size " + std::to_string(g.size) +
-                 " but its dimensions multiply to " + std::to_string(product));
+                 " but its dimensions multiply to " +
+                 std::to_string(sizes.known));
   }
 
   // A name that a result drops must be reduced ('+') or unsplittable ('^'):

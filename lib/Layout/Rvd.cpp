@@ -171,6 +171,17 @@ Result<Step> applyChecked(const Mesh &mesh, const TensorShape &tensor,
     return makeError(what + "takes no " + role + " dimension (got " +
                      std::to_string(dim) + ")");
   };
+  // An inner axis that splits `dim` already: "<what>dimension <dim> <state>
+  // by the inner axis <a>; <rule><a><tail>".
+  auto innerSplitError = [&](int dim, const char *state, const char *rule,
+                             const char *tail) -> std::optional<Error> {
+    auto inner = innerSplitter(layout, t.axis, dim);
+    if (!inner)
+      return std::nullopt;
+    const std::string &axis = mesh.axis(*inner).name;
+    return makeError(what + "dimension " + std::to_string(dim) + " " + state +
+                     " by the inner axis " + axis + "; " + rule + axis + tail);
+  };
   // Un-splitting `dim` on this axis: only the innermost splitter gathers
   // whole pieces of the coarser split.
   auto canUnsplit = [&](int dim) -> std::optional<Error> {
@@ -180,13 +191,11 @@ Result<Step> applyChecked(const Mesh &mesh, const TensorShape &tensor,
       return makeError(what + "the axis splits dimension " +
                        std::to_string(state.dim) + ", not " +
                        std::to_string(dim));
-    if (auto inner = innerSplitter(layout, t.axis, dim))
-      return makeError(what + "dimension " + std::to_string(dim) +
-                       " is also split by the inner axis " +
-                       mesh.axis(*inner).name +
-                       "; only the innermost split of a dimension can be "
-                       "undone (un-split " +
-                       mesh.axis(*inner).name + " first)");
+    if (auto err = innerSplitError(dim, "is also split",
+                                   "only the innermost split of a dimension "
+                                   "can be undone (un-split ",
+                                   " first)"))
+      return err;
     return std::nullopt;
   };
   // Splitting `dim` on this axis: the new pieces must nest inside the ones
@@ -194,13 +203,11 @@ Result<Step> applyChecked(const Mesh &mesh, const TensorShape &tensor,
   auto canSplit = [&](int dim) -> std::optional<Error> {
     if (auto err = dimInRange(dim, "target"))
       return err;
-    if (auto inner = innerSplitter(layout, t.axis, dim))
-      return makeError(what + "dimension " + std::to_string(dim) +
-                       " is already split by the inner axis " +
-                       mesh.axis(*inner).name +
-                       "; a split is only added inside the existing ones "
-                       "(go through R on " +
-                       mesh.axis(*inner).name + " first)");
+    if (auto err = innerSplitError(dim, "is already split",
+                                   "a split is only added inside the "
+                                   "existing ones (go through R on ",
+                                   " first)"))
+      return err;
     const int64_t local = tensor.dims[dim] / splitFactor(mesh, layout, dim);
     if (local % n != 0)
       return makeError(what + "dimension " + std::to_string(dim) +

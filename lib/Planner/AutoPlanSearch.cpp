@@ -894,25 +894,33 @@ std::optional<cost::ProfileDatabase> loadProfile(const Problem &p,
   return db;
 }
 
-} // namespace
-
-StepEvaluation evaluatePlan(const Problem &problem,
-                            const PlanShape &shape) noexcept {
+/// f(a Search over the problem, its spec and profile loaded); an exception
+/// becomes the result's error.
+template <typename R, typename F>
+R withSearch(const Problem &problem, F &&f) noexcept {
   try {
     cost::DeviceSpec spec =
         cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
     std::optional<cost::ProfileDatabase> profile = loadProfile(problem, spec);
     Search search(problem, spec, profile ? &*profile : nullptr);
-    return search.evaluatePlan(shape);
+    return f(search);
   } catch (const std::exception &e) {
-    StepEvaluation r;
+    R r;
     r.error = e.what();
     return r;
   } catch (...) {
-    StepEvaluation r;
+    R r;
     r.error = "unknown error in the auto planner";
     return r;
   }
+}
+
+} // namespace
+
+StepEvaluation evaluatePlan(const Problem &problem,
+                            const PlanShape &shape) noexcept {
+  return withSearch<StepEvaluation>(
+      problem, [&](Search &search) { return search.evaluatePlan(shape); });
 }
 
 std::string checkDeviceSpec(const std::string &nameOrPath) noexcept {
@@ -937,21 +945,8 @@ std::optional<double> devicePeakFlops(const std::string &nameOrPath,
 }
 
 Result searchAutoPlan(const Problem &problem) noexcept {
-  try {
-    cost::DeviceSpec spec =
-        cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
-    std::optional<cost::ProfileDatabase> profile = loadProfile(problem, spec);
-    Search search(problem, spec, profile ? &*profile : nullptr);
-    return search.run();
-  } catch (const std::exception &e) {
-    Result r;
-    r.error = e.what();
-    return r;
-  } catch (...) {
-    Result r;
-    r.error = "unknown error in the auto planner";
-    return r;
-  }
+  return withSearch<Result>(problem,
+                            [](Search &search) { return search.run(); });
 }
 
 } // namespace tessera::planner::autoplan

@@ -158,28 +158,26 @@ void PiperInstance::validate() const {
         if (!(c.timePerSample >= 0) || !(c.parameterSize >= 0) ||
             !(c.memoryA >= 0) || !(c.memoryB >= 0))
           throw Exception(where + ": times and sizes must be non-negative");
-        for (const auto &[u, bytes] : c.syncFw) {
-          if (!in[i].count(u))
-            throw Exception(where + ": syncTimeFw names " + std::to_string(u) +
-                            ", which has no edge into this node");
-          if (!(bytes >= 0))
-            throw Exception(where + ": negative syncTimeFw");
-        }
-        for (const auto &[w, bytes] : c.syncBw) {
-          if (!out[i].count(w))
-            throw Exception(where + ": syncTimeBw names " + std::to_string(w) +
-                            ", which has no edge from this node");
-          if (!(bytes >= 0))
-            throw Exception(where + ": negative syncTimeBw");
-        }
-        for (int u : in[i])
-          if (!c.syncFw.count(u))
-            throw Exception(where + ": syncTimeFw lacks incoming edge from " +
-                            std::to_string(u));
-        for (int w : out[i])
-          if (!c.syncBw.count(w))
-            throw Exception(where + ": syncTimeBw lacks outgoing edge to " +
-                            std::to_string(w));
+        // syncTimeFw has one entry per incoming edge, syncTimeBw one per
+        // outgoing edge.
+        auto checkSync = [&](const std::map<int, double> &sync,
+                             const std::set<int> &edges, const char *key,
+                             const char *direction, const char *edge) {
+          for (const auto &[node, bytes] : sync) {
+            if (!edges.count(node))
+              throw Exception(where + ": " + key + " names " +
+                              std::to_string(node) + ", which has no edge " +
+                              direction + " this node");
+            if (!(bytes >= 0))
+              throw Exception(where + ": negative " + key);
+          }
+          for (int node : edges)
+            if (!sync.count(node))
+              throw Exception(where + ": " + key + " lacks " + edge + " " +
+                              std::to_string(node));
+        };
+        checkSync(c.syncFw, in[i], "syncTimeFw", "into", "incoming edge from");
+        checkSync(c.syncBw, out[i], "syncTimeBw", "from", "outgoing edge to");
       }
     }
   }

@@ -87,29 +87,17 @@ std::optional<BuiltinMethod> parseBuiltinMethod(const std::string &name) {
 }
 
 PipelineSpec normalizeSpec(BuiltinMethod m, PipelineSpec s) {
-  switch (m) {
-  case BuiltinMethod::GPipe:
-  case BuiltinMethod::OneFOneB:
-    s.chunks = 1;
-    s.vShape = false;
-    break;
-  case BuiltinMethod::Interleaved:
-    s.vShape = false;
-    break;
-  case BuiltinMethod::ZBH1:
-  case BuiltinMethod::ZBH2:
-    s.chunks = 1;
-    s.vShape = false;
-    if (s.weightSpan == 0)
-      s.weightSpan = s.backwardSpan;
-    break;
-  case BuiltinMethod::ZBV:
+  // Only ZB-V runs two chunks a device, in a V; interleaved keeps its chunks.
+  s.vShape = m == BuiltinMethod::ZBV;
+  if (m == BuiltinMethod::ZBV)
     s.chunks = 2;
-    s.vShape = true;
-    if (s.weightSpan == 0)
-      s.weightSpan = s.backwardSpan;
-    break;
-  }
+  else if (m != BuiltinMethod::Interleaved)
+    s.chunks = 1;
+  // The zero-bubble methods split B from W; W defaults to B's span.
+  bool zeroBubble = m == BuiltinMethod::ZBH1 || m == BuiltinMethod::ZBH2 ||
+                    m == BuiltinMethod::ZBV;
+  if (zeroBubble && s.weightSpan == 0)
+    s.weightSpan = s.backwardSpan;
   return s;
 }
 
@@ -224,23 +212,6 @@ std::vector<Order> gpipeOrders(const PipelineSpec &s, int m) {
   return orders;
 }
 
-std::vector<Order> oneFOneBOrders(const PipelineSpec &s, int m) {
-  std::vector<Order> orders(s.stages);
-  for (int d = 0; d < s.stages; ++d) {
-    // Warm-up: enough forwards to fill the pipeline below this stage.
-    int warmup = std::min(s.stages - d - 1, m);
-    Order &o = orders[d];
-    for (int i = 0; i < warmup; ++i)
-      o.push_back({i, forwardIndex(s, d)});
-    for (int i = 0; i < m; ++i) {
-      if (warmup + i < m)
-        o.push_back({warmup + i, forwardIndex(s, d)});
-      pushBackward(s, o, d, i);
-    }
-  }
-  return orders;
-}
-
 // Megatron-LM's interleaved schedule: forwards go through the chunks in
 // groups of p micro-batches; the warm-up is longer so that every chunk's
 // first backward finds its activations.
@@ -278,16 +249,21 @@ std::vector<Order> interleavedOrders(const PipelineSpec &s, int m) {
   return orders;
 }
 
-// ZB-H1: 1F1B's order and warm-up (so 1F1B's in-flight forwards), with
-// device d deferring each W by d micro-batches: later stages then pass B
-// upstream sooner, and the deferred W's fill the cool-down bubble. Device
-// d's extra d pending W's hold M_W = 1 each, so its peak stays at most the
-// first device's 2p.
-std::vector<Order> zbH1Orders(const PipelineSpec &s, int m) {
+// 1F1B: on stage d, enough warm-up forwards to fill the pipeline below it,
+// then a forward and a backward in turn.
+//
+// ZB-H1 (`deferWeights`): 1F1B's order and warm-up (so 1F1B's in-flight
+// forwards), with device d deferring each W by d micro-batches: later stages
+// then pass B upstream sooner, and the deferred W's fill the cool-down
+// bubble. Device d's extra d pending W's hold M_W = 1 each, so its peak stays
+// at most the first device's 2p.
+std::vector<Order> oneFOneBOrders(const PipelineSpec &s, int m,
+                                  bool deferWeights) {
   std::vector<Order> orders(s.stages);
+  const bool split = splitWeight(s);
   for (int d = 0; d < s.stages; ++d) {
     int warmup = std::min(s.stages - d - 1, m);
-    int lag = d;
+    int lag = deferWeights ? d : 0;
     Order &o = orders[d];
     for (int i = 0; i < warmup; ++i)
       o.push_back({i, forwardIndex(s, d)});
@@ -295,10 +271,10 @@ std::vector<Order> zbH1Orders(const PipelineSpec &s, int m) {
       if (warmup + i < m)
         o.push_back({warmup + i, forwardIndex(s, d)});
       o.push_back({i, backwardIndex(s, d)});
-      if (i >= lag)
+      if (split && i >= lag)
         o.push_back({i - lag, weightIndex(s, d)});
     }
-    for (int i = std::max(0, m - lag); i < m; ++i)
+    for (int i = std::max(0, m - lag); split && i < m; ++i)
       o.push_back({i, weightIndex(s, d)});
   }
   return orders;
@@ -322,15 +298,16 @@ BuiltinSchedule buildBuiltin(BuiltinMethod method, PipelineSpec spec,
     out.schedule = scheduleFromOrders(g, numMicro, gpipeOrders(spec, numMicro));
     break;
   case BuiltinMethod::OneFOneB:
-    out.schedule =
-        scheduleFromOrders(g, numMicro, oneFOneBOrders(spec, numMicro));
+    out.schedule = scheduleFromOrders(
+        g, numMicro, oneFOneBOrders(spec, numMicro, /*deferWeights=*/false));
     break;
   case BuiltinMethod::Interleaved:
     out.schedule =
         scheduleFromOrders(g, numMicro, interleavedOrders(spec, numMicro));
     break;
   case BuiltinMethod::ZBH1:
-    out.schedule = scheduleFromOrders(g, numMicro, zbH1Orders(spec, numMicro));
+    out.schedule = scheduleFromOrders(
+        g, numMicro, oneFOneBOrders(spec, numMicro, /*deferWeights=*/true));
     break;
   case BuiltinMethod::ZBH2:
     // Greedy rule: B first, then F while fewer than 2(p - d) - 1 forwards

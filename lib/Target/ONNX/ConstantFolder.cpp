@@ -93,6 +93,20 @@ bool normalizeAxis(int64_t &axis, int64_t rank, std::string &error) {
   return true;
 }
 
+/// normalizeAxis, then marks the axis in `seen`; an axis seen before is an
+/// error ("axis <a> <twice>").
+bool markAxis(int64_t &axis, std::vector<bool> &seen, const char *twice,
+              std::string &error) {
+  if (!normalizeAxis(axis, static_cast<int64_t>(seen.size()), error))
+    return false;
+  if (seen[axis]) {
+    error = "axis " + std::to_string(axis) + " " + twice;
+    return false;
+  }
+  seen[axis] = true;
+  return true;
+}
+
 /// Axes from the opset-13+ input or the older attribute.
 bool axesOf(const Node &n, const std::vector<const Tensor *> &in,
             size_t inputIdx, std::vector<int64_t> &axes, bool &present) {
@@ -284,15 +298,9 @@ bool unsqueezeShape(const std::vector<int64_t> &in,
                     std::string &error) {
   int64_t rank = static_cast<int64_t>(in.size() + axes.size());
   std::vector<bool> isNew(rank, false);
-  for (int64_t a : axes) {
-    if (!normalizeAxis(a, rank, error))
+  for (int64_t a : axes)
+    if (!markAxis(a, isNew, "appears twice", error))
       return false;
-    if (isNew[a]) {
-      error = "axis " + std::to_string(a) + " appears twice";
-      return false;
-    }
-    isNew[a] = true;
-  }
   out.clear();
   size_t k = 0;
   for (int64_t i = 0; i < rank; ++i)
@@ -345,13 +353,8 @@ bool sliceBounds(const std::vector<int64_t> &shape,
   std::vector<bool> seen(rank, false);
   for (size_t k = 0; k < axes.size(); ++k) {
     int64_t ax = axes[k];
-    if (!normalizeAxis(ax, rank, error))
+    if (!markAxis(ax, seen, "is sliced twice", error))
       return false;
-    if (seen[ax]) {
-      error = "axis " + std::to_string(ax) + " is sliced twice";
-      return false;
-    }
-    seen[ax] = true;
     int64_t dim = shape[ax], sp = steps[k];
     if (sp == 0) {
       error = "slice step must not be 0";

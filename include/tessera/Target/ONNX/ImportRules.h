@@ -256,6 +256,19 @@ public:
     return v;
   }
 
+  /// How most rules start: the node has only `known` attributes; then its
+  /// first input (floatFirstInput: which must be a floating-point tensor).
+  FailureOr<Value> firstInput(std::initializer_list<StringRef> known) {
+    if (failed(checkAttributes(known)))
+      return failure();
+    return input(0);
+  }
+  FailureOr<Value> floatFirstInput(std::initializer_list<StringRef> known) {
+    if (failed(checkAttributes(known)))
+      return failure();
+    return floatInput(0);
+  }
+
   /// Tessera's kernels, cost model and partitioner assume every tensor
   /// has elements; ONNX allows empty ones.
   LogicalResult checkNotEmpty(ArrayRef<int64_t> shape, StringRef name) {
@@ -410,6 +423,18 @@ public:
       return std::optional<std::vector<int64_t>>(std::move(*v));
     }
     return attrInts(name);
+  }
+
+  /// The `axes` of Reduce*, Squeeze and Unsqueeze (input 1 in newer opsets,
+  /// else the attribute); empty when neither is there, and `given` says
+  /// which.
+  FailureOr<std::vector<int64_t>> axesOperand(bool &given) {
+    FailureOr<std::optional<std::vector<int64_t>>> axes =
+        intsFromInputOrAttr(1, "axes");
+    if (failed(axes))
+      return failure();
+    given = axes->has_value();
+    return axes->value_or(std::vector<int64_t>());
   }
 
   FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank,

@@ -142,6 +142,28 @@ RankedTensorType scaleDim(RankedTensorType type, int64_t dim, int64_t num,
   return RankedTensorType::get(shape, type.getElementType());
 }
 
+/// all_gather (`gathers`: dim grows n times) and reduce_scatter (dim
+/// shrinks n times) over a group of n ranks.
+template <typename OpTy>
+LogicalResult verifyGatherOrScatter(OpTy op, StringRef name, bool gathers) {
+  if (failed(verifyGroup(op, op.getRanks())))
+    return failure();
+  RankedTensorType in = tensorType(op.getInput()),
+                   out = tensorType(op.getResult());
+  int64_t n = op.getGroupSize(), dim = op.getDim();
+  if (failed(checkDim(op, dim, in.getRank(), "dim")) ||
+      (!gathers && failed(checkDivisible(op, n, in, dim, ""))) ||
+      failed(checkElementType(op, in, out)))
+    return failure();
+  RankedTensorType expected =
+      gathers ? scaleDim(in, dim, n, 1) : scaleDim(in, dim, 1, n);
+  if (out != expected)
+    return op.emitOpError()
+           << name << " over " << n << " ranks of " << in << " along " << dim
+           << " gives " << expected << ", not " << out;
+  return success();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -177,19 +199,7 @@ void AllGatherOp::build(OpBuilder &builder, OperationState &state, Value input,
 }
 
 LogicalResult AllGatherOp::verify() {
-  if (failed(verifyGroup(*this, getRanks())))
-    return failure();
-  RankedTensorType in = tensorType(getInput()), out = tensorType(getResult());
-  int64_t n = getGroupSize(), dim = getDim();
-  if (failed(checkDim(*this, dim, in.getRank(), "dim")) ||
-      failed(checkElementType(*this, in, out)))
-    return failure();
-  RankedTensorType expected = scaleDim(in, dim, n, 1);
-  if (out != expected)
-    return emitOpError("all_gather over ")
-           << n << " ranks of " << in << " along " << dim << " gives "
-           << expected << ", not " << out;
-  return success();
+  return verifyGatherOrScatter(*this, "all_gather", /*gathers=*/true);
 }
 
 void ReduceScatterOp::build(OpBuilder &builder, OperationState &state,
@@ -200,20 +210,7 @@ void ReduceScatterOp::build(OpBuilder &builder, OperationState &state,
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  if (failed(verifyGroup(*this, getRanks())))
-    return failure();
-  RankedTensorType in = tensorType(getInput()), out = tensorType(getResult());
-  int64_t n = getGroupSize(), dim = getDim();
-  if (failed(checkDim(*this, dim, in.getRank(), "dim")) ||
-      failed(checkDivisible(*this, n, in, dim, "")) ||
-      failed(checkElementType(*this, in, out)))
-    return failure();
-  RankedTensorType expected = scaleDim(in, dim, 1, n);
-  if (out != expected)
-    return emitOpError("reduce_scatter over ")
-           << n << " ranks of " << in << " along " << dim << " gives "
-           << expected << ", not " << out;
-  return success();
+  return verifyGatherOrScatter(*this, "reduce_scatter", /*gathers=*/false);
 }
 
 void AllToAllOp::build(OpBuilder &builder, OperationState &state, Value input,

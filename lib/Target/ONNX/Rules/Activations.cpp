@@ -18,6 +18,8 @@
 
 #include "tessera/Target/ONNX/ImportRules.h"
 
+#include <utility>
+
 namespace tessera::onnx_import {
 namespace {
 
@@ -34,9 +36,7 @@ FailureOr<Value> absOf(ImportContext &cx, Value x) {
 }
 
 LogicalResult importLeakyRelu(ImportContext &cx) {
-  if (failed(cx.checkAttributes({"alpha"})))
-    return failure();
-  FailureOr<Value> x = cx.floatInput(0);
+  FailureOr<Value> x = cx.floatFirstInput({"alpha"});
   if (failed(x))
     return failure();
   Type elem = cx.typeOf(*x).getElementType();
@@ -52,18 +52,14 @@ LogicalResult importLeakyRelu(ImportContext &cx) {
 }
 
 LogicalResult importAbs(ImportContext &cx) {
-  if (failed(cx.checkAttributes({})))
-    return failure();
-  FailureOr<Value> x = cx.floatInput(0);
+  FailureOr<Value> x = cx.floatFirstInput({});
   if (failed(x))
     return failure();
   return cx.setOutput(0, absOf(cx, *x));
 }
 
 LogicalResult importSoftplus(ImportContext &cx) {
-  if (failed(cx.checkAttributes({})))
-    return failure();
-  FailureOr<Value> x = cx.floatInput(0);
+  FailureOr<Value> x = cx.floatFirstInput({});
   if (failed(x))
     return failure();
   Type elem = cx.typeOf(*x).getElementType();
@@ -116,20 +112,14 @@ LogicalResult importClip(ImportContext &cx) {
     return failure();
   // min(max(x, lo), hi): with lo > hi every value becomes hi, as ONNX says.
   Value y = *x;
-  if (*lo) {
-    FailureOr<Value> below = cx.compare(tsr::ComparePredicate::lt, y, *lo);
-    if (failed(below))
+  for (auto [bound, outside] : {std::pair(*lo, tsr::ComparePredicate::lt),
+                                std::pair(*hi, tsr::ComparePredicate::gt)}) {
+    if (!bound)
+      continue;
+    FailureOr<Value> out = cx.compare(outside, y, bound);
+    if (failed(out))
       return failure();
-    FailureOr<Value> r = cx.select(*below, *lo, y);
-    if (failed(r))
-      return failure();
-    y = *r;
-  }
-  if (*hi) {
-    FailureOr<Value> above = cx.compare(tsr::ComparePredicate::gt, y, *hi);
-    if (failed(above))
-      return failure();
-    FailureOr<Value> r = cx.select(*above, *hi, y);
+    FailureOr<Value> r = cx.select(*out, bound, y);
     if (failed(r))
       return failure();
     y = *r;
@@ -161,9 +151,7 @@ LogicalResult importMinMax(ImportContext &cx, bool max) {
 }
 
 LogicalResult importTile(ImportContext &cx) {
-  if (failed(cx.checkAttributes({})))
-    return failure();
-  FailureOr<Value> x = cx.input(0);
+  FailureOr<Value> x = cx.firstInput({});
   FailureOr<std::vector<int64_t>> repeats = cx.constInts(1, "repeats");
   if (failed(x) || failed(repeats))
     return failure();

@@ -181,9 +181,7 @@ LogicalResult importLayerNorm(ImportContext &cx) {
 }
 
 template <typename OpTy> LogicalResult importSoftmax(ImportContext &cx) {
-  if (failed(cx.checkAttributes({"axis"})))
-    return failure();
-  FailureOr<Value> x = cx.floatInput(0);
+  FailureOr<Value> x = cx.floatFirstInput({"axis"});
   if (failed(x))
     return failure();
   auto xt = cx.typeOf(*x);
@@ -217,23 +215,19 @@ template <typename OpTy> LogicalResult importSoftmax(ImportContext &cx) {
 }
 
 template <typename OpTy> LogicalResult importReduce(ImportContext &cx) {
-  if (failed(cx.checkAttributes({"axes", "keepdims", "noop_with_empty_axes"})))
-    return failure();
-  FailureOr<Value> x = cx.floatInput(0);
+  FailureOr<Value> x =
+      cx.floatFirstInput({"axes", "keepdims", "noop_with_empty_axes"});
   if (failed(x))
     return failure();
   auto xt = cx.typeOf(*x);
   int64_t rank = xt.getRank();
-  FailureOr<std::optional<std::vector<int64_t>>> axesGiven =
-      cx.intsFromInputOrAttr(1, "axes");
-  if (failed(axesGiven))
+  bool given;
+  FailureOr<std::vector<int64_t>> axesOr = cx.axesOperand(given);
+  if (failed(axesOr))
     return failure();
-  bool given = axesGiven->has_value();
-  std::vector<int64_t> axes = axesGiven->value_or(std::vector<int64_t>());
+  std::vector<int64_t> axes = std::move(*axesOr);
   if (axes.empty()) {
-    if (given && cx.attrInt("noop_with_empty_axes", 0))
-      return cx.setOutput(0, *x);
-    if (!given && cx.attrInt("noop_with_empty_axes", 0))
+    if (cx.attrInt("noop_with_empty_axes", 0))
       return cx.setOutput(0, *x);
     for (int64_t i = 0; i < rank; ++i)
       axes.push_back(i);

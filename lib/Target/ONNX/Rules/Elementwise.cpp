@@ -14,9 +14,7 @@ namespace tessera::onnx_import {
 namespace {
 
 template <typename OpTy> LogicalResult importUnary(ImportContext &cx) {
-  if (failed(cx.checkAttributes({})))
-    return failure();
-  FailureOr<Value> x = cx.floatInput(0);
+  FailureOr<Value> x = cx.floatFirstInput({});
   if (failed(x))
     return failure();
   auto op = cx.createTyped<OpTy>(x->getType(), *x);
@@ -47,9 +45,7 @@ LogicalResult importGelu(ImportContext &cx) {
 }
 
 LogicalResult importReciprocal(ImportContext &cx) {
-  if (failed(cx.checkAttributes({})))
-    return failure();
-  FailureOr<Value> x = cx.floatInput(0);
+  FailureOr<Value> x = cx.floatFirstInput({});
   if (failed(x))
     return failure();
   // tsr has no reciprocal op: 1 / x.

@@ -15,9 +15,7 @@ namespace tessera::onnx_import {
 namespace {
 
 LogicalResult importReshape(ImportContext &cx) {
-  if (failed(cx.checkAttributes({"allowzero"})))
-    return failure();
-  FailureOr<Value> x = cx.input(0);
+  FailureOr<Value> x = cx.firstInput({"allowzero"});
   FailureOr<std::vector<int64_t>> target = cx.constInts(1, "shape");
   if (failed(x) || failed(target))
     return failure();
@@ -31,9 +29,7 @@ LogicalResult importReshape(ImportContext &cx) {
 }
 
 LogicalResult importFlatten(ImportContext &cx) {
-  if (failed(cx.checkAttributes({"axis"})))
-    return failure();
-  FailureOr<Value> x = cx.input(0);
+  FailureOr<Value> x = cx.firstInput({"axis"});
   if (failed(x))
     return failure();
   auto shape = cx.typeOf(*x).getShape();
@@ -48,32 +44,26 @@ LogicalResult importFlatten(ImportContext &cx) {
 }
 
 LogicalResult importUnsqueezeSqueeze(ImportContext &cx, bool unsqueeze) {
-  if (failed(cx.checkAttributes({"axes"})))
-    return failure();
-  FailureOr<Value> x = cx.input(0);
+  FailureOr<Value> x = cx.firstInput({"axes"});
   if (failed(x))
     return failure();
-  FailureOr<std::optional<std::vector<int64_t>>> axesGiven =
-      cx.intsFromInputOrAttr(1, "axes");
-  if (failed(axesGiven))
+  bool given;
+  FailureOr<std::vector<int64_t>> axes = cx.axesOperand(given);
+  if (failed(axes))
     return failure();
-  bool given = axesGiven->has_value();
-  std::vector<int64_t> axes = axesGiven->value_or(std::vector<int64_t>());
   std::vector<int64_t> in(cx.typeOf(*x).getShape().begin(),
                           cx.typeOf(*x).getShape().end()),
       out;
   std::string error;
-  bool ok = unsqueeze ? unsqueezeShape(in, axes, out, error)
-                      : squeezeShape(in, axes, given, out, error);
+  bool ok = unsqueeze ? unsqueezeShape(in, *axes, out, error)
+                      : squeezeShape(in, *axes, given, out, error);
   if (!ok)
     return cx.err() << error;
   return cx.setOutput(0, cx.reshapeTo(*x, out));
 }
 
 LogicalResult importTranspose(ImportContext &cx) {
-  if (failed(cx.checkAttributes({"perm"})))
-    return failure();
-  FailureOr<Value> x = cx.input(0);
+  FailureOr<Value> x = cx.firstInput({"perm"});
   if (failed(x))
     return failure();
   int64_t rank = cx.typeOf(*x).getRank();
@@ -93,9 +83,7 @@ LogicalResult importTranspose(ImportContext &cx) {
 }
 
 LogicalResult importSplit(ImportContext &cx) {
-  if (failed(cx.checkAttributes({"axis", "split", "num_outputs"})))
-    return failure();
-  FailureOr<Value> x = cx.input(0);
+  FailureOr<Value> x = cx.firstInput({"axis", "split", "num_outputs"});
   if (failed(x))
     return failure();
   auto shape = cx.typeOf(*x).getShape();
@@ -226,9 +214,7 @@ LogicalResult importConcat(ImportContext &cx) {
 }
 
 LogicalResult importExpand(ImportContext &cx) {
-  if (failed(cx.checkAttributes({})))
-    return failure();
-  FailureOr<Value> x = cx.input(0);
+  FailureOr<Value> x = cx.firstInput({});
   FailureOr<std::vector<int64_t>> shape = cx.constInts(1, "shape");
   if (failed(x) || failed(shape))
     return failure();
@@ -248,9 +234,7 @@ LogicalResult importExpand(ImportContext &cx) {
 }
 
 LogicalResult importGather(ImportContext &cx) {
-  if (failed(cx.checkAttributes({"axis"})))
-    return failure();
-  FailureOr<Value> data = cx.input(0);
+  FailureOr<Value> data = cx.firstInput({"axis"});
   if (failed(data))
     return failure();
   auto dt = cx.typeOf(*data);

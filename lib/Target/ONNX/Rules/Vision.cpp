@@ -311,9 +311,7 @@ LogicalResult importAveragePool(ImportContext &cx) {
 }
 
 LogicalResult importGlobalAveragePool(ImportContext &cx) {
-  if (failed(cx.checkAttributes({})))
-    return failure();
-  FailureOr<Value> x = cx.floatInput(0);
+  FailureOr<Value> x = cx.floatFirstInput({});
   if (failed(x))
     return failure();
   int64_t rank = cx.typeOf(*x).getRank();
