@@ -115,15 +115,15 @@ AxisSplit splitAt(const Shape &shape, int64_t axis) {
   return s;
 }
 
-int64_t concatShape(const std::vector<Tensor> &inputs, int64_t axis,
-                    const char *name, Shape &outShape) {
+ConcatShape concatShape(const std::vector<Tensor> &inputs, int64_t axis,
+                        const char *name) {
   if (inputs.empty())
     fail(name, "needs at least one input");
   for (const Tensor &t : inputs)
     requireDefined(t, name, "input");
   const Tensor &first = inputs.front();
   int64_t a = normalizeAxis(axis, first.rank(), name);
-  outShape = first.shape();
+  Shape outShape = first.shape();
   outShape[a] = 0;
   for (const Tensor &t : inputs) {
     requireSameDType(first, t, name);
@@ -137,7 +137,7 @@ int64_t concatShape(const std::vector<Tensor> &inputs, int64_t axis,
                      std::to_string(a));
     outShape[a] += t.shape()[a];
   }
-  return a;
+  return {outShape, a};
 }
 
 //===----------------------------------------------------------------------===//

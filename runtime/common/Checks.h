@@ -121,9 +121,13 @@ void checkBroadcastTo(const Tensor &x, const Shape &shape);
 int64_t splitAxis(const Tensor &x, int64_t axis,
                   const std::vector<int64_t> &sizes);
 /// concat: at least one defined input, one dtype, equal shapes outside the
-/// axis; returns the normalised axis and sets the result's shape.
-int64_t concatShape(const std::vector<Tensor> &inputs, int64_t axis,
-                    const char *name, Shape &outShape);
+/// axis; the result's shape and the normalised axis.
+struct ConcatShape {
+  Shape shape;
+  int64_t axis;
+};
+ConcatShape concatShape(const std::vector<Tensor> &inputs, int64_t axis,
+                        const char *name);
 /// What split and concat copy: the pieces along `axis` of a contiguous
 /// tensor of shape `whole`, piece i of extent sizes[i] along the axis and of
 /// shape shapes[i]. Piece i is `outer` runs of runs[i] bytes; row o's run

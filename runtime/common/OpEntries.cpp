@@ -1,7 +1,8 @@
 //===- OpEntries.cpp - the public ops that are one family's kernel --------===//
 //
-// The unary, binary and reduction ops of Ops.h, once for both backends: each
-// names its family function (OpFamilies.h), which the backend implements.
+// The unary, binary and reduction ops and the optimizer updates of Ops.h,
+// once for both backends: each checks what both backends check and names its
+// family function (OpFamilies.h), which the backend implements.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +76,22 @@ Tensor reduce_mean(const Tensor &x, const std::vector<int64_t> &axes,
 Tensor reduce_max(const Tensor &x, const std::vector<int64_t> &axes,
                   bool keepdims) {
   return detail::reduce(x, axes, keepdims, ReduceFn::max, "reduce_max");
+}
+
+Tensor sgd_update(const Tensor &param, const Tensor &grad, const Tensor &lr,
+                  const Tensor &weightDecay) {
+  detail::checkSgdOperands(param, grad);
+  return detail::sgd(param, grad, {lr, weightDecay});
+}
+
+std::tuple<Tensor, Tensor, Tensor>
+adamw_update(const Tensor &param, const Tensor &grad, const Tensor &m,
+             const Tensor &v, const Tensor &step, const Tensor &lr,
+             const Tensor &beta1, const Tensor &beta2, const Tensor &eps,
+             const Tensor &weightDecay) {
+  detail::checkAdamwOperands(param, grad, m, v);
+  return detail::adamw(param, grad, m, v,
+                       {step, lr, beta1, beta2, eps, weightDecay});
 }
 
 } // namespace rt

@@ -1,7 +1,8 @@
 //===- OpFamilies.h - what each backend implements (private) ----*- C++ -*-===//
 //
 // Many public ops of Ops.h are one kernel with another scalar function: the
-// unary ops, the binary ops, the reductions. common/OpEntries.cpp defines
+// unary ops, the binary ops, the reductions; and the optimizer updates'
+// operands are checked alike on both backends. common/OpEntries.cpp defines
 // those entry points once, for both backends, as calls of the family
 // functions below; each backend (cpu/, cuda/) defines the family functions
 // with its own loop or kernel over the functors of ScalarOps.h. `name` is
@@ -15,6 +16,7 @@
 #include "tessera/runtime/Ops.h"
 
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 namespace tessera {
@@ -48,6 +50,20 @@ Tensor binary(const Tensor &a, const Tensor &b, BinaryFn fn, const char *name);
 /// fn over `axes` (all axes when empty).
 Tensor reduce(const Tensor &x, const std::vector<int64_t> &axes, bool keepdims,
               ReduceFn fn, const char *name);
+
+/// The one-element hyperparameter operands (any dtype) of the updates.
+struct SgdScalars {
+  const Tensor &lr, &weightDecay;
+};
+struct AdamwScalars {
+  const Tensor &step, &lr, &beta1, &beta2, &eps, &weightDecay;
+};
+/// The updates of sgd_update and adamw_update, their operands checked.
+Tensor sgd(const Tensor &param, const Tensor &grad, const SgdScalars &s);
+std::tuple<Tensor, Tensor, Tensor> adamw(const Tensor &param,
+                                         const Tensor &grad, const Tensor &m,
+                                         const Tensor &v,
+                                         const AdamwScalars &s);
 
 } // namespace detail
 } // namespace rt

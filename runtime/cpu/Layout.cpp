@@ -166,9 +166,7 @@ std::vector<Tensor> split(const Tensor &x, int64_t axis,
 }
 
 Tensor concat(const std::vector<Tensor> &inputs, int64_t axis) {
-  const char *name = "concat";
-  Shape outShape;
-  int64_t a = concatShape(inputs, axis, name, outShape);
+  auto [outShape, a] = concatShape(inputs, axis, "concat");
   const Tensor &first = inputs.front();
   Tensor out(outShape, first.dtype());
   if (!out.numel())

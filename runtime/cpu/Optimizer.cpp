@@ -11,6 +11,7 @@
 #include "tessera/runtime/Ops.h"
 
 #include "Kernels.h"
+#include "OpFamilies.h"
 
 #include <cmath>
 
@@ -18,12 +19,11 @@ namespace tessera {
 namespace rt {
 using namespace detail;
 
-Tensor sgd_update(const Tensor &param, const Tensor &grad, const Tensor &lr,
-                  const Tensor &weightDecay) {
+Tensor detail::sgd(const Tensor &param, const Tensor &grad,
+                   const SgdScalars &s) {
   const char *name = "sgd_update";
-  checkSgdOperands(param, grad);
-  double lrValue = scalarArg(lr, name, "lr");
-  double wd = scalarArg(weightDecay, name, "weight_decay");
+  double lrValue = scalarArg(s.lr, name, "lr");
+  double wd = scalarArg(s.weightDecay, name, "weight_decay");
   Tensor out(param.shape(), param.dtype());
   dispatchFloat(param.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
@@ -44,20 +44,17 @@ Tensor sgd_update(const Tensor &param, const Tensor &grad, const Tensor &lr,
 }
 
 std::tuple<Tensor, Tensor, Tensor>
-adamw_update(const Tensor &param, const Tensor &grad, const Tensor &m,
-             const Tensor &v, const Tensor &step, const Tensor &lr,
-             const Tensor &beta1, const Tensor &beta2, const Tensor &eps,
-             const Tensor &weightDecay) {
+detail::adamw(const Tensor &param, const Tensor &grad, const Tensor &m,
+              const Tensor &v, const AdamwScalars &s) {
   const char *name = "adamw_update";
-  checkAdamwOperands(param, grad, m, v);
-  double t = scalarArg(step, name, "step");
+  double t = scalarArg(s.step, name, "step");
   if (t < 1)
     fail(name, "step must start at 1, got " + std::to_string(t));
-  double lrValue = scalarArg(lr, name, "lr");
-  double b1 = scalarArg(beta1, name, "beta1");
-  double b2 = scalarArg(beta2, name, "beta2");
-  double epsValue = scalarArg(eps, name, "eps");
-  double wd = scalarArg(weightDecay, name, "weight_decay");
+  double lrValue = scalarArg(s.lr, name, "lr");
+  double b1 = scalarArg(s.beta1, name, "beta1");
+  double b2 = scalarArg(s.beta2, name, "beta2");
+  double epsValue = scalarArg(s.eps, name, "eps");
+  double wd = scalarArg(s.weightDecay, name, "weight_decay");
   double biasCorrection1 = 1 - std::pow(b1, t);
   double biasCorrection2Sqrt = std::sqrt(1 - std::pow(b2, t));
   double stepSize = lrValue / biasCorrection1;

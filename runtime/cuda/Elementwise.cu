@@ -387,8 +387,7 @@ std::vector<Tensor> split(const Tensor &xIn, int64_t axis,
 
 Tensor concat(const std::vector<Tensor> &inputsIn, int64_t axis) {
   const char *name = "concat";
-  Shape outShape;
-  int64_t a = concatShape(inputsIn, axis, name, outShape);
+  auto [outShape, a] = concatShape(inputsIn, axis, name);
   std::vector<Tensor> inputs;
   for (const Tensor &t : inputsIn)
     inputs.push_back(onDevice(t));

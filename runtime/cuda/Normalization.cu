@@ -756,12 +756,11 @@ Tensor softmax_cross_entropy_grad(const Tensor &logitsIn,
   return out;
 }
 
-Tensor sgd_update(const Tensor &paramIn, const Tensor &gradIn,
-                  const Tensor &lrIn, const Tensor &weightDecayIn) {
+Tensor detail::sgd(const Tensor &paramIn, const Tensor &gradIn,
+                   const SgdScalars &scalars) {
   const char *name = "sgd_update";
-  checkSgdOperands(paramIn, gradIn);
-  Tensor lr = scalarOperand(lrIn, name, "lr");
-  Tensor wd = scalarOperand(weightDecayIn, name, "weight_decay");
+  Tensor lr = scalarOperand(scalars.lr, name, "lr");
+  Tensor wd = scalarOperand(scalars.weightDecay, name, "weight_decay");
   Tensor param = onDevice(paramIn), grad = onDevice(gradIn);
   Tensor out(param.shape(), param.dtype());
   int64_t n = param.numel();
@@ -777,18 +776,15 @@ Tensor sgd_update(const Tensor &paramIn, const Tensor &gradIn,
 }
 
 std::tuple<Tensor, Tensor, Tensor>
-adamw_update(const Tensor &paramIn, const Tensor &gradIn, const Tensor &mIn,
-             const Tensor &vIn, const Tensor &stepIn, const Tensor &lrIn,
-             const Tensor &beta1In, const Tensor &beta2In, const Tensor &epsIn,
-             const Tensor &weightDecayIn) {
+detail::adamw(const Tensor &paramIn, const Tensor &gradIn, const Tensor &mIn,
+              const Tensor &vIn, const AdamwScalars &scalars) {
   const char *name = "adamw_update";
-  checkAdamwOperands(paramIn, gradIn, mIn, vIn);
-  Tensor step = scalarOperand(stepIn, name, "step");
-  Tensor lr = scalarOperand(lrIn, name, "lr");
-  Tensor b1 = scalarOperand(beta1In, name, "beta1");
-  Tensor b2 = scalarOperand(beta2In, name, "beta2");
-  Tensor eps = scalarOperand(epsIn, name, "eps");
-  Tensor wd = scalarOperand(weightDecayIn, name, "weight_decay");
+  Tensor step = scalarOperand(scalars.step, name, "step");
+  Tensor lr = scalarOperand(scalars.lr, name, "lr");
+  Tensor b1 = scalarOperand(scalars.beta1, name, "beta1");
+  Tensor b2 = scalarOperand(scalars.beta2, name, "beta2");
+  Tensor eps = scalarOperand(scalars.eps, name, "eps");
+  Tensor wd = scalarOperand(scalars.weightDecay, name, "weight_decay");
   Tensor param = onDevice(paramIn), grad = onDevice(gradIn), m = onDevice(mIn),
          v = onDevice(vIn);
   Tensor coefficients({8}, DType::f64);

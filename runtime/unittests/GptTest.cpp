@@ -111,28 +111,34 @@ double forwardBackward(const Params &P, const Tensor &idx,
       dxf, x, P.at("transformer.ln_f.weight"), meanF, rstdF, -1);
   G["transformer.ln_f.weight"] = dlnw;
   G["transformer.ln_f.bias"] = dlnb;
+  // Layer l's Linear `name`: records the weight and bias gradients, returns
+  // the input's.
+  auto linear = [&](int64_t l, const char *name, const Tensor &dy,
+                    const Tensor &in) {
+    std::string prefix = layer(l, name);
+    auto [din, dw, db] = linearGrad(dy, in, P.at(prefix + ".weight"));
+    G[prefix + ".weight"] = dw;
+    G[prefix + ".bias"] = db;
+    return din;
+  };
+  // Layer l's LayerNorm `name` likewise.
+  auto norm = [&](int64_t l, const char *name, const Tensor &dy,
+                  const Tensor &in, const Tensor &mean, const Tensor &rstd) {
+    std::string prefix = layer(l, name);
+    auto [din, dw, db] =
+        layer_norm_grad(dy, in, P.at(prefix + ".weight"), mean, rstd, -1);
+    G[prefix + ".weight"] = dw;
+    G[prefix + ".bias"] = db;
+    return din;
+  };
   for (int64_t l = L - 1; l >= 0; --l) {
     const Saved &s = saved[l];
     // MLP branch.
-    auto [dg, dwp, dbp] =
-        linearGrad(dx, s.g, P.at(layer(l, "mlp.c_proj.weight")));
-    G[layer(l, "mlp.c_proj.weight")] = dwp;
-    G[layer(l, "mlp.c_proj.bias")] = dbp;
-    Tensor df = gelu_grad(s.f, dg, false);
-    auto [dh2, dwf, dbf] =
-        linearGrad(df, s.h2, P.at(layer(l, "mlp.c_fc.weight")));
-    G[layer(l, "mlp.c_fc.weight")] = dwf;
-    G[layer(l, "mlp.c_fc.bias")] = dbf;
-    auto [dmid, dl2w, dl2b] = layer_norm_grad(
-        dh2, s.mid, P.at(layer(l, "ln_2.weight")), s.mean2, s.rstd2, -1);
-    G[layer(l, "ln_2.weight")] = dl2w;
-    G[layer(l, "ln_2.bias")] = dl2b;
-    dx = add(dx, dmid);
+    Tensor dg = linear(l, "mlp.c_proj", dx, s.g);
+    Tensor dh2 = linear(l, "mlp.c_fc", gelu_grad(s.f, dg, false), s.h2);
+    dx = add(dx, norm(l, "ln_2", dh2, s.mid, s.mean2, s.rstd2));
     // Attention branch.
-    auto [dy, dwo, dbo] =
-        linearGrad(dx, s.y, P.at(layer(l, "attn.c_proj.weight")));
-    G[layer(l, "attn.c_proj.weight")] = dwo;
-    G[layer(l, "attn.c_proj.bias")] = dbo;
+    Tensor dy = linear(l, "attn.c_proj", dx, s.y);
     Tensor dy4 = transpose(reshape(dy, {B, T, H, D}), {0, 2, 1, 3});
     Tensor dp = matmul(dy4, transpose(s.v, {0, 1, 3, 2}));
     Tensor dv4 = matmul(transpose(s.p, {0, 1, 3, 2}), dy4);
@@ -142,16 +148,8 @@ double forwardBackward(const Params &P, const Tensor &idx,
     Tensor dq = reshape(transpose(dq4, {0, 2, 1, 3}), {B, T, W});
     Tensor dk = reshape(transpose(dkT4, {0, 3, 1, 2}), {B, T, W});
     Tensor dv = reshape(transpose(dv4, {0, 2, 1, 3}), {B, T, W});
-    Tensor dqkv = concat({dq, dk, dv}, 2);
-    auto [dh1, dwa, dba] =
-        linearGrad(dqkv, s.h1, P.at(layer(l, "attn.c_attn.weight")));
-    G[layer(l, "attn.c_attn.weight")] = dwa;
-    G[layer(l, "attn.c_attn.bias")] = dba;
-    auto [dxin, dl1w, dl1b] = layer_norm_grad(
-        dh1, s.x, P.at(layer(l, "ln_1.weight")), s.mean1, s.rstd1, -1);
-    G[layer(l, "ln_1.weight")] = dl1w;
-    G[layer(l, "ln_1.bias")] = dl1b;
-    dx = add(dx, dxin);
+    Tensor dh1 = linear(l, "attn.c_attn", concat({dq, dk, dv}, 2), s.h1);
+    dx = add(dx, norm(l, "ln_1", dh1, s.x, s.mean1, s.rstd1));
   }
   G["transformer.wpe.weight"] = reduce_sum(dx, {0}, false);
   G["transformer.wte.weight"] = add(dwteHead, embedding_grad(dx, idx, {V, W}));
