@@ -1,5 +1,4 @@
-//===- ScalarOps.h - the element-wise ops on one value (private) -*- C++
-//-*-===//
+//===- ScalarOps.h - element-wise ops on one value (private) ----*- C++ -*-===//
 //
 // What an element-wise op computes on one element, written once for both
 // backends: the CPU loops and the CUDA kernels apply the same functors, so
@@ -151,6 +150,15 @@ using BinaryFunctors =
     std::tuple<Add, Sub, Mul, Div, Pow, GeluTanhGrad, GeluErfGrad>;
 /// In the order of Compare's enumerators.
 using CompareFunctors = std::tuple<Eq, Ne, Lt, Le, Gt, Ge>;
+static_assert(std::tuple_size_v<UnaryFunctors> ==
+                  static_cast<size_t>(detail::UnaryFn::geluErf) + 1,
+              "one functor per UnaryFn");
+static_assert(std::tuple_size_v<BinaryFunctors> ==
+                  static_cast<size_t>(detail::BinaryFn::geluErfGrad) + 1,
+              "one functor per BinaryFn");
+static_assert(std::tuple_size_v<CompareFunctors> ==
+                  static_cast<size_t>(Compare::ge) + 1,
+              "one functor per Compare");
 
 template <typename Functors, typename F, size_t... I>
 void visitImpl(size_t index, F &f, std::index_sequence<I...>) {

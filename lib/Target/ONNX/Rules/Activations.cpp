@@ -151,7 +151,9 @@ LogicalResult importMinMax(ImportContext &cx, bool max) {
 }
 
 LogicalResult importTile(ImportContext &cx) {
-  FailureOr<Value> x = cx.firstInput({});
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> x = cx.input(0);
   FailureOr<std::vector<int64_t>> repeats = cx.constInts(1, "repeats");
   if (failed(x) || failed(repeats))
     return failure();

@@ -15,7 +15,9 @@ namespace tessera::onnx_import {
 namespace {
 
 LogicalResult importReshape(ImportContext &cx) {
-  FailureOr<Value> x = cx.firstInput({"allowzero"});
+  if (failed(cx.checkAttributes({"allowzero"})))
+    return failure();
+  FailureOr<Value> x = cx.input(0);
   FailureOr<std::vector<int64_t>> target = cx.constInts(1, "shape");
   if (failed(x) || failed(target))
     return failure();
@@ -214,7 +216,9 @@ LogicalResult importConcat(ImportContext &cx) {
 }
 
 LogicalResult importExpand(ImportContext &cx) {
-  FailureOr<Value> x = cx.firstInput({});
+  if (failed(cx.checkAttributes({})))
+    return failure();
+  FailureOr<Value> x = cx.input(0);
   FailureOr<std::vector<int64_t>> shape = cx.constInts(1, "shape");
   if (failed(x) || failed(shape))
     return failure();
