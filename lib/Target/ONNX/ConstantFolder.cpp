@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Target/ONNX/ConstantFolder.h"
+#include "tessera/Support/Broadcast.h"
 
 #include <algorithm>
 #include <cmath>
@@ -58,24 +59,7 @@ std::vector<int64_t> stridesOf(const std::vector<int64_t> &shape) {
   return st;
 }
 
-/// Linear index into a tensor of shape `in`, broadcast to `out`, for the
-/// element at linear index `flat` of `out`.
-int64_t broadcastIndex(int64_t flat, const std::vector<int64_t> &out,
-                       const std::vector<int64_t> &in) {
-  int64_t idx = 0, inStride = 1;
-  size_t off = out.size() - in.size();
-  for (int64_t i = static_cast<int64_t>(out.size()) - 1; i >= 0; --i) {
-    int64_t coord = flat % out[i];
-    flat /= out[i];
-    if (i >= static_cast<int64_t>(off)) {
-      int64_t d = in[i - off];
-      if (d != 1)
-        idx += coord * inStride;
-      inStride *= d;
-    }
-  }
-  return idx;
-}
+using support::broadcastIndex;
 
 int64_t intAttr(const Node &n, const char *name, int64_t dflt) {
   const Attribute *a = n.getAttribute(name);
@@ -381,22 +365,423 @@ bool sliceBounds(const std::vector<int64_t> &shape,
   return true;
 }
 
+namespace {
+
+/// What a fold rule sees: the node, its opset, its inputs (null where an
+/// optional input is omitted) and the largest result it may build.
+struct FoldCall {
+  const Node &n;
+  int64_t opset;
+  const std::vector<const Tensor *> &in;
+  int64_t maxElements;
+};
+
+using FoldFn = FoldStatus (*)(const FoldCall &, std::vector<Tensor> &,
+                              std::string &);
+
+FoldStatus foldIdentity(const FoldCall &c, std::vector<Tensor> &outs,
+                        std::string &) {
+  outs.push_back(*c.in[0]);
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldSize(const FoldCall &c, std::vector<Tensor> &outs,
+                    std::string &) {
+  Tensor r = Tensor::zeros(DType::Int64, {});
+  r.setInt(0, product(c.in[0]->shape));
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldShape(const FoldCall &c, std::vector<Tensor> &outs,
+                     std::string &) {
+  const std::vector<int64_t> &s = c.in[0]->shape;
+  int64_t rank = static_cast<int64_t>(s.size());
+  int64_t start = intAttr(c.n, "start", 0), end = intAttr(c.n, "end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  std::vector<int64_t> dims;
+  for (int64_t i = start; i < end; ++i)
+    dims.push_back(s[i]);
+  outs.push_back(Tensor::fromInts(dims));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldCast(const FoldCall &c, std::vector<Tensor> &outs,
+                    std::string &) {
+  const Tensor &x = *c.in[0];
+  const Attribute *to = c.n.getAttribute("to");
+  if (!to)
+    return FoldStatus::NotFoldable;
+  DType dt = static_cast<DType>(to->i);
+  if (dtypeSize(dt) == 0 || dt == DType::Complex64 || dt == DType::Complex128 ||
+      x.dtype == DType::String)
+    return FoldStatus::NotFoldable;
+  Tensor r = Tensor::zeros(dt, x.shape);
+  bool fromFloat = isFloatDType(x.dtype);
+  for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
+    if (fromFloat)
+      r.setDouble(i, x.getDouble(i));
+    else if (isFloatDType(dt))
+      r.setDouble(i, static_cast<double>(x.getInt(i)));
+    else
+      r.setInt(i, x.getInt(i));
+  }
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldBinary(const FoldCall &c, std::vector<Tensor> &outs,
+                      std::string &error) {
+  return binaryOp(c.n, c.in, outs, error, c.maxElements);
+}
+
+FoldStatus foldNegAbs(const FoldCall &c, std::vector<Tensor> &outs,
+                      std::string &) {
+  const Tensor &x = *c.in[0];
+  bool neg = c.n.opType == "Neg";
+  Tensor r = Tensor::zeros(x.dtype, x.shape);
+  bool fl = isFloatDType(x.dtype);
+  for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
+    if (fl) {
+      double v = x.getDouble(i);
+      r.setDouble(i, neg ? -v : std::fabs(v));
+    } else {
+      int64_t v = x.getInt(i);
+      r.setInt(i, neg ? -v : (v < 0 ? -v : v));
+    }
+  }
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldMinMax(const FoldCall &c, std::vector<Tensor> &outs,
+                      std::string &error) {
+  bool min = c.n.opType == "Min";
+  Tensor acc = *c.in[0];
+  for (size_t k = 1; k < c.in.size(); ++k) {
+    const Tensor &y = *c.in[k];
+    std::vector<int64_t> shape;
+    if (!broadcastShapes(acc.shape, y.shape, shape)) {
+      error = "inputs do not broadcast";
+      return FoldStatus::Error;
+    }
+    if (product(shape) > c.maxElements)
+      return FoldStatus::NotFoldable;
+    Tensor r = Tensor::zeros(acc.dtype, shape);
+    bool fl = isFloatDType(acc.dtype);
+    for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
+      int64_t ia = broadcastIndex(i, shape, acc.shape);
+      int64_t ib = broadcastIndex(i, shape, y.shape);
+      if (fl) {
+        double a = acc.getDouble(ia), b = y.getDouble(ib);
+        r.setDouble(i, min ? std::min(a, b) : std::max(a, b));
+      } else {
+        int64_t a = acc.getInt(ia), b = y.getInt(ib);
+        r.setInt(i, min ? std::min(a, b) : std::max(a, b));
+      }
+    }
+    acc = std::move(r);
+  }
+  outs.push_back(std::move(acc));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldNot(const FoldCall &c, std::vector<Tensor> &outs,
+                   std::string &) {
+  Tensor r = Tensor::zeros(DType::Bool, c.in[0]->shape);
+  for (int64_t i = 0, e = r.numElements(); i < e; ++i)
+    r.setInt(i, !c.in[0]->getInt(i));
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldWhere(const FoldCall &c, std::vector<Tensor> &outs,
+                     std::string &error) {
+  const std::vector<const Tensor *> &in = c.in;
+  std::vector<int64_t> s1, shape;
+  if (!broadcastShapes(in[0]->shape, in[1]->shape, s1) ||
+      !broadcastShapes(s1, in[2]->shape, shape)) {
+    error = "condition and values do not broadcast";
+    return FoldStatus::Error;
+  }
+  if (product(shape) > c.maxElements)
+    return FoldStatus::NotFoldable;
+  Tensor r = Tensor::zeros(in[1]->dtype, shape);
+  size_t es = dtypeSize(r.dtype);
+  for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
+    bool cond = in[0]->getInt(broadcastIndex(i, shape, in[0]->shape));
+    const Tensor &src = cond ? *in[1] : *in[2];
+    int64_t j = broadcastIndex(i, shape, src.shape);
+    std::copy_n(src.data.data() + j * es, es, r.data.data() + i * es);
+  }
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldGather(const FoldCall &c, std::vector<Tensor> &outs,
+                      std::string &error) {
+  const Tensor &data = *c.in[0], &idx = *c.in[1];
+  int64_t rank = static_cast<int64_t>(data.shape.size());
+  int64_t axis = intAttr(c.n, "axis", 0);
+  if (!normalizeAxis(axis, rank, error))
+    return FoldStatus::Error;
+  std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+  shape.insert(shape.end(), idx.shape.begin(), idx.shape.end());
+  shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+  if (product(shape) > c.maxElements)
+    return FoldStatus::NotFoldable;
+  Tensor r = Tensor::zeros(data.dtype, shape);
+  int64_t outer = product(
+      std::vector<int64_t>(data.shape.begin(), data.shape.begin() + axis));
+  int64_t inner = product(
+      std::vector<int64_t>(data.shape.begin() + axis + 1, data.shape.end()));
+  int64_t dim = data.shape[axis], ni = idx.numElements();
+  size_t es = dtypeSize(data.dtype);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < ni; ++k) {
+      int64_t j = idx.getInt(k);
+      if (j < -dim || j >= dim) {
+        error = "index " + std::to_string(j) + " is out of range for size " +
+                std::to_string(dim);
+        return FoldStatus::Error;
+      }
+      if (j < 0)
+        j += dim;
+      std::copy_n(data.data.data() + ((o * dim + j) * inner) * es, inner * es,
+                  r.data.data() + ((o * ni + k) * inner) * es);
+    }
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldConcat(const FoldCall &c, std::vector<Tensor> &outs,
+                      std::string &error) {
+  const Tensor &first = *c.in[0];
+  int64_t rank = static_cast<int64_t>(first.shape.size());
+  int64_t axis = intAttr(c.n, "axis", 0);
+  if (!normalizeAxis(axis, rank, error))
+    return FoldStatus::Error;
+  std::vector<int64_t> shape = first.shape;
+  shape[axis] = 0;
+  for (const Tensor *t : c.in) {
+    if (t->shape.size() != first.shape.size() || t->dtype != first.dtype) {
+      error = "inputs have different ranks or element types";
+      return FoldStatus::Error;
+    }
+    shape[axis] += t->shape[axis];
+  }
+  if (product(shape) > c.maxElements)
+    return FoldStatus::NotFoldable;
+  Tensor r = Tensor::zeros(first.dtype, shape);
+  int64_t outer =
+      product(std::vector<int64_t>(shape.begin(), shape.begin() + axis));
+  size_t pos = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const Tensor *t : c.in) {
+      size_t chunk = t->data.size() / std::max<int64_t>(outer, 1);
+      r.data.replace(pos, chunk, t->data, o * chunk, chunk);
+      pos += chunk;
+    }
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldSqueezes(const FoldCall &c, std::vector<Tensor> &outs,
+                        std::string &error) {
+  std::vector<int64_t> axes, shape;
+  bool present;
+  axesOf(c.n, c.in, 1, axes, present);
+  bool ok = c.n.opType == "Unsqueeze"
+                ? unsqueezeShape(c.in[0]->shape, axes, shape, error)
+                : squeezeShape(c.in[0]->shape, axes, present, shape, error);
+  if (!ok)
+    return FoldStatus::Error;
+  outs.push_back(reshaped(*c.in[0], shape));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldReshape(const FoldCall &c, std::vector<Tensor> &outs,
+                       std::string &error) {
+  std::vector<int64_t> shape;
+  if (!reshapeShape(c.in[0]->shape, c.in[1]->toInts(),
+                    intAttr(c.n, "allowzero", 0) != 0, shape, error))
+    return FoldStatus::Error;
+  outs.push_back(reshaped(*c.in[0], shape));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldConstantOfShape(const FoldCall &c, std::vector<Tensor> &outs,
+                               std::string &error) {
+  std::vector<int64_t> shape = c.in[0]->toInts();
+  for (int64_t d : shape)
+    if (d < 0) {
+      error = "negative dimension in " + shapeStr(shape);
+      return FoldStatus::Error;
+    }
+  if (product(shape) > c.maxElements)
+    return FoldStatus::NotFoldable;
+  const Attribute *v = c.n.getAttribute("value");
+  DType dt = v ? v->t.dtype : DType::Float;
+  if (dtypeSize(dt) == 0)
+    return FoldStatus::NotFoldable;
+  Tensor r = Tensor::zeros(dt, shape);
+  if (v && v->t.numElements() == 1) {
+    size_t es = dtypeSize(dt);
+    for (int64_t i = 0, e = r.numElements(); i < e; ++i)
+      std::copy_n(v->t.data.data(), es, r.data.data() + i * es);
+  }
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldRange(const FoldCall &c, std::vector<Tensor> &outs,
+                     std::string &error) {
+  const std::vector<const Tensor *> &in = c.in;
+  double start = in[0]->getDouble(0), limit = in[1]->getDouble(0),
+         delta = in[2]->getDouble(0);
+  if (delta == 0) {
+    error = "Range delta must not be 0";
+    return FoldStatus::Error;
+  }
+  int64_t count = std::max<int64_t>(
+      0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  if (count > c.maxElements)
+    return FoldStatus::NotFoldable;
+  Tensor r = Tensor::zeros(in[0]->dtype, {count});
+  bool fl = isFloatDType(in[0]->dtype);
+  for (int64_t i = 0; i < count; ++i) {
+    if (fl)
+      r.setDouble(i, start + static_cast<double>(i) * delta);
+    else
+      r.setInt(i, in[0]->getInt(0) + i * in[2]->getInt(0));
+  }
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldSlice(const FoldCall &c, std::vector<Tensor> &outs,
+                     std::string &error) {
+  return sliceOp(c.n, c.opset, c.in, outs, error);
+}
+
+FoldStatus foldExpand(const FoldCall &c, std::vector<Tensor> &outs,
+                      std::string &error) {
+  const Tensor &x = *c.in[0];
+  std::vector<int64_t> shape;
+  if (!broadcastShapes(x.shape, c.in[1]->toInts(), shape)) {
+    error = "cannot expand " + shapeStr(x.shape) + " to " +
+            shapeStr(c.in[1]->toInts());
+    return FoldStatus::Error;
+  }
+  if (product(shape) > c.maxElements)
+    return FoldStatus::NotFoldable;
+  Tensor r = Tensor::zeros(x.dtype, shape);
+  size_t es = dtypeSize(r.dtype);
+  for (int64_t i = 0, e = r.numElements(); i < e; ++i)
+    std::copy_n(x.data.data() + broadcastIndex(i, shape, x.shape) * es, es,
+                r.data.data() + i * es);
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+FoldStatus foldTranspose(const FoldCall &c, std::vector<Tensor> &outs,
+                         std::string &) {
+  const Tensor &x = *c.in[0];
+  int64_t rank = static_cast<int64_t>(x.shape.size());
+  std::vector<int64_t> perm;
+  if (const Attribute *p = c.n.getAttribute("perm"))
+    perm = p->ints;
+  else
+    for (int64_t i = rank - 1; i >= 0; --i)
+      perm.push_back(i);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return FoldStatus::NotFoldable;
+  std::vector<int64_t> shape(rank), inStr = stridesOf(x.shape);
+  for (int64_t i = 0; i < rank; ++i) {
+    if (perm[i] < 0 || perm[i] >= rank)
+      return FoldStatus::NotFoldable;
+    shape[i] = x.shape[perm[i]];
+  }
+  Tensor r = Tensor::zeros(x.dtype, shape);
+  size_t es = dtypeSize(x.dtype);
+  for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
+    int64_t flat = i, src = 0;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      src += (flat % shape[d]) * inStr[perm[d]];
+      flat /= shape[d];
+    }
+    std::copy_n(x.data.data() + src * es, es, r.data.data() + i * es);
+  }
+  outs.push_back(std::move(r));
+  return FoldStatus::Folded;
+}
+
+/// Every input a variadic op is given must be there.
+constexpr size_t kAllInputs = ~size_t(0);
+
+/// One row per ai.onnx op type the folder evaluates: the inputs it needs
+/// (present and known) and its rule. This table is the folder's whole
+/// knowledge of op types; canFoldOpType reads it too. Element-wise float
+/// math beyond these (Sqrt, Exp, Pow, Cos, ...) is not here: a node whose
+/// inputs are all constants and that this table does not fold is imported
+/// by its import rule, and the importer folds the ops the rule built
+/// through those ops' own folders (ImportContext::foldBuiltOps).
+struct FoldRule {
+  const char *opType;
+  size_t needs;
+  FoldFn fold;
+};
+constexpr FoldRule kFoldRules[] = {
+    {"Abs", 1, foldNegAbs},
+    {"Add", 2, foldBinary},
+    {"And", 2, foldBinary},
+    {"Cast", 1, foldCast},
+    {"Concat", kAllInputs, foldConcat},
+    {"ConstantOfShape", 1, foldConstantOfShape},
+    {"Div", 2, foldBinary},
+    {"Equal", 2, foldBinary},
+    {"Expand", 2, foldExpand},
+    {"Gather", 2, foldGather},
+    {"Greater", 2, foldBinary},
+    {"GreaterOrEqual", 2, foldBinary},
+    {"Identity", 1, foldIdentity},
+    {"Less", 2, foldBinary},
+    {"LessOrEqual", 2, foldBinary},
+    {"Max", kAllInputs, foldMinMax},
+    {"Min", kAllInputs, foldMinMax},
+    {"Mul", 2, foldBinary},
+    {"Neg", 1, foldNegAbs},
+    {"Not", 1, foldNot},
+    {"Or", 2, foldBinary},
+    {"Range", 3, foldRange},
+    {"Reshape", 2, foldReshape},
+    {"Shape", 1, foldShape},
+    {"Size", 1, foldSize},
+    {"Slice", 1, foldSlice},
+    {"Squeeze", 1, foldSqueezes},
+    {"Sub", 2, foldBinary},
+    {"Transpose", 1, foldTranspose},
+    {"Unsqueeze", 1, foldSqueezes},
+    {"Where", 3, foldWhere},
+    {"Xor", 2, foldBinary},
+};
+
+const FoldRule *lookupFoldRule(const std::string &opType) {
+  for (const FoldRule &r : kFoldRules)
+    if (opType == r.opType)
+      return &r;
+  return nullptr;
+}
+
+} // namespace
+
 bool canFoldOpType(const std::string &opType) {
-  // The op types of foldNode's branches below.
-  static const char *const kFoldable[] = {
-      "Abs",      "Add",       "And",
-      "Cast",     "Concat",    "ConstantOfShape",
-      "Div",      "Equal",     "Expand",
-      "Gather",   "Greater",   "GreaterOrEqual",
-      "Identity", "Less",      "LessOrEqual",
-      "Max",      "Min",       "Mul",
-      "Neg",      "Not",       "Or",
-      "Range",    "Reshape",   "Shape",
-      "Size",     "Slice",     "Squeeze",
-      "Sub",      "Transpose", "Unsqueeze",
-      "Where",    "Xor"};
-  return std::find(std::begin(kFoldable), std::end(kFoldable), opType) !=
-         std::end(kFoldable);
+  return lookupFoldRule(opType) != nullptr;
 }
 
 FoldStatus foldNode(const Node &n, int64_t opset,
@@ -404,360 +789,24 @@ FoldStatus foldNode(const Node &n, int64_t opset,
                     std::vector<Tensor> &outs, std::string &error,
                     int64_t maxElements) {
   outs.clear();
-  const std::string &op = n.opType;
-  if (!n.domain.empty())
+  const FoldRule *rule = n.domain.empty() ? lookupFoldRule(n.opType) : nullptr;
+  if (!rule)
     return FoldStatus::NotFoldable;
   // Only real numbers and booleans; Shape and Size read nothing but shapes.
-  if (op != "Shape" && op != "Size")
+  if (n.opType != "Shape" && n.opType != "Size")
     for (const Tensor *t : in)
       if (t && (dtypeSize(t->dtype) == 0 || t->dtype == DType::Complex64 ||
                 t->dtype == DType::Complex128 ||
                 t->data.size() != static_cast<size_t>(t->numElements()) *
                                       dtypeSize(t->dtype)))
         return FoldStatus::NotFoldable;
-  auto need = [&](size_t k) {
-    for (size_t i = 0; i < k; ++i)
-      if (in.size() <= i || !in[i])
-        return false;
-    return true;
-  };
-
-  if (op == "Identity") {
-    if (!need(1))
+  size_t needs = rule->needs == kAllInputs ? in.size() : rule->needs;
+  if (needs == 0 || in.size() < needs)
+    return FoldStatus::NotFoldable;
+  for (size_t i = 0; i < needs; ++i)
+    if (!in[i])
       return FoldStatus::NotFoldable;
-    outs.push_back(*in[0]);
-    return FoldStatus::Folded;
-  }
-  if (op == "Shape" || op == "Size") {
-    if (!need(1))
-      return FoldStatus::NotFoldable;
-    const std::vector<int64_t> &s = in[0]->shape;
-    if (op == "Size") {
-      Tensor r = Tensor::zeros(DType::Int64, {});
-      r.setInt(0, product(s));
-      outs.push_back(std::move(r));
-      return FoldStatus::Folded;
-    }
-    int64_t rank = static_cast<int64_t>(s.size());
-    int64_t start = intAttr(n, "start", 0), end = intAttr(n, "end", rank);
-    if (start < 0)
-      start += rank;
-    if (end < 0)
-      end += rank;
-    start = std::clamp<int64_t>(start, 0, rank);
-    end = std::clamp<int64_t>(end, 0, rank);
-    std::vector<int64_t> dims;
-    for (int64_t i = start; i < end; ++i)
-      dims.push_back(s[i]);
-    outs.push_back(Tensor::fromInts(dims));
-    return FoldStatus::Folded;
-  }
-  if (op == "Cast") {
-    if (!need(1))
-      return FoldStatus::NotFoldable;
-    const Attribute *to = n.getAttribute("to");
-    if (!to)
-      return FoldStatus::NotFoldable;
-    DType dt = static_cast<DType>(to->i);
-    if (dtypeSize(dt) == 0 || dt == DType::Complex64 ||
-        dt == DType::Complex128 || in[0]->dtype == DType::String)
-      return FoldStatus::NotFoldable;
-    Tensor r = Tensor::zeros(dt, in[0]->shape);
-    bool fromFloat = isFloatDType(in[0]->dtype);
-    for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
-      if (fromFloat)
-        r.setDouble(i, in[0]->getDouble(i));
-      else if (isFloatDType(dt))
-        r.setDouble(i, static_cast<double>(in[0]->getInt(i)));
-      else
-        r.setInt(i, in[0]->getInt(i));
-    }
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" ||
-      op == "Equal" || op == "Less" || op == "Greater" || op == "LessOrEqual" ||
-      op == "GreaterOrEqual" || op == "And" || op == "Or" || op == "Xor") {
-    if (!need(2))
-      return FoldStatus::NotFoldable;
-    return binaryOp(n, in, outs, error, maxElements);
-  }
-  if (op == "Neg" || op == "Abs") {
-    if (!need(1))
-      return FoldStatus::NotFoldable;
-    Tensor r = Tensor::zeros(in[0]->dtype, in[0]->shape);
-    bool fl = isFloatDType(in[0]->dtype);
-    for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
-      if (fl) {
-        double v = in[0]->getDouble(i);
-        r.setDouble(i, op == "Neg" ? -v : std::fabs(v));
-      } else {
-        int64_t v = in[0]->getInt(i);
-        r.setInt(i, op == "Neg" ? -v : (v < 0 ? -v : v));
-      }
-    }
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  if (op == "Min" || op == "Max") {
-    if (in.empty() || !need(in.size()))
-      return FoldStatus::NotFoldable;
-    Tensor acc = *in[0];
-    for (size_t k = 1; k < in.size(); ++k) {
-      std::vector<int64_t> shape;
-      if (!broadcastShapes(acc.shape, in[k]->shape, shape)) {
-        error = "inputs do not broadcast";
-        return FoldStatus::Error;
-      }
-      if (product(shape) > maxElements)
-        return FoldStatus::NotFoldable;
-      Tensor r = Tensor::zeros(acc.dtype, shape);
-      bool fl = isFloatDType(acc.dtype);
-      for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
-        int64_t ia = broadcastIndex(i, shape, acc.shape);
-        int64_t ib = broadcastIndex(i, shape, in[k]->shape);
-        if (fl) {
-          double x = acc.getDouble(ia), y = in[k]->getDouble(ib);
-          r.setDouble(i, op == "Min" ? std::min(x, y) : std::max(x, y));
-        } else {
-          int64_t x = acc.getInt(ia), y = in[k]->getInt(ib);
-          r.setInt(i, op == "Min" ? std::min(x, y) : std::max(x, y));
-        }
-      }
-      acc = std::move(r);
-    }
-    outs.push_back(std::move(acc));
-    return FoldStatus::Folded;
-  }
-  if (op == "Not") {
-    if (!need(1))
-      return FoldStatus::NotFoldable;
-    Tensor r = Tensor::zeros(DType::Bool, in[0]->shape);
-    for (int64_t i = 0, e = r.numElements(); i < e; ++i)
-      r.setInt(i, !in[0]->getInt(i));
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  if (op == "Where") {
-    if (!need(3))
-      return FoldStatus::NotFoldable;
-    std::vector<int64_t> s1, shape;
-    if (!broadcastShapes(in[0]->shape, in[1]->shape, s1) ||
-        !broadcastShapes(s1, in[2]->shape, shape)) {
-      error = "condition and values do not broadcast";
-      return FoldStatus::Error;
-    }
-    if (product(shape) > maxElements)
-      return FoldStatus::NotFoldable;
-    Tensor r = Tensor::zeros(in[1]->dtype, shape);
-    size_t es = dtypeSize(r.dtype);
-    for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
-      bool c = in[0]->getInt(broadcastIndex(i, shape, in[0]->shape));
-      const Tensor &src = c ? *in[1] : *in[2];
-      int64_t j = broadcastIndex(i, shape, src.shape);
-      std::copy_n(src.data.data() + j * es, es, r.data.data() + i * es);
-    }
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  if (op == "Gather") {
-    if (!need(2))
-      return FoldStatus::NotFoldable;
-    const Tensor &data = *in[0], &idx = *in[1];
-    int64_t rank = static_cast<int64_t>(data.shape.size());
-    int64_t axis = intAttr(n, "axis", 0);
-    if (!normalizeAxis(axis, rank, error))
-      return FoldStatus::Error;
-    std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
-    shape.insert(shape.end(), idx.shape.begin(), idx.shape.end());
-    shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
-    if (product(shape) > maxElements)
-      return FoldStatus::NotFoldable;
-    Tensor r = Tensor::zeros(data.dtype, shape);
-    int64_t outer = product(
-        std::vector<int64_t>(data.shape.begin(), data.shape.begin() + axis));
-    int64_t inner = product(
-        std::vector<int64_t>(data.shape.begin() + axis + 1, data.shape.end()));
-    int64_t dim = data.shape[axis], ni = idx.numElements();
-    size_t es = dtypeSize(data.dtype);
-    for (int64_t o = 0; o < outer; ++o)
-      for (int64_t k = 0; k < ni; ++k) {
-        int64_t j = idx.getInt(k);
-        if (j < -dim || j >= dim) {
-          error = "index " + std::to_string(j) + " is out of range for size " +
-                  std::to_string(dim);
-          return FoldStatus::Error;
-        }
-        if (j < 0)
-          j += dim;
-        std::copy_n(data.data.data() + ((o * dim + j) * inner) * es, inner * es,
-                    r.data.data() + ((o * ni + k) * inner) * es);
-      }
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  if (op == "Concat") {
-    if (in.empty() || !need(in.size()))
-      return FoldStatus::NotFoldable;
-    const Tensor &first = *in[0];
-    int64_t rank = static_cast<int64_t>(first.shape.size());
-    int64_t axis = intAttr(n, "axis", 0);
-    if (!normalizeAxis(axis, rank, error))
-      return FoldStatus::Error;
-    std::vector<int64_t> shape = first.shape;
-    shape[axis] = 0;
-    for (const Tensor *t : in) {
-      if (t->shape.size() != first.shape.size() || t->dtype != first.dtype) {
-        error = "inputs have different ranks or element types";
-        return FoldStatus::Error;
-      }
-      shape[axis] += t->shape[axis];
-    }
-    if (product(shape) > maxElements)
-      return FoldStatus::NotFoldable;
-    Tensor r = Tensor::zeros(first.dtype, shape);
-    int64_t outer =
-        product(std::vector<int64_t>(shape.begin(), shape.begin() + axis));
-    size_t pos = 0;
-    for (int64_t o = 0; o < outer; ++o)
-      for (const Tensor *t : in) {
-        size_t chunk = t->data.size() / std::max<int64_t>(outer, 1);
-        r.data.replace(pos, chunk, t->data, o * chunk, chunk);
-        pos += chunk;
-      }
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  if (op == "Unsqueeze" || op == "Squeeze") {
-    if (!need(1))
-      return FoldStatus::NotFoldable;
-    std::vector<int64_t> axes, shape;
-    bool present;
-    axesOf(n, in, 1, axes, present);
-    bool ok = op == "Unsqueeze"
-                  ? unsqueezeShape(in[0]->shape, axes, shape, error)
-                  : squeezeShape(in[0]->shape, axes, present, shape, error);
-    if (!ok)
-      return FoldStatus::Error;
-    outs.push_back(reshaped(*in[0], shape));
-    return FoldStatus::Folded;
-  }
-  if (op == "Reshape") {
-    if (!need(2))
-      return FoldStatus::NotFoldable;
-    std::vector<int64_t> shape;
-    if (!reshapeShape(in[0]->shape, in[1]->toInts(),
-                      intAttr(n, "allowzero", 0) != 0, shape, error))
-      return FoldStatus::Error;
-    outs.push_back(reshaped(*in[0], shape));
-    return FoldStatus::Folded;
-  }
-  if (op == "ConstantOfShape") {
-    if (!need(1))
-      return FoldStatus::NotFoldable;
-    std::vector<int64_t> shape = in[0]->toInts();
-    for (int64_t d : shape)
-      if (d < 0) {
-        error = "negative dimension in " + shapeStr(shape);
-        return FoldStatus::Error;
-      }
-    if (product(shape) > maxElements)
-      return FoldStatus::NotFoldable;
-    const Attribute *v = n.getAttribute("value");
-    DType dt = v ? v->t.dtype : DType::Float;
-    if (dtypeSize(dt) == 0)
-      return FoldStatus::NotFoldable;
-    Tensor r = Tensor::zeros(dt, shape);
-    if (v && v->t.numElements() == 1) {
-      size_t es = dtypeSize(dt);
-      for (int64_t i = 0, e = r.numElements(); i < e; ++i)
-        std::copy_n(v->t.data.data(), es, r.data.data() + i * es);
-    }
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  if (op == "Range") {
-    if (!need(3))
-      return FoldStatus::NotFoldable;
-    double start = in[0]->getDouble(0), limit = in[1]->getDouble(0),
-           delta = in[2]->getDouble(0);
-    if (delta == 0) {
-      error = "Range delta must not be 0";
-      return FoldStatus::Error;
-    }
-    int64_t count = std::max<int64_t>(
-        0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
-    if (count > maxElements)
-      return FoldStatus::NotFoldable;
-    Tensor r = Tensor::zeros(in[0]->dtype, {count});
-    bool fl = isFloatDType(in[0]->dtype);
-    for (int64_t i = 0; i < count; ++i) {
-      if (fl)
-        r.setDouble(i, start + static_cast<double>(i) * delta);
-      else
-        r.setInt(i, in[0]->getInt(0) + i * in[2]->getInt(0));
-    }
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  if (op == "Slice") {
-    if (!need(1))
-      return FoldStatus::NotFoldable;
-    return sliceOp(n, opset, in, outs, error);
-  }
-  if (op == "Expand") {
-    if (!need(2))
-      return FoldStatus::NotFoldable;
-    std::vector<int64_t> shape;
-    if (!broadcastShapes(in[0]->shape, in[1]->toInts(), shape)) {
-      error = "cannot expand " + shapeStr(in[0]->shape) + " to " +
-              shapeStr(in[1]->toInts());
-      return FoldStatus::Error;
-    }
-    if (product(shape) > maxElements)
-      return FoldStatus::NotFoldable;
-    Tensor r = Tensor::zeros(in[0]->dtype, shape);
-    size_t es = dtypeSize(r.dtype);
-    for (int64_t i = 0, e = r.numElements(); i < e; ++i)
-      std::copy_n(in[0]->data.data() +
-                      broadcastIndex(i, shape, in[0]->shape) * es,
-                  es, r.data.data() + i * es);
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  if (op == "Transpose") {
-    if (!need(1))
-      return FoldStatus::NotFoldable;
-    const Tensor &x = *in[0];
-    int64_t rank = static_cast<int64_t>(x.shape.size());
-    std::vector<int64_t> perm;
-    if (const Attribute *p = n.getAttribute("perm"))
-      perm = p->ints;
-    else
-      for (int64_t i = rank - 1; i >= 0; --i)
-        perm.push_back(i);
-    if (static_cast<int64_t>(perm.size()) != rank)
-      return FoldStatus::NotFoldable;
-    std::vector<int64_t> shape(rank), inStr = stridesOf(x.shape);
-    for (int64_t i = 0; i < rank; ++i) {
-      if (perm[i] < 0 || perm[i] >= rank)
-        return FoldStatus::NotFoldable;
-      shape[i] = x.shape[perm[i]];
-    }
-    Tensor r = Tensor::zeros(x.dtype, shape);
-    size_t es = dtypeSize(x.dtype);
-    for (int64_t i = 0, e = r.numElements(); i < e; ++i) {
-      int64_t flat = i, src = 0;
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        src += (flat % shape[d]) * inStr[perm[d]];
-        flat /= shape[d];
-      }
-      std::copy_n(x.data.data() + src * es, es, r.data.data() + i * es);
-    }
-    outs.push_back(std::move(r));
-    return FoldStatus::Folded;
-  }
-  return FoldStatus::NotFoldable;
+  return rule->fold(FoldCall{n, opset, in, maxElements}, outs, error);
 }
 
 } // namespace tessera::onnx_import

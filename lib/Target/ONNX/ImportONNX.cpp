@@ -3,7 +3,8 @@
 // Builds one `func.func @forward` of tsr ops from the protobuf-free model the
 // loader returns. Values known at import time (Constant nodes, integer
 // initializers, everything computed only from them, and Shape of any value,
-// whose shape is static) are evaluated by the constant folder and only
+// whose shape is static) are evaluated by the constant folder, or else by
+// the folders of the ops their rule builds (foldBuiltOps), and only
 // materialised as `tsr.constant` where a run-time op consumes them, so no
 // integer shape arithmetic reaches tsr.
 //
@@ -26,6 +27,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/StringMap.h"
@@ -199,6 +201,10 @@ OwningOpRef<ModuleOp> ImportContext::run() {
     results.push_back(*v);
   }
   func::ReturnOp::create(b, fileLoc, results);
+  // Constants that only fed ops folded at import time.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
+    if (op.hasTrait<OpTrait::ConstantLike>() && op.use_empty())
+      op.erase();
   func.setFunctionType(
       b.getFunctionType(argTypes, ValueRange(results).getTypes()));
   SmallVector<mlir::Attribute> inputNames;
@@ -331,8 +337,13 @@ LogicalResult ImportContext::importNode(size_t index) {
     if (folded)
       return success();
   }
-  if (rule)
-    return (*rule)(*this);
+  if (rule) {
+    Block *block = b.getInsertionBlock();
+    Operation *last = block->empty() ? nullptr : &block->back();
+    if (failed((*rule)(*this)))
+      return failure();
+    return inputsAllConstant() ? foldBuiltOps(block, last) : success();
+  }
   if (node->domain.empty() &&
       (node->opType == "Shape" || node->opType == "Size"))
     return err() << "the input's shape is not static";
@@ -390,6 +401,116 @@ LogicalResult ImportContext::tryFold(bool &folded) {
     if (failed(setConstOutput(i, std::move(outs[i]))))
       return failure();
   folded = true;
+  return success();
+}
+
+bool ImportContext::inputsAllConstant() {
+  bool any = false;
+  for (size_t i = 0; i < node->inputs.size(); ++i) {
+    if (!hasInput(i))
+      continue;
+    any = true;
+    const std::string &name = node->inputs[i];
+    auto it = values.find(name);
+    if (it != values.end() ? !matchPattern(it->second, m_Constant())
+                           : !knownTensor(name))
+      return false;
+  }
+  return any;
+}
+
+namespace {
+/// The tensor a constant attribute holds, if its element type is one the
+/// importer maps (elementType's inverse).
+std::optional<Tensor> tensorFromAttr(DenseElementsAttr attr) {
+  Type elem = attr.getElementType();
+  DType dtype = elem.isF32()         ? DType::Float
+                : elem.isF16()       ? DType::Float16
+                : elem.isBF16()      ? DType::BFloat16
+                : elem.isInteger(64) ? DType::Int64
+                : elem.isInteger(32) ? DType::Int32
+                : elem.isInteger(1)  ? DType::Bool
+                                     : DType::Undefined;
+  if (dtype == DType::Undefined)
+    return std::nullopt;
+  auto type = cast<ShapedType>(attr.getType());
+  Tensor t = Tensor::zeros(dtype, std::vector<int64_t>(type.getShape()));
+  int64_t n = t.numElements();
+  if (dtype == DType::Bool) {
+    // getValues repeats a splat's value for every element.
+    for (auto [i, v] : llvm::enumerate(attr.getValues<bool>()))
+      t.setInt(static_cast<int64_t>(i), v);
+    return t;
+  }
+  ArrayRef<char> raw = attr.getRawData();
+  size_t es = dtypeSize(dtype);
+  for (int64_t i = 0; i < n; ++i)
+    std::copy_n(raw.data() + (attr.isSplat() ? 0 : i * es), es,
+                t.data.data() + i * es);
+  return t;
+}
+} // namespace
+
+LogicalResult ImportContext::foldBuiltOps(Block *block, Operation *last) {
+  // The ops the rule built, in order: an op whose operands are all
+  // constants (its inputs, or ops folded before it) folds through its own
+  // folder, and the dialect materialises the result.
+  auto begin = last ? std::next(Block::iterator(last)) : block->begin();
+  for (Operation &op :
+       llvm::make_early_inc_range(llvm::make_range(begin, block->end()))) {
+    if (op.hasTrait<OpTrait::ConstantLike>() || op.getNumResults() != 1 ||
+        !op.getDialect())
+      continue;
+    SmallVector<mlir::Attribute> operands;
+    for (Value v : op.getOperands()) {
+      mlir::Attribute a;
+      if (!matchPattern(v, m_Constant(&a)))
+        break;
+      operands.push_back(a);
+    }
+    SmallVector<OpFoldResult> folded;
+    if (operands.size() != op.getNumOperands() ||
+        failed(op.fold(operands, folded)) || folded.size() != 1)
+      continue;
+    Value result = op.getResult(0);
+    Value repl = dyn_cast<Value>(folded[0]);
+    if (!repl) {
+      b.setInsertionPoint(&op);
+      Operation *c = op.getDialect()->materializeConstant(
+          b, cast<mlir::Attribute>(folded[0]), result.getType(), op.getLoc());
+      if (!c)
+        continue;
+      repl = c->getResult(0);
+    }
+    result.replaceAllUsesWith(repl);
+    // The node's outputs are the only names that can refer to it.
+    for (const std::string &name : node->outputs) {
+      auto it = values.find(name);
+      if (it != values.end() && it->second == result)
+        it->second = repl;
+    }
+    op.erase();
+  }
+  b.setInsertionPointToEnd(block);
+
+  // Outputs that folded become import-time constants, which later nodes
+  // read as tensors (shapes, axes) and which materialise where used.
+  for (size_t i = 0; i < node->outputs.size(); ++i) {
+    if (!hasOutput(i))
+      continue;
+    auto it = values.find(node->outputs[i]);
+    if (it == values.end())
+      continue;
+    DenseElementsAttr attr;
+    if (!matchPattern(it->second, m_Constant(&attr)))
+      continue;
+    std::optional<Tensor> t = tensorFromAttr(attr);
+    if (!t)
+      continue;
+    values.erase(it);
+    if (failed(setConstOutput(i, std::move(*t))))
+      return failure();
+  }
   return success();
 }
 

@@ -88,3 +88,72 @@ func.func @relu_idempotent(%x: tensor<4xf32>) -> tensor<4xf32> {
   %1 = tsr.relu %0 : tensor<4xf32>
   return %1 : tensor<4xf32>
 }
+
+// -----
+
+// Dense (non-splat) constants fold with numpy broadcasting.
+// CHECK-LABEL: func.func @dense_binary_broadcast
+// CHECK-NEXT: %[[C:.*]] = tsr.constant dense<{{\[}}[9.000000e+00, 8.000000e+00, 7.000000e+00], [1.900000e+01, 1.800000e+01, 1.700000e+01]]> : tensor<2x3xf32>
+// CHECK-NEXT: return %[[C]]
+func.func @dense_binary_broadcast() -> tensor<2x3xf32> {
+  %a = tsr.constant dense<[[10.0], [20.0]]> : tensor<2x1xf32>
+  %b = tsr.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %0 = tsr.sub %a, %b : (tensor<2x1xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// compare and where on constants; NaN is unordered (only ne holds).
+// CHECK-LABEL: func.func @compare_where
+// CHECK-DAG: tsr.constant dense<[true, false, false]> : tensor<3xi1>
+// CHECK-DAG: tsr.constant dense<[false, false, true]> : tensor<3xi1>
+// CHECK-DAG: tsr.constant dense<{{\[}}[1.000000e+00, 0.000000e+00, 0.000000e+00], [1.000000e+00, 0.000000e+00, 0.000000e+00]]> : tensor<2x3xf32>
+// CHECK-NOT: tsr.compare
+// CHECK-NOT: tsr.where
+func.func @compare_where() -> (tensor<3xi1>, tensor<3xi1>, tensor<2x3xf32>) {
+  %a = tsr.constant dense<[1.0, 2.0, 0x7FC00000]> : tensor<3xf32>
+  %b = tsr.constant dense<2.0> : tensor<f32>
+  %lt = tsr.compare lt, %a, %b : (tensor<3xf32>, tensor<f32>) -> tensor<3xi1>
+  %ne = tsr.compare ne, %a, %a : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xi1>
+  %one = tsr.constant dense<1.0> : tensor<f32>
+  %zero = tsr.constant dense<[[0.0], [0.0]]> : tensor<2x1xf32>
+  %w = tsr.where %lt, %one, %zero : (tensor<3xi1>, tensor<f32>, tensor<2x1xf32>) -> tensor<2x3xf32>
+  return %lt, %ne, %w : tensor<3xi1>, tensor<3xi1>, tensor<2x3xf32>
+}
+
+// -----
+
+// cast: float to integer rounds toward zero, to i1 compares with zero, i1
+// reads as 0/1; a value out of the target's range is left to the runtime.
+// CHECK-LABEL: func.func @casts
+// CHECK-DAG: tsr.constant dense<[-1, 2, 0]> : tensor<3xi64>
+// CHECK-DAG: tsr.constant dense<[false, true, true]> : tensor<3xi1>
+// CHECK-DAG: tsr.constant dense<[0.000000e+00, 1.000000e+00]> : tensor<2xf32>
+// CHECK-DAG: %[[BIG:.*]] = tsr.constant dense<3.000000e+10> : tensor<f32>
+// CHECK: tsr.cast %[[BIG]] : tensor<f32> to tensor<i32>
+// CHECK-NOT: tsr.cast
+func.func @casts() -> (tensor<3xi64>, tensor<3xi1>, tensor<2xf32>, tensor<i32>) {
+  %f = tsr.constant dense<[-1.5, 2.7, 0.0]> : tensor<3xf32>
+  %g = tsr.constant dense<[0.0, -0.5, 4.0]> : tensor<3xf32>
+  %m = tsr.constant dense<[false, true]> : tensor<2xi1>
+  %big = tsr.constant dense<3.0e10> : tensor<f32>
+  %0 = tsr.cast %f : tensor<3xf32> to tensor<3xi64>
+  %1 = tsr.cast %g : tensor<3xf32> to tensor<3xi1>
+  %2 = tsr.cast %m : tensor<2xi1> to tensor<2xf32>
+  %3 = tsr.cast %big : tensor<f32> to tensor<i32>
+  return %0, %1, %2, %3 : tensor<3xi64>, tensor<3xi1>, tensor<2xf32>, tensor<i32>
+}
+
+// -----
+
+// concat of constants: each row takes one run from every input in turn.
+// CHECK-LABEL: func.func @concat_constants
+// CHECK-NEXT: %[[C:.*]] = tsr.constant dense<{{\[}}[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+// CHECK-NEXT: return %[[C]]
+func.func @concat_constants() -> tensor<2x3xi64> {
+  %a = tsr.constant dense<[[1], [4]]> : tensor<2x1xi64>
+  %b = tsr.constant dense<[[2, 3], [5, 6]]> : tensor<2x2xi64>
+  %0 = tsr.concat %a, %b {axis = 1 : i64} : (tensor<2x1xi64>, tensor<2x2xi64>) -> tensor<2x3xi64>
+  return %0 : tensor<2x3xi64>
+}

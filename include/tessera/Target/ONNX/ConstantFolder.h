@@ -2,8 +2,10 @@
 //
 // torch exports compute shapes with small integer subgraphs (Shape, Gather,
 // Concat, Unsqueeze, ...). tsr has no integer shape arithmetic, so the
-// importer evaluates every node whose inputs are all known at import time
-// with this plain C++ evaluator and never emits such subgraphs.
+// importer evaluates such nodes, when all their inputs are known at import
+// time, with this plain C++ evaluator and never emits them. Float math on
+// constants that the folder's table lacks is imported by its rule and
+// folded by the built ops' own folders (ImportContext::foldBuiltOps).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,10 +30,10 @@ FoldStatus foldNode(const Node &node, int64_t opset,
                     std::vector<Tensor> &outputs, std::string &error,
                     int64_t maxElements = 1 << 20);
 
-/// Numpy broadcast of two shapes; false if they do not broadcast.
 /// Whether foldNode evaluates some nodes of this (ai.onnx) op type.
 bool canFoldOpType(const std::string &opType);
 
+/// Numpy broadcast of two shapes; false if they do not broadcast.
 bool broadcastShapes(const std::vector<int64_t> &a,
                      const std::vector<int64_t> &b, std::vector<int64_t> &out);
 

@@ -574,6 +574,14 @@ public:
   LogicalResult importNode(size_t index);
   /// Folds the node if all its inputs are known; sets `folded`.
   LogicalResult tryFold(bool &folded);
+  /// Whether the node has inputs and all of them are constants (known at
+  /// import time, or materialised as constant ops).
+  bool inputsAllConstant();
+  /// After a rule imported a node whose inputs are all constants: folds
+  /// the ops it built (those after `last` in `block`) through their own
+  /// folders, and records outputs that became constants as import-time
+  /// tensors.
+  LogicalResult foldBuiltOps(Block *block, Operation *last);
 
   //===--------------------------------------------------------------------===//
   // State

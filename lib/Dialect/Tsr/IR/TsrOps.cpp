@@ -7,11 +7,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Support/Broadcast.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/APSInt.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
 
@@ -133,8 +135,11 @@ std::optional<double> splatValue(Attribute attr) {
   return splat.getSplatValue<APFloat>().convertToDouble();
 }
 
-/// Folds a binary op: an identity (x op c == x, when the types agree) or
-/// two f32 splats.
+using support::broadcastIndex;
+
+/// Folds a binary op: an identity (x op c == x, when the types agree), two
+/// f32 splats, or two f32 constants broadcast to a result of at most
+/// kMaxFoldElements elements.
 OpFoldResult foldBinary(Operation *op, Attribute lhs, Attribute rhs,
                         std::optional<double> identity,
                         llvm::function_ref<float(float, float)> fn) {
@@ -145,9 +150,24 @@ OpFoldResult foldBinary(Operation *op, Attribute lhs, Attribute rhs,
     return lhsValue;
   auto l = splatValue(lhs);
   auto type = cast<RankedTensorType>(resultType);
-  if (l && r && type.getElementType().isF32())
+  if (!type.getElementType().isF32())
+    return {};
+  if (l && r)
     return DenseElementsAttr::get(type, fn(float(*l), float(*r)));
-  return {};
+  auto ld = dyn_cast_or_null<DenseElementsAttr>(lhs);
+  auto rd = dyn_cast_or_null<DenseElementsAttr>(rhs);
+  if (!ld || !rd || !ld.getElementType().isF32() ||
+      !rd.getElementType().isF32() || type.getNumElements() > kMaxFoldElements)
+    return {};
+  auto a = ld.getValues<float>(), b = rd.getValues<float>();
+  ArrayRef<int64_t> shape = type.getShape();
+  ArrayRef<int64_t> aShape = ld.getType().getShape();
+  ArrayRef<int64_t> bShape = rd.getType().getShape();
+  SmallVector<float> values;
+  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i)
+    values.push_back(fn(a[broadcastIndex(i, shape, aShape)],
+                        b[broadcastIndex(i, shape, bShape)]));
+  return DenseElementsAttr::get(type, ArrayRef<float>(values));
 }
 
 } // namespace
@@ -220,10 +240,171 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
-OpFoldResult CastOp::fold(FoldAdaptor) {
+namespace {
+/// The elements of a constant, when it is small enough to fold.
+std::optional<SmallVector<Attribute>> foldableElements(Attribute attr) {
+  auto dense = dyn_cast_or_null<DenseElementsAttr>(attr);
+  if (!dense || dense.getNumElements() > kMaxFoldElements)
+    return std::nullopt;
+  auto values = dense.getValues<Attribute>();
+  return SmallVector<Attribute>(values.begin(), values.end());
+}
+
+/// Shape of a constant operand (foldableElements succeeded on it).
+ArrayRef<int64_t> constShape(Attribute attr) {
+  return cast<DenseElementsAttr>(attr).getType().getShape();
+}
+
+/// One element converted as the runtimes' cast does: float to float rounds
+/// to nearest even, float to integer toward zero (null where the value does
+/// not fit: the runtimes' C++ conversion is undefined there), to i1 compares
+/// with zero, i1 reads as 0/1, other integers sign-extend or truncate.
+Attribute castElement(Attribute value, Type to) {
+  auto toInt = dyn_cast<IntegerType>(to);
+  if (auto f = dyn_cast<FloatAttr>(value)) {
+    APFloat v = f.getValue();
+    if (auto ft = dyn_cast<FloatType>(to)) {
+      bool lost;
+      v.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      return FloatAttr::get(to, v);
+    }
+    if (!toInt)
+      return {};
+    if (toInt.getWidth() == 1)
+      return IntegerAttr::get(to, APInt(1, v.isZero() ? 0 : 1));
+    APSInt r(toInt.getWidth(), /*isUnsigned=*/false);
+    bool exact;
+    if (v.convertToInteger(r, APFloat::rmTowardZero, &exact) &
+        APFloat::opInvalidOp)
+      return {};
+    return IntegerAttr::get(to, r);
+  }
+  auto i = dyn_cast<IntegerAttr>(value);
+  if (!i)
+    return {};
+  APInt v = i.getValue();
+  bool isSigned = v.getBitWidth() != 1;
+  if (auto ft = dyn_cast<FloatType>(to)) {
+    APFloat r(ft.getFloatSemantics());
+    r.convertFromAPInt(v, isSigned, APFloat::rmNearestTiesToEven);
+    return FloatAttr::get(to, r);
+  }
+  if (!toInt)
+    return {};
+  if (toInt.getWidth() == 1)
+    return IntegerAttr::get(to, APInt(1, v.isZero() ? 0 : 1));
+  return IntegerAttr::get(to, isSigned ? v.sextOrTrunc(toInt.getWidth())
+                                       : v.zextOrTrunc(toInt.getWidth()));
+}
+
+/// `lhs <predicate> rhs` on two elements of the same type (floats compare
+/// as IEEE does: every predicate but ne is false on NaN).
+std::optional<bool> compareElements(ComparePredicate predicate, Attribute lhs,
+                                    Attribute rhs) {
+  int order; // -1, 0, 1; 2 for unordered
+  if (auto a = dyn_cast<FloatAttr>(lhs)) {
+    auto b = dyn_cast<FloatAttr>(rhs);
+    if (!b)
+      return std::nullopt;
+    switch (a.getValue().compare(b.getValue())) {
+    case APFloat::cmpLessThan:
+      order = -1;
+      break;
+    case APFloat::cmpEqual:
+      order = 0;
+      break;
+    case APFloat::cmpGreaterThan:
+      order = 1;
+      break;
+    case APFloat::cmpUnordered:
+      order = 2;
+      break;
+    }
+  } else {
+    auto x = dyn_cast<IntegerAttr>(lhs), y = dyn_cast<IntegerAttr>(rhs);
+    if (!x || !y)
+      return std::nullopt;
+    order = x.getValue().slt(y.getValue())   ? -1
+            : x.getValue().sgt(y.getValue()) ? 1
+                                             : 0;
+  }
+  switch (predicate) {
+  case ComparePredicate::eq:
+    return order == 0;
+  case ComparePredicate::ne:
+    return order != 0;
+  case ComparePredicate::lt:
+    return order == -1;
+  case ComparePredicate::le:
+    return order == -1 || order == 0;
+  case ComparePredicate::gt:
+    return order == 1;
+  case ComparePredicate::ge:
+    return order == 1 || order == 0;
+  }
+  return std::nullopt;
+}
+} // namespace
+
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  return {};
+  auto values = foldableElements(adaptor.getInput());
+  auto type = cast<RankedTensorType>(getType());
+  // The importer folds before the module is verified: check what the
+  // verifier would, rather than build a wrong constant.
+  if (!values || static_cast<int64_t>(values->size()) != type.getNumElements())
+    return {};
+  for (Attribute &v : *values)
+    if (!(v = castElement(v, type.getElementType())))
+      return {};
+  return DenseElementsAttr::get(type, *values);
+}
+
+OpFoldResult CompareOp::fold(FoldAdaptor adaptor) {
+  auto lhs = foldableElements(adaptor.getLhs());
+  auto rhs = foldableElements(adaptor.getRhs());
+  auto type = cast<RankedTensorType>(getType());
+  if (!lhs || !rhs || type.getNumElements() > kMaxFoldElements ||
+      getLhs().getType().getElementType() !=
+          getRhs().getType().getElementType())
+    return {};
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<bool> out;
+  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i) {
+    std::optional<bool> r = compareElements(
+        getPredicate(),
+        (*lhs)[broadcastIndex(i, shape, constShape(adaptor.getLhs()))],
+        (*rhs)[broadcastIndex(i, shape, constShape(adaptor.getRhs()))]);
+    if (!r)
+      return {};
+    out.push_back(*r);
+  }
+  return DenseElementsAttr::get(type, out);
+}
+
+OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
+  auto cond = foldableElements(adaptor.getCondition());
+  auto lhs = foldableElements(adaptor.getLhs());
+  auto rhs = foldableElements(adaptor.getRhs());
+  auto type = cast<RankedTensorType>(getType());
+  if (!cond || !lhs || !rhs || type.getNumElements() > kMaxFoldElements ||
+      getLhs().getType().getElementType() != type.getElementType() ||
+      getRhs().getType().getElementType() != type.getElementType())
+    return {};
+  ArrayRef<int64_t> shape = type.getShape();
+  SmallVector<Attribute> out;
+  for (int64_t i = 0, e = type.getNumElements(); i < e; ++i) {
+    bool c =
+        cast<IntegerAttr>((*cond)[broadcastIndex(
+                              i, shape, constShape(adaptor.getCondition()))])
+            .getValue()
+            .getBoolValue();
+    out.push_back(
+        c ? (*lhs)[broadcastIndex(i, shape, constShape(adaptor.getLhs()))]
+          : (*rhs)[broadcastIndex(i, shape, constShape(adaptor.getRhs()))]);
+  }
+  return DenseElementsAttr::get(type, out);
 }
 
 Value CastOp::getViewSource() {
@@ -778,10 +959,36 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-OpFoldResult ConcatOp::fold(FoldAdaptor) {
+OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
   if (getInputs().size() == 1 && getInputs()[0].getType() == getType())
     return getInputs()[0];
-  return {};
+  // Constant inputs: each outer index takes one run from every input in turn.
+  auto type = cast<RankedTensorType>(getType());
+  if (type.getNumElements() > kMaxFoldElements)
+    return {};
+  SmallVector<SmallVector<Attribute>> inputs;
+  int64_t total = 0;
+  for (auto [a, v] : llvm::zip(adaptor.getInputs(), getInputs())) {
+    auto values = foldableElements(a);
+    if (!values || cast<RankedTensorType>(v.getType()).getElementType() !=
+                       type.getElementType())
+      return {};
+    total += static_cast<int64_t>(values->size());
+    inputs.push_back(std::move(*values));
+  }
+  if (total != type.getNumElements())
+    return {};
+  int64_t axis = getAxis();
+  int64_t outer = 1;
+  for (int64_t d : type.getShape().take_front(axis))
+    outer *= d;
+  SmallVector<Attribute> out;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const SmallVector<Attribute> &in : inputs) {
+      int64_t run = static_cast<int64_t>(in.size()) / outer;
+      out.append(in.begin() + o * run, in.begin() + (o + 1) * run);
+    }
+  return DenseElementsAttr::get(type, out);
 }
 
 Result<annotation::Annotation> ConcatOp::buildAnnotation() {

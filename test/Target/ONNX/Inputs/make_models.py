@@ -124,6 +124,31 @@ def main(out):
         inits=[numpy_helper.from_array(np.array([0, 3, -1], np.int64),
                                        "back_shape")])
 
+    # Float math on constants that the constant folder does not evaluate
+    # (Cos, Sqrt, Pow, Sigmoid): the import rules build tsr ops, whose own
+    # folders evaluate them at import time.
+    save(out, "float_fold", [
+        const("start", np.array(0, np.float32)),
+        const("limit", np.array(4, np.float32)),
+        const("delta", np.array(1, np.float32)),
+        helper.make_node("Range", ["start", "limit", "delta"], ["r"],
+                         name="range"),
+        const("half", np.array(0.5, np.float32)),
+        helper.make_node("Mul", ["r", "half"], ["rh"], name="mul_half"),
+        helper.make_node("Cos", ["rh"], ["c"], name="cos"),
+        helper.make_node("Mul", ["x", "c"], ["xc"], name="mul_cos"),
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        const("one", np.array(1, np.int64)),
+        helper.make_node("Gather", ["s", "one"], ["n"], name="gather_n"),
+        helper.make_node("Cast", ["n"], ["nf"], name="cast_n", to=F),
+        helper.make_node("Sqrt", ["nf"], ["root"], name="sqrt"),
+        helper.make_node("Div", ["xc", "root"], ["xd"], name="div_root"),
+        const("base", np.array(10, np.float32)),
+        helper.make_node("Pow", ["base", "rh"], ["p"], name="pow"),
+        helper.make_node("Sigmoid", ["p"], ["g"], name="sigmoid"),
+        helper.make_node("Add", ["xd", "g"], ["y"], name="add_g"),
+    ], [vi("x", F, [2, 4])], [vi("y", F, [2, 4])])
+
     # Slice (negative start, clamped end, step 2) and Split into equal parts.
     save(out, "slice_split", [
         const("starts", np.array([-3, 0], np.int64)),

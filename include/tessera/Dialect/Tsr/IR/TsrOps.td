@@ -116,8 +116,9 @@ class Tsr_UnaryOp<string mnemonic, string summaryText, code scalarFn,
 }
 
 // Elementwise ops on two float tensors with numpy broadcasting. `scalarFn`
-// is the op on f32 `a` and `b`, folded on splat constants; `identity` is
-// the right operand's value for which the op returns its left operand.
+// is the op on f32 `a` and `b`, folded on constants (splats, or dense
+// operands with a result of at most 2^16 elements); `identity` is the right
+// operand's value for which the op returns its left operand.
 class Tsr_BinaryOp<string mnemonic, string summaryText, string identity,
                    code scalarFn, list<Trait> traits = []>
     : Tsr_Op<mnemonic, "*, * -> *",
@@ -212,6 +213,7 @@ def Tsr_CompareOp : Tsr_Op<"compare", "*, * -> *", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = [{
     $predicate `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+  let hasFolder = 1;
 }
 
 def Tsr_WhereOp : Tsr_Op<"where", "*, *, * -> *", [Tsr_Differentiable, Pure, InferTypeOpAdaptor]> {
@@ -226,6 +228,7 @@ def Tsr_WhereOp : Tsr_Op<"where", "*, *, * -> *", [Tsr_Differentiable, Pure, Inf
   let assemblyFormat = [{
     $condition `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
+  let hasFolder = 1;
 }
 
 def Tsr_CastOp : Tsr_Op<"cast", "* -> *", [Tsr_Differentiable, Pure, Tsr_ViewWhenIdentity]> {
