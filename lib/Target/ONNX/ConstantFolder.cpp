@@ -141,10 +141,22 @@ std::optional<T> applyBinary(const std::string &op, T x, T y) {
   return std::nullopt;
 }
 
-FoldStatus binaryOp(const Node &n, const std::vector<const Tensor *> &in,
-                    std::vector<Tensor> &outs, std::string &error,
-                    int64_t maxElements) {
-  const std::string &op = n.opType;
+/// What a fold rule sees: the node, its opset, its inputs (null where an
+/// optional input is omitted) and the largest result it may build.
+struct FoldCall {
+  const Node &n;
+  int64_t opset;
+  const std::vector<const Tensor *> &in;
+  int64_t maxElements;
+};
+
+using FoldFn = FoldStatus (*)(const FoldCall &, std::vector<Tensor> &,
+                              std::string &);
+
+FoldStatus foldBinary(const FoldCall &c, std::vector<Tensor> &outs,
+                      std::string &error) {
+  const std::vector<const Tensor *> &in = c.in;
+  const std::string &op = c.n.opType;
   const Tensor &a = *in[0], &b = *in[1];
   std::vector<int64_t> shape;
   if (!broadcastShapes(a.shape, b.shape, shape)) {
@@ -152,7 +164,7 @@ FoldStatus binaryOp(const Node &n, const std::vector<const Tensor *> &in,
             " do not broadcast";
     return FoldStatus::Error;
   }
-  if (product(shape) > maxElements)
+  if (product(shape) > c.maxElements)
     return FoldStatus::NotFoldable;
   bool compare = op == "Equal" || op == "Less" || op == "Greater" ||
                  op == "LessOrEqual" || op == "GreaterOrEqual";
@@ -194,9 +206,11 @@ Tensor reshaped(const Tensor &src, std::vector<int64_t> shape) {
   return r;
 }
 
-FoldStatus sliceOp(const Node &n, int64_t opset,
-                   const std::vector<const Tensor *> &in,
-                   std::vector<Tensor> &outs, std::string &error) {
+FoldStatus foldSlice(const FoldCall &c, std::vector<Tensor> &outs,
+                     std::string &error) {
+  const Node &n = c.n;
+  int64_t opset = c.opset;
+  const std::vector<const Tensor *> &in = c.in;
   const Tensor &x = *in[0];
   int64_t rank = static_cast<int64_t>(x.shape.size());
   std::vector<int64_t> starts, ends, axes, steps;
@@ -367,18 +381,6 @@ bool sliceBounds(const std::vector<int64_t> &shape,
 
 namespace {
 
-/// What a fold rule sees: the node, its opset, its inputs (null where an
-/// optional input is omitted) and the largest result it may build.
-struct FoldCall {
-  const Node &n;
-  int64_t opset;
-  const std::vector<const Tensor *> &in;
-  int64_t maxElements;
-};
-
-using FoldFn = FoldStatus (*)(const FoldCall &, std::vector<Tensor> &,
-                              std::string &);
-
 FoldStatus foldIdentity(const FoldCall &c, std::vector<Tensor> &outs,
                         std::string &) {
   outs.push_back(*c.in[0]);
@@ -433,11 +435,6 @@ FoldStatus foldCast(const FoldCall &c, std::vector<Tensor> &outs,
   }
   outs.push_back(std::move(r));
   return FoldStatus::Folded;
-}
-
-FoldStatus foldBinary(const FoldCall &c, std::vector<Tensor> &outs,
-                      std::string &error) {
-  return binaryOp(c.n, c.in, outs, error, c.maxElements);
 }
 
 FoldStatus foldNegAbs(const FoldCall &c, std::vector<Tensor> &outs,
@@ -662,11 +659,6 @@ FoldStatus foldRange(const FoldCall &c, std::vector<Tensor> &outs,
   }
   outs.push_back(std::move(r));
   return FoldStatus::Folded;
-}
-
-FoldStatus foldSlice(const FoldCall &c, std::vector<Tensor> &outs,
-                     std::string &error) {
-  return sliceOp(c.n, c.opset, c.in, outs, error);
 }
 
 FoldStatus foldExpand(const FoldCall &c, std::vector<Tensor> &outs,
