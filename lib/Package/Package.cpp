@@ -261,6 +261,12 @@ static LogicalResult addExtensionLibraries(ModuleOp module,
     for (std::string &lib : library.libraries)
       if (!llvm::is_contained(programs.extensionLibraries, lib))
         programs.extensionLibraries.push_back(std::move(lib));
+    for (RuntimeLibrary::Source &source : library.sources) {
+      std::pair<std::string, std::string> entry{std::move(source.dir),
+                                                std::move(source.target)};
+      if (!llvm::is_contained(programs.extensionSources, entry))
+        programs.extensionSources.push_back(std::move(entry));
+    }
   }
   return success();
 }
@@ -443,6 +449,19 @@ std::string cmakeLists(const EmittedPrograms &programs,
     if (cuda) {
       os << "tessera_link_cuda_runtime(" << target << " CUDA_ARCH "
          << options.cudaArch << ")\n";
+      // Extension dialects' kernels, compiled here for the same
+      // architecture once the core's CUDA library is a target.
+      for (const auto &[dir, library] : programs.extensionSources)
+        os << "if(NOT TARGET " << library << ")\n  add_subdirectory(\"" << dir
+           << "\" \"${CMAKE_BINARY_DIR}/" << library
+           << "\" EXCLUDE_FROM_ALL)\nendif()\ntarget_link_libraries(" << target
+           << " PRIVATE " << library << ")\n";
+      if (!programs.extensionIncludeDirs.empty()) {
+        os << "target_include_directories(" << target << " PRIVATE";
+        for (const std::string &dir : programs.extensionIncludeDirs)
+          os << "\n  \"" << dir << "\"";
+        os << ")\n";
+      }
       continue;
     }
     // Extension dialects' kernels first: they call the core runtime.

@@ -1,7 +1,7 @@
 //===- DeviceUtil.cuh - device helpers of the CUDA kernels (private) ------===//
 //
-// Strided n-d indexing for broadcasts and layout copies, block reductions and
-// the deferred-error report that the kernels of Elementwise.cu and
+// Strided n-d indexing for broadcasts and layout copies, the NaN-propagating
+// row max and the deferred-error report that the kernels of Elementwise.cu and
 // Normalization.cu share.
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +10,7 @@
 #define TESSERA_RUNTIME_CUDA_DEVICEUTIL_CUH
 
 #include "CudaRuntime.h"
+#include "tessera/runtime/CudaDevice.cuh"
 
 #include "Checks.h"
 #include "DType.h"
@@ -29,17 +30,6 @@ namespace cuda {
   for (int64_t i =                                                             \
            blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;        \
        i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
-/// Launches `kernel` on the compute stream and checks the launch; errors
-/// name the kernel by `name` (the op, or the op's kernel). A function, not a
-/// macro, so that template kernels need no parentheses.
-template <typename... KArgs, typename... Args>
-void launch(const char *name, void (*kernel)(KArgs...), int grid, int block,
-            size_t sharedBytes, Args &&...args) {
-  kernel<<<grid, block, sharedBytes, ctx().compute>>>(
-      static_cast<KArgs>(args)...);
-  checkLaunch(name);
-}
 
 //===----------------------------------------------------------------------===//
 // Strided indexing
@@ -132,45 +122,6 @@ __device__ inline void reportError(DeviceErrorRecord *r, DeviceErrorCode code,
   }
 }
 
-//===----------------------------------------------------------------------===//
-// Block reductions (blockDim.x a multiple of 32, at most 1024)
-//===----------------------------------------------------------------------===//
-
-template <typename A, typename Op> __device__ inline A warpReduce(A v, Op op) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    v = op(v, __shfl_down_sync(0xffffffffu, v, offset));
-  return v;
-}
-
-/// The reduction of every thread's v, returned to all threads of the block.
-/// The tree is fixed by the thread layout, so results are deterministic.
-template <typename A, typename Op>
-__device__ inline A blockReduce(A v, Op op, A identity) {
-  __shared__ A partial[32];
-  __shared__ A result;
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  v = warpReduce(v, op);
-  if (lane == 0)
-    partial[warp] = v;
-  __syncthreads();
-  if (warp == 0) {
-    int warps = (blockDim.x + 31) / 32;
-    A w = lane < warps ? partial[lane] : identity;
-    w = warpReduce(w, op);
-    if (lane == 0)
-      result = w;
-  }
-  __syncthreads();
-  A out = result;
-  __syncthreads(); // partial/result may be reused by the next call
-  return out;
-}
-
-struct SumOp {
-  template <typename A> __device__ A operator()(A a, A b) const {
-    return a + b;
-  }
-};
 /// max that propagates NaN (as torch.amax and the CPU backend).
 struct MaxOp {
   template <typename A> __device__ A operator()(A a, A b) const {

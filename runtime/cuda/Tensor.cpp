@@ -215,6 +215,10 @@ Tensor onDevice(const Tensor &t) {
 
 using namespace cuda;
 
+CUstream_st *cudaComputeStream() { return ctx().compute; }
+
+void cudaCheckLaunch(const char *kernel) { checkLaunch(kernel); }
+
 void initDevice() {
   ContextHolder &h = holder();
   if (!h.ready) {

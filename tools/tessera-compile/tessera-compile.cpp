@@ -117,8 +117,8 @@ static cl::opt<bool>
     raise("raise",
           cl::desc("Raise imported subgraphs into the ops of the linked "
                    "extension dialects, e.g. x * sigmoid(x) into llm.silu "
-                   "(tsr-raise; default on for --target cpu, off for cuda; "
-                   "=false: train the imported ops as they are)"),
+                   "(tsr-raise; =false: train the imported ops as they "
+                   "are)"),
           cl::init(true), cl::cat(category));
 static cl::opt<std::string> schedule(
     "schedule",
@@ -337,10 +337,10 @@ int main(int argc, char **argv) {
   pipeline.zero3 = zero3;
   pipeline.clipNorm = clipNorm;
   pipeline.shareRanks = shareRanks;
-  // Extension ops have CPU kernels only so far (dialects/llm): for CUDA the
-  // imported core ops are kept unless --raise is given, and then a program
-  // with such ops is refused at packaging, naming the dialect.
-  pipeline.raise = target == "cuda" && !given(raise) ? false : bool(raise);
+  // An extension dialect without kernels for the target is refused at
+  // packaging, naming the dialect (RuntimeLibraryInterface); --raise=false
+  // then trains the imported core ops instead.
+  pipeline.raise = raise;
   // Every other plan gets the planner's prediction in the plan report.
   // (A plan file always: its policy may be auto, which needs the spec.)
   if (!autoPlan && distributed && (!quiet || planFile)) {

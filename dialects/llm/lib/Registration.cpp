@@ -22,18 +22,26 @@ struct LlmRaise : public RaisePatternInterface {
   }
 };
 
-/// The kernels the emitted programs link: the CPU library built beside the
-/// compiler (paths set by dialects/llm/CMakeLists.txt) or installed with it.
+/// The kernels the emitted programs link. CPU: the library built beside the
+/// compiler (paths set by dialects/llm/CMakeLists.txt) or installed with
+/// it. CUDA: the sources of TesseraLlmRuntimeCuda, which the program's
+/// build compiles for its architecture, as it does the core's.
 struct LlmRuntimeLibrary : public RuntimeLibraryInterface {
   using RuntimeLibraryInterface::RuntimeLibraryInterface;
   LogicalResult getRuntimeLibrary(StringRef target, RuntimeLibrary &library,
                                   std::string &why) const final {
+    // Beside an installed tool, else in the build tree.
+    if (target == "cuda") {
+      library.sources.push_back(
+          {support::installedOr("share/tessera/llm/runtime/cuda",
+                                TESSERA_LLM_CUDA_SOURCE_DIR),
+           "TesseraLlmRuntimeCuda"});
+      return success();
+    }
     if (target != "cpu") {
-      why = "the llm extension has CPU kernels only; compile with "
-            "--raise=false to train the imported core ops instead";
+      why = "the llm extension has kernels for cpu and cuda only";
       return failure();
     }
-    // Beside an installed tool, else in the build tree.
     library.includeDirs.push_back(
         support::installedOr("include", TESSERA_LLM_RUNTIME_INCLUDE_DIR));
     library.libraries.push_back(support::installedOr(

@@ -46,6 +46,15 @@ public:
 struct RuntimeLibrary {
   std::vector<std::string> includeDirs; ///< the kernels' headers
   std::vector<std::string> libraries;   ///< linked before the core runtime
+  /// Kernels compiled with the program (--target cuda, whose kernels are
+  /// compiled for the chosen architecture): a CMake source directory that
+  /// defines `target`, added to the program's build after the core's
+  /// runtime targets exist (so it may link TesseraRuntimeCuda), and the
+  /// library target the program links.
+  struct Source {
+    std::string dir, target;
+  };
+  std::vector<Source> sources;
 };
 
 class RuntimeLibraryInterface

@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tessera::package {
@@ -74,6 +75,9 @@ struct EmittedPrograms {
   /// The runtime libraries of extension dialects whose ops the programs
   /// call (RuntimeLibraryInterface), linked before the core runtime.
   std::vector<std::string> extensionIncludeDirs, extensionLibraries;
+  /// Their kernels compiled with the program (RuntimeLibrary::sources):
+  /// (CMake source directory, library target) pairs.
+  std::vector<std::pair<std::string, std::string>> extensionSources;
 };
 
 /// Emits one program per class of ranks (OUT/prog_K/program.cpp, or

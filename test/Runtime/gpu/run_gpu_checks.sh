@@ -12,6 +12,8 @@
 #      SGD steps, loss back); the loss must fall every step.
 #   4. With two or more GPUs and mpirun: the CPU backend's communicator
 #      tests (runtime/unittests/CommMpiTest.cpp) on NCCL, two ranks.
+#   5. TesseraLlmCudaKernelCheck: the llm extension's CUDA kernels
+#      (dialects/llm/runtime/cuda) against its CPU kernels, as in 1 and 2.
 #
 # CUDA_ARCH (default: the GPU's own, from nvidia-smi) sets
 # CMAKE_CUDA_ARCHITECTURES. Exits non-zero on the first failure.
@@ -75,4 +77,11 @@ if (( gpus >= 2 )) && command -v mpirun > /dev/null; then
 else
   echo "== 4. skipped: needs two GPUs and mpirun"
 fi
+echo "== 5. the llm extension's kernels against its CPU kernels"
+cmake -G Ninja -S "$src/dialects/llm/runtime/cuda" -B "$build/llm" \
+  -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCH" "$@"
+ninja -C "$build/llm" TesseraLlmCudaKernelCheck
+"$build/llm/bin/TesseraLlmCudaKernelCheck" --gtest_color=no
+TESSERA_CUDA_SYNC=1 "$build/llm/bin/TesseraLlmCudaKernelCheck" \
+  --gtest_color=no --gtest_brief=1
 echo "run_gpu_checks: all passed"

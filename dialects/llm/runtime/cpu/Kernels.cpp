@@ -9,62 +9,23 @@
 
 #include "tessera/llm/Runtime.h"
 
+#include "Operands.h"
+
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 
 namespace tessera::rt::llm {
 
+using namespace detail;
+
 namespace {
 
-/// Calls fn(T{}) for an f32 or f64 tensor; throws for the others.
-template <typename Fn> void dispatchFloat(DType dtype, const char *op, Fn fn) {
-  if (dtype == DType::f32)
-    fn(float{});
-  else if (dtype == DType::f64)
-    fn(double{});
-  else
-    throw Error(std::string(op) + ": expected f32 or f64 tensors, got " +
-                dtypeName(dtype));
-}
-
-void requireHost(const Tensor &t, const char *op) {
-  if (!t.defined())
-    throw Error(std::string(op) + ": an operand is undefined");
-  if (t.device() != Device::host)
-    throw Error(std::string(op) + ": the CPU kernel got a " +
-                deviceName(t.device()) + " tensor");
-}
-
-void requireSame(const Tensor &a, const Tensor &b, const char *op,
-                 const char *what) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype())
-    throw Error(std::string(op) + ": " + what + " is " +
-                shapeToString(b.shape()) + " " + dtypeName(b.dtype()) +
-                ", expected " + shapeToString(a.shape()) + " " +
-                dtypeName(a.dtype()));
-}
-
-/// x's rows (all but the last dimension) and their length; checks the
-/// weight against the last dimension.
-std::pair<int64_t, int64_t> rowsOf(const Tensor &x, const Tensor &weight,
-                                   const char *op) {
-  requireHost(x, op);
-  requireHost(weight, op);
-  if (x.rank() < 1)
-    throw Error(std::string(op) + ": the input must have rank >= 1");
-  int64_t d = x.dim(x.rank() - 1);
-  if (weight.shape() != Shape{d} || weight.dtype() != x.dtype())
-    throw Error(std::string(op) + ": weight is " +
-                shapeToString(weight.shape()) + " " +
-                dtypeName(weight.dtype()) + ", expected [" + std::to_string(d) +
-                "] " + dtypeName(x.dtype()));
-  return {d ? x.numel() / d : 0, d};
-}
-
-Shape rowStatShape(const Tensor &x) {
-  Shape s = x.shape();
-  s.back() = 1;
-  return s;
+void requireHost(const char *op, std::initializer_list<const Tensor *> ts) {
+  for (const Tensor *t : ts)
+    if (t->device() != Device::host)
+      fail(op, std::string("the CPU kernel got a ") + deviceName(t->device()) +
+                   " tensor");
 }
 
 } // namespace
@@ -72,9 +33,10 @@ Shape rowStatShape(const Tensor &x) {
 std::tuple<Tensor, Tensor> rms_norm(const Tensor &x, const Tensor &weight,
                                     double epsilon) {
   const char *op = "llm::rms_norm";
-  auto [rows, d] = rowsOf(x, weight, op);
+  auto [rows, d] = rmsNormOperands(x, weight, op);
+  requireHost(op, {&x, &weight});
   Tensor y(x.shape(), x.dtype()), rstd(rowStatShape(x), x.dtype());
-  dispatchFloat(x.dtype(), op, [&, rows = rows, d = d](auto tag) {
+  dispatchFloat(x.dtype(), [&, rows = rows, d = d](auto tag) {
     using T = decltype(tag);
     const T *px = x.data<T>(), *w = weight.data<T>();
     T *py = y.data<T>(), *pr = rstd.data<T>();
@@ -96,15 +58,10 @@ std::tuple<Tensor, Tensor> rms_norm_grad(const Tensor &grad, const Tensor &x,
                                          const Tensor &weight,
                                          const Tensor &rstd) {
   const char *op = "llm::rms_norm_grad";
-  auto [rows, d] = rowsOf(x, weight, op);
-  requireHost(grad, op);
-  requireHost(rstd, op);
-  requireSame(x, grad, op, "grad");
-  if (rstd.shape() != rowStatShape(x) || rstd.dtype() != x.dtype())
-    throw Error(std::string(op) + ": rstd is " + shapeToString(rstd.shape()) +
-                ", expected " + shapeToString(rowStatShape(x)));
+  auto [rows, d] = rmsNormGradOperands(grad, x, weight, rstd, op);
+  requireHost(op, {&grad, &x, &weight, &rstd});
   Tensor dx(x.shape(), x.dtype()), dw(weight.shape(), x.dtype());
-  dispatchFloat(x.dtype(), op, [&, rows = rows, d = d](auto tag) {
+  dispatchFloat(x.dtype(), [&, rows = rows, d = d](auto tag) {
     using T = decltype(tag);
     const T *pg = grad.data<T>(), *px = x.data<T>(), *w = weight.data<T>();
     const T *pr = rstd.data<T>();
@@ -133,9 +90,10 @@ std::tuple<Tensor, Tensor> rms_norm_grad(const Tensor &grad, const Tensor &x,
 
 Tensor silu(const Tensor &x) {
   const char *op = "llm::silu";
-  requireHost(x, op);
+  requireFloat(x, op);
+  requireHost(op, {&x});
   Tensor y(x.shape(), x.dtype());
-  dispatchFloat(x.dtype(), op, [&](auto tag) {
+  dispatchFloat(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T *px = x.data<T>();
     T *py = y.data<T>();
@@ -147,11 +105,10 @@ Tensor silu(const Tensor &x) {
 
 Tensor swiglu(const Tensor &gate, const Tensor &up) {
   const char *op = "llm::swiglu";
-  requireHost(gate, op);
-  requireHost(up, op);
-  requireSame(gate, up, op, "up");
+  swigluOperands(gate, up, op);
+  requireHost(op, {&gate, &up});
   Tensor y(gate.shape(), gate.dtype());
-  dispatchFloat(gate.dtype(), op, [&](auto tag) {
+  dispatchFloat(gate.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T *pg = gate.data<T>(), *pu = up.data<T>();
     T *py = y.data<T>();
@@ -164,21 +121,10 @@ Tensor swiglu(const Tensor &gate, const Tensor &up) {
 Tensor rope(const Tensor &x, const Tensor &cos, const Tensor &sin,
             bool interleaved, bool transpose) {
   const char *op = "llm::rope";
-  requireHost(x, op);
-  requireHost(cos, op);
-  requireHost(sin, op);
-  if (x.rank() < 2)
-    throw Error(std::string(op) + ": the input must have rank >= 2, got " +
-                shapeToString(x.shape()));
-  int64_t t = x.dim(x.rank() - 2), d = x.dim(x.rank() - 1);
-  if (d % 2)
-    throw Error(std::string(op) + ": the last dimension must be even, got " +
-                std::to_string(d));
-  Tensor table(Shape{t, d}, x.dtype());
-  requireSame(table, cos, op, "cos");
-  requireSame(table, sin, op, "sin");
+  auto [rows, t, d] = ropeOperands(x, cos, sin, op);
+  requireHost(op, {&x, &cos, &sin});
   Tensor y(x.shape(), x.dtype());
-  int64_t half = d / 2, rows = t * d != 0 ? x.numel() / (t * d) : 0;
+  int64_t half = d / 2;
   // rotate(v)_i = sign(i) v_partner(i); rotate^T(v)_i = -sign(i)
   // v_partner(i).
   auto partner = [&](int64_t i) {
@@ -188,7 +134,7 @@ Tensor rope(const Tensor &x, const Tensor &cos, const Tensor &sin,
     bool first = interleaved ? (i % 2 == 0) : (i < half);
     return first ? -1.0 : 1.0;
   };
-  dispatchFloat(x.dtype(), op, [&](auto tag) {
+  dispatchFloat(x.dtype(), [&, rows = rows, t = t, d = d](auto tag) {
     using T = decltype(tag);
     const T *px = x.data<T>(), *pc = cos.data<T>(), *ps = sin.data<T>();
     T *py = y.data<T>();
@@ -211,14 +157,10 @@ Tensor rope(const Tensor &x, const Tensor &cos, const Tensor &sin,
 std::tuple<Tensor, Tensor> rope_tables(double theta, bool interleaved,
                                        const Shape &shape, DType dtype) {
   const char *op = "llm::rope_tables";
-  if (shape.size() != 2 || shape[1] % 2)
-    throw Error(std::string(op) +
-                ": the tables' shape must be [t, d] with d "
-                "even, got " +
-                shapeToString(shape));
-  int64_t t = shape[0], d = shape[1], half = d / 2;
+  auto [rows, t, d] = ropeTablesOperands(shape, dtype, op);
+  int64_t half = d / 2;
   Tensor c(shape, dtype), s(shape, dtype);
-  dispatchFloat(dtype, op, [&](auto tag) {
+  dispatchFloat(dtype, [&, t = t, d = d](auto tag) {
     using T = decltype(tag);
     T *pc = c.data<T>(), *ps = s.data<T>();
     for (int64_t p = 0; p < t; ++p)
@@ -234,23 +176,14 @@ std::tuple<Tensor, Tensor> rope_tables(double theta, bool interleaved,
 
 Tensor repeat_kv(const Tensor &x, int64_t repeats) {
   const char *op = "llm::repeat_kv";
-  requireHost(x, op);
-  if (x.rank() < 3 || repeats < 1)
-    throw Error(std::string(op) +
-                ": expected [.., h, t, d] and repeats >= 1, "
-                "got " +
-                shapeToString(x.shape()) + " and " + std::to_string(repeats));
-  Shape out = x.shape();
-  int64_t heads = out[out.size() - 3];
-  out[out.size() - 3] *= repeats;
-  Tensor y(out, x.dtype());
+  RepeatKv r = repeatKvOperands(x, repeats, op);
+  requireHost(op, {&x});
+  Tensor y(r.out, x.dtype());
   // One head's [t, d] block is contiguous: copy it `repeats` times.
-  int64_t block = x.dim(x.rank() - 2) * x.dim(x.rank() - 1);
-  int64_t groups = heads * block != 0 ? x.numel() / (heads * block) : 0;
-  size_t bytes = size_t(block) * dtypeSize(x.dtype());
+  size_t bytes = size_t(r.blockElems) * dtypeSize(x.dtype());
   const char *src = static_cast<const char *>(x.rawData());
   char *dst = static_cast<char *>(y.rawData());
-  for (int64_t g = 0; g < groups * heads; ++g)
+  for (int64_t g = 0; g < r.blocks; ++g)
     for (int64_t k = 0; k < repeats; ++k)
       std::memcpy(dst + (g * repeats + k) * bytes, src + g * bytes, bytes);
   return y;

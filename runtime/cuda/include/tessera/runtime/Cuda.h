@@ -25,6 +25,10 @@
 #include <string>
 #include <vector>
 
+// cudaStream_t is `struct CUstream_st *` (cuda_runtime.h); declared here so
+// that host-only C++ may include this header without the CUDA headers.
+struct CUstream_st;
+
 namespace tessera {
 namespace rt {
 
@@ -52,6 +56,17 @@ Tensor global_norm(const std::vector<Tensor> &tensors);
 /// when not null.
 std::vector<Tensor> clip_by_global_norm(const std::vector<Tensor> &tensors,
                                         double maxNorm, Tensor *norm = nullptr);
+
+/// For kernels outside the runtime (dialect extensions): the stream that
+/// every kernel, copy and GEMM of the backend runs on, set up on first use.
+/// Kernels launched on it are ordered with the core ops, so their outputs
+/// need no synchronisation. tessera/runtime/CudaDevice.cuh's launch uses it.
+CUstream_st *cudaComputeStream();
+/// After such a launch: throws Error("launch of kernel <kernel>: ...") if it
+/// failed; with TESSERA_CUDA_SYNC=1 also if the kernel failed to run, and
+/// with TESSERA_CUDA_PROFILE=1 its GPU time is reported under `kernel`, as
+/// for the backend's own kernels.
+void cudaCheckLaunch(const char *kernel);
 
 struct CudaDeviceInfo {
   int device = -1; ///< the ordinal in use
