@@ -95,6 +95,7 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   plan.devices = o.devices;
   plan.microBatches = o.microBatches;
   plan.zero1 = o.zero1;
+  plan.zero2 = o.zero2;
   plan.zero3 = o.zero3;
   // dist-plan rejects its auto-only options with any other plan, unless
   // it predicts that plan's step time with them.

@@ -107,6 +107,12 @@ static cl::opt<bool> zero1("zero1",
                                     "the data-parallel ranks (ZeRO-1); the "
                                     "plan must have dp > 1"),
                            cl::cat(category));
+static cl::opt<bool> zero2(
+    "zero2",
+    cl::desc("ZeRO-1, and each gradient reduce-scattered into shards over "
+             "the data-parallel ranks instead of all-reduced whole (ZeRO-2); "
+             "the plan must have dp > 1"),
+    cl::cat(category));
 static cl::opt<bool> zero3(
     "zero3",
     cl::desc("ZeRO-1, and each parameter kept sharded over the data-parallel "
@@ -229,7 +235,7 @@ int main(int argc, char **argv) {
         return fail("--" + o->ArgStr +
                     " applies only with --devices > 1 or --micro-batches > 1 "
                     "(one device with one micro-batch has no plan)");
-  for (const cl::opt<bool> *o : {&zero1, &zero3})
+  for (const cl::opt<bool> *o : {&zero1, &zero2, &zero3})
     if (*o && devices == 1)
       return fail("--" + o->ArgStr +
                   " shards over data-parallel ranks: it needs --devices > 1");
@@ -334,6 +340,7 @@ int main(int argc, char **argv) {
   pipeline.schedule = schedule;
   pipeline.requirePipeline = given(schedule);
   pipeline.zero1 = zero1;
+  pipeline.zero2 = zero2;
   pipeline.zero3 = zero3;
   pipeline.clipNorm = clipNorm;
   pipeline.shareRanks = shareRanks;

@@ -52,6 +52,11 @@ struct TrainPipelineOptions
   Option<bool> zero1{*this, "zero1",
                      llvm::cl::desc("Shard optimizer state over dp (ZeRO-1)"),
                      llvm::cl::init(false)};
+  Option<bool> zero2{
+      *this, "zero2",
+      llvm::cl::desc("Shard reduced gradients and optimizer state over dp "
+                     "(ZeRO-2)"),
+      llvm::cl::init(false)};
   Option<bool> zero3{
       *this, "zero3",
       llvm::cl::desc("Shard parameters, gradients' updates and optimizer "

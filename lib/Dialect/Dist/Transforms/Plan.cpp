@@ -53,6 +53,8 @@ struct PlanSpec {
   /// (otherwise planPipeline balances the units by FLOPs).
   planner::PlanShape shape;
   bool zero1 = false;
+  /// ZeRO-2 (implies zero1).
+  bool zero2 = false;
   /// ZeRO-3 (implies zero1).
   bool zero3 = false;
   /// From a plan file: entries applied after the policy.
@@ -156,7 +158,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                           spec.shape, zero3)))
         return failure();
       spec.zero3 = zero3;
-      spec.zero1 = spec.zero1 || zero3;
+      spec.zero1 = spec.zero1 || spec.zero2 || zero3;
       spec.policies = {"dp", "tp", "pp"};
       spec.searched = true;
       return success();
@@ -203,7 +205,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
 
   LogicalResult parsePlan(ModuleOp module, PlanSpec &spec) {
     spec.shape.microBatches = microBatches;
-    spec.zero1 = zero1 || zero3;
+    spec.zero1 = zero1 || zero2 || zero3;
+    spec.zero2 = zero2;
     spec.zero3 = zero3;
     if (devices < 1 || devices > support::kMaxDevices)
       return module.emitError("dist-plan: devices must be in [1, ")
@@ -249,15 +252,22 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         return fail("zero3 is false, but --zero3 is given");
       spec.zero3 = *file->zero3;
     }
+    if (file->zero2) {
+      if (zero2 && !*file->zero2)
+        return fail("zero2 is false, but --zero2 is given");
+      spec.zero2 = *file->zero2;
+    }
     if (file->zero1) {
       if (zero1 && !*file->zero1)
         return fail("zero1 is false, but --zero1 is given");
-      if (spec.zero3 && !*file->zero1)
-        return fail("zero1 is false, but zero3 shards the optimizer state "
-                    "too (ZeRO-3 includes ZeRO-1)");
+      if ((spec.zero2 || spec.zero3) && !*file->zero1)
+        return fail(Twine("zero1 is false, but ") +
+                    (spec.zero3 ? "zero3" : "zero2") +
+                    " shards the optimizer state too (ZeRO-" +
+                    (spec.zero3 ? "3" : "2") + " includes ZeRO-1)");
       spec.zero1 = *file->zero1;
     }
-    spec.zero1 = spec.zero1 || spec.zero3;
+    spec.zero1 = spec.zero1 || spec.zero2 || spec.zero3;
     if (autoFile) {
       // A constrained auto plan: the search keeps the mesh axes and the
       // micro-batches the file gives, and chooses the rest.
@@ -291,11 +301,13 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                     " devices, which " + (all ? "is not" : "does not divide") +
                     " --devices " + Twine(devices.getValue()));
       if (spec.zero1 && options.fixedDp == 1)
-        return fail(spec.zero3
-                        ? "the constraints zero3 = true and mesh.dp = 1 "
-                          "conflict (ZeRO-3 shards the parameters over dp)"
-                        : "the constraints zero1 = true and mesh.dp = 1 "
-                          "conflict (ZeRO-1 shards the optimizer over dp)");
+        return fail(
+            spec.zero3   ? "the constraints zero3 = true and mesh.dp = 1 "
+                           "conflict (ZeRO-3 shards the parameters over dp)"
+            : spec.zero2 ? "the constraints zero2 = true and mesh.dp = 1 "
+                           "conflict (ZeRO-2 shards the gradients over dp)"
+                         : "the constraints zero1 = true and mesh.dp = 1 "
+                           "conflict (ZeRO-1 shards the optimizer over dp)");
       if (failed(parsePolicy(module, "auto", spec, &options)))
         return failure();
     } else if (file->policy) {
@@ -358,8 +370,9 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   LogicalResult checkZero1(ModuleOp module, const PlanSpec &spec) {
     if (spec.zero1 && spec.shape.dp == 1)
       return module.emitError("dist-plan: ")
-             << (spec.zero3 ? "zero3 shards the parameters and optimizer"
-                            : "zero1 shards the optimizer")
+             << (spec.zero3   ? "zero3 shards the parameters and optimizer"
+                 : spec.zero2 ? "zero2 shards the gradients and optimizer"
+                              : "zero1 shards the optimizer")
              << " over dp, but the plan has dp = 1";
     return success();
   }
@@ -372,6 +385,10 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     if (spec.shape.tp > 1 && llvm::is_contained(spec.policies, "tp") &&
         failed(planTensorParallel(f, spec.shape.tp)))
       return failure();
+    // The savers compose: ZeRO-2's split updates are ZeRO-1's, which ZeRO-3
+    // finds split already.
+    if (spec.zero2 && spec.shape.dp > 1)
+      planZero2(f, spec.shape.dp);
     if (spec.zero3 && spec.shape.dp > 1)
       planZero3(f, spec.shape.dp);
     else if (spec.zero1 && spec.shape.dp > 1)

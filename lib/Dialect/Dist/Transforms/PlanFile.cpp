@@ -143,8 +143,8 @@ PlanFile readPlan(const std::string &path) {
 PlanFile parsePlan(const nlohmann::json &root, const std::string &path) {
   JsonObject top =
       JsonValue(root, path)
-          .getObject({"policy", "mesh", "micro_batches", "zero1", "zero3",
-                      "trans", "assign", "recompute", "order"},
+          .getObject({"policy", "mesh", "micro_batches", "zero1", "zero2",
+                      "zero3", "trans", "assign", "recompute", "order"},
                      "a plan");
   PlanFile plan;
   if (auto policy = top.find("policy")) {
@@ -167,6 +167,8 @@ PlanFile parsePlan(const nlohmann::json &root, const std::string &path) {
     plan.microBatches = mbs->getInt(1, kInt64Max, "a micro-batch count");
   if (auto zero1 = top.find("zero1"))
     plan.zero1 = zero1->getBool("whether to use ZeRO-1");
+  if (auto zero2 = top.find("zero2"))
+    plan.zero2 = zero2->getBool("whether to use ZeRO-2");
   if (auto zero3 = top.find("zero3"))
     plan.zero3 = zero3->getBool("whether to use ZeRO-3");
   if (auto trans = top.find("trans")) {

@@ -34,6 +34,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
 
@@ -607,6 +608,41 @@ void planZero1(func::FuncOp f, int64_t dp) {
       if (t.getRank() > 0 && t.getDimSize(0) % dp == 0)
         addSplit(&op, "_0", "dp");
     }
+}
+
+void planZero2(func::FuncOp f, int64_t dp) {
+  planZero1(f, dp);
+  // Each split update's gradient, dimension 0, traced back to where it is
+  // still a partial sum over dp (the weight-gradient contractions over the
+  // batch: dist.batch) and forward into the other readers of the reduced
+  // gradient (the global norm's squares and sums, the clipping scale): the
+  // ops between get the update's dp split, so the RVD search turns the
+  // partial sums into shards by reduce-scatter, and no rank holds a whole
+  // reduced gradient.
+  Block &body = f.getBody().front();
+  SmallVector<std::pair<Value, int64_t>> seeds;
+  for (Operation &op : body) {
+    Value grad = TypeSwitch<Operation *, Value>(&op)
+                     .Case<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(
+                         [](auto u) { return u.getGrad(); })
+                     .Default([](Operation *) { return Value(); });
+    if (!grad)
+      continue;
+    DictionaryAttr split = getAttr<Dist::SplitAttrHelper>(&op);
+    if (split && llvm::any_of(split, [](NamedAttribute a) {
+          auto axis = dyn_cast<StringAttr>(a.getValue());
+          return a.getName() == "_0" && axis && axis.getValue() == "dp";
+        }))
+      seeds.push_back({grad, 0});
+  }
+  auto gradientTail = [](Operation *op) {
+    return !hasAttr<Dist::BatchAttrHelper>(op) &&
+           (hasAttr<Tsr::BackwardAttrHelper>(op) ||
+            hasAttr<Tsr::UpdateAttrHelper>(op));
+  };
+  LogicalDim rows = traceDim(body, seeds, dp, /*backward=*/true, gradientTail);
+  for (auto &[op, name] : rows.names)
+    addSplit(op, name, "dp");
 }
 
 void planZero3(func::FuncOp f, int64_t dp) {

@@ -91,6 +91,10 @@ mlir::LogicalResult planBatch(mlir::func::FuncOp f,
 mlir::LogicalResult planTensorParallel(mlir::func::FuncOp f, int64_t tp);
 /// ZeRO-1: the optimizer updates split over dp where dp divides them.
 void planZero1(mlir::func::FuncOp f, int64_t dp);
+/// ZeRO-2: ZeRO-1, and each split update's gradient reduced straight into
+/// dp shards (reduce-scatter) with the ops between (views, the global norm,
+/// clipping) split like the update.
+void planZero2(mlir::func::FuncOp f, int64_t dp);
 /// ZeRO-3: ZeRO-1, and each parameter whose update ZeRO-1 split is kept
 /// sharded like its update (dist.zero3 on its argument).
 void planZero3(mlir::func::FuncOp f, int64_t dp);

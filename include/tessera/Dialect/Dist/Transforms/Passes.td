@@ -50,8 +50,11 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     split follows into the views, backward ops and optimizer updates that
     serve the selected ops (an assigned op's backward ops go to its
     stage). With `zero1` the
-    optimizer updates are split over `dp` (ZeRO-1); with `zero3` also the
-    parameters they update, which stay sharded between uses (ZeRO-3). An infeasible plan is an
+    optimizer updates are split over `dp` (ZeRO-1); with `zero2` also the
+    gradients they read, reduce-scattered into shards rather than
+    all-reduced whole, with the global norm summed from the shards
+    (ZeRO-2); with `zero3` also the parameters they update, which stay
+    sharded between uses (ZeRO-3). An infeasible plan is an
     error naming the op and the plan entry.
   }];
   let options = [
@@ -68,6 +71,10 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
            "Shard optimizer updates and state over dp (ZeRO-1; the plan "
            "must have dp > 1, auto excepted; a plan file's \"zero1\": "
            "false contradicts it)">,
+    Option<"zero2", "zero2", "bool", /*default=*/"false",
+           "ZeRO-1, and gradients reduce-scattered into dp shards where "
+           "their updates are split (ZeRO-2; dp > 1, auto excepted; a plan "
+           "file's \"zero2\": false contradicts it)">,
     Option<"zero3", "zero3", "bool", /*default=*/"false",
            "ZeRO-1, and parameters kept sharded over dp like their updates, "
            "all-gathered before their forward and backward uses (ZeRO-3 / "

@@ -36,6 +36,7 @@ struct PlanFile {
   std::optional<planner::PlanShape> mesh;
   std::optional<int64_t> microBatches;
   std::optional<bool> zero1;
+  std::optional<bool> zero2;
   std::optional<bool> zero3;
   /// Which ops an entry means. Every condition given must hold; at least
   /// one of ops, params and group is given. Entries select forward ops
