@@ -25,12 +25,6 @@ namespace tessera {
 namespace rt {
 namespace cuda {
 
-/// Grid-stride loop over [0, n).
-#define TESSERA_CUDA_LOOP(i, n)                                                \
-  for (int64_t i =                                                             \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;        \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 //===----------------------------------------------------------------------===//
 // Strided indexing
 //===----------------------------------------------------------------------===//

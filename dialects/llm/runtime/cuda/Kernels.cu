@@ -42,11 +42,6 @@ int rowGrid(int64_t rows, const char *op) {
   return static_cast<int>(rows);
 }
 
-#define LLM_CUDA_LOOP(i, n)                                                    \
-  for (int64_t i =                                                             \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;        \
-       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 template <typename T> const T *in(const Tensor &t) {
   return static_cast<const T *>(t.deviceData());
 }
@@ -112,7 +107,7 @@ __global__ void rmsNormWeightPartialKernel(const T *g, const T *x,
 template <typename T>
 __global__ void sumChunksKernel(const double *partial, T *dw, int64_t chunks,
                                 int64_t d) {
-  LLM_CUDA_LOOP(i, d) {
+  TESSERA_CUDA_LOOP(i, d) {
     double acc = 0;
     for (int64_t c = 0; c < chunks; ++c)
       acc += partial[c * d + i];
@@ -125,12 +120,12 @@ __global__ void sumChunksKernel(const double *partial, T *dw, int64_t chunks,
 //===----------------------------------------------------------------------===//
 
 template <typename T> __global__ void siluKernel(const T *x, T *y, int64_t n) {
-  LLM_CUDA_LOOP(i, n) { y[i] = x[i] / (T(1) + exp(-x[i])); }
+  TESSERA_CUDA_LOOP(i, n) { y[i] = x[i] / (T(1) + exp(-x[i])); }
 }
 
 template <typename T>
 __global__ void swigluKernel(const T *gate, const T *up, T *y, int64_t n) {
-  LLM_CUDA_LOOP(i, n) { y[i] = gate[i] / (T(1) + exp(-gate[i])) * up[i]; }
+  TESSERA_CUDA_LOOP(i, n) { y[i] = gate[i] / (T(1) + exp(-gate[i])) * up[i]; }
 }
 
 //===----------------------------------------------------------------------===//
@@ -144,7 +139,7 @@ __global__ void ropeKernel(const T *x, const T *cos, const T *sin, T *y,
                            int64_t n, int64_t t, int64_t d, bool interleaved,
                            bool transpose) {
   int64_t half = d / 2;
-  LLM_CUDA_LOOP(e, n) {
+  TESSERA_CUDA_LOOP(e, n) {
     int64_t i = e % d, p = (e / d) % t;
     int64_t j = interleaved ? (i ^ 1) : (i < half ? i + half : i - half);
     bool first = interleaved ? (i % 2 == 0) : (i < half);
@@ -160,7 +155,7 @@ template <typename T>
 __global__ void ropeTablesKernel(T *cos, T *sin, int64_t t, int64_t d,
                                  double theta, bool interleaved) {
   int64_t half = d / 2;
-  LLM_CUDA_LOOP(e, t * d) {
+  TESSERA_CUDA_LOOP(e, t * d) {
     int64_t p = e / d, i = e % d;
     int64_t j = interleaved ? i / 2 : i % half;
     double angle = static_cast<double>(p) *

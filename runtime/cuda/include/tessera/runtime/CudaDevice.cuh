@@ -2,8 +2,9 @@
 //
 // For the .cu files of dialect extensions (dialects/llm/runtime/cuda) and of
 // the backend itself: launching on the backend's compute stream with the
-// same error reporting and profiling as its own kernels, and the
-// deterministic block reductions. Only nvcc-compiled files include it.
+// same error reporting and profiling as its own kernels, the grid-stride
+// loop and the deterministic block reductions. Only nvcc-compiled files include
+// it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,12 @@
 #include "tessera/runtime/Cuda.h"
 
 #include <cuda_runtime.h>
+
+/// Grid-stride loop over [0, n).
+#define TESSERA_CUDA_LOOP(i, n)                                                \
+  for (int64_t i =                                                             \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;        \
+       i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 
 namespace tessera {
 namespace rt {
