@@ -126,7 +126,9 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   // applies.
   schedule.requirePipeline = o.requirePipeline && !o.mayBeAuto();
   pm.addPass(dist::createDistSchedule(schedule));
-  pm.addPass(dist::createDistPartition());
+  dist::DistPartitionOptions partition;
+  partition.reduceEarly = o.reduceEarly;
+  pm.addPass(dist::createDistPartition(partition));
   pm.addPass(createCanonicalizerPass());
   if (o.shareRanks)
     pm.addPass(dist::createDistShareRankPrograms());

@@ -119,6 +119,14 @@ static cl::opt<bool> zero3(
              "ranks, all-gathered before its forward and backward uses "
              "(ZeRO-3 / FSDP); the plan must have dp > 1"),
     cl::cat(category));
+static cl::opt<std::string> reduceEarly(
+    "reduce-early",
+    cl::desc("When gradients are reduced (micro-batch sums, ZeRO-2's "
+             "reduce-scatters): auto (the order with the lower predicted "
+             "peak memory), always (as soon as each is complete) or never "
+             "(right before its first use); the results are the same bit for "
+             "bit. Only with --devices > 1 or --micro-batches > 1"),
+    cl::init("auto"), cl::cat(category));
 static cl::opt<bool>
     raise("raise",
           cl::desc("Raise imported subgraphs into the ops of the linked "
@@ -230,11 +238,16 @@ int main(int argc, char **argv) {
                 cudaArch + "'");
   if (!distributed)
     for (const cl::Option *o : {static_cast<const cl::Option *>(&plan),
-                                static_cast<const cl::Option *>(&schedule)})
+                                static_cast<const cl::Option *>(&schedule),
+                                static_cast<const cl::Option *>(&reduceEarly)})
       if (given(*o))
         return fail("--" + o->ArgStr +
                     " applies only with --devices > 1 or --micro-batches > 1 "
                     "(one device with one micro-batch has no plan)");
+  if (reduceEarly != "auto" && reduceEarly != "always" &&
+      reduceEarly != "never")
+    return fail("--reduce-early expects auto, always or never, got '" +
+                reduceEarly + "'");
   for (const cl::opt<bool> *o : {&zero1, &zero2, &zero3})
     if (*o && devices == 1)
       return fail("--" + o->ArgStr +
@@ -342,6 +355,7 @@ int main(int argc, char **argv) {
   pipeline.zero1 = zero1;
   pipeline.zero2 = zero2;
   pipeline.zero3 = zero3;
+  pipeline.reduceEarly = reduceEarly;
   pipeline.clipNorm = clipNorm;
   pipeline.shareRanks = shareRanks;
   // An extension dialect without kernels for the target is refused at

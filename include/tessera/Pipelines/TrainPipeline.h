@@ -62,6 +62,10 @@ struct TrainPipelineOptions
       llvm::cl::desc("Shard parameters, gradients' updates and optimizer "
                      "state over dp (ZeRO-3 / FSDP)"),
       llvm::cl::init(false)};
+  Option<std::string> reduceEarly{
+      *this, "reduce-early",
+      llvm::cl::desc("dist-partition's reduce-early: auto, always or never"),
+      llvm::cl::init("auto")};
   Option<double> clipNorm{
       *this, "clip-norm",
       llvm::cl::desc("Clip gradients to this global norm (0: off)"),

@@ -18,9 +18,16 @@
 //    not carry the batch placed right before their first use. With sends
 //    that never block, one global order keeps every receive matched and
 //    every collective's members in step, so no rank can wait forever.
+//  * Gradients reduced early. A backward value whose micro-batch pieces
+//    are partial sums is kept as a running total (one piece alive at a
+//    time, not M), and once a backward value is complete, a conversion
+//    that shrinks it for a later consumer (ZeRO-2's reduce-scatter of a
+//    weight gradient into a dp shard) is made right away, so the whole
+//    partial sum is freed there rather than at the update.
 //
 //===----------------------------------------------------------------------===//
 
+#include "tessera/Dialect/Dist/Analysis/MemoryPrediction.h"
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
@@ -100,6 +107,9 @@ struct RankState {
   std::map<std::pair<void *, int64_t>, Value> pieces;
   /// Converted values: (global value, layout key, piece) -> local value.
   std::map<std::tuple<void *, std::string, int64_t>, Value> converted;
+  /// Micro-batch partial sums kept as a running total (global value ->
+  /// total so far, pieces added; -1 once a piece came out of order).
+  std::map<void *, std::pair<Value, int64_t>> totals;
   /// Global block argument -> local block argument, and the local
   /// arguments' attributes (in creation order).
   llvm::DenseMap<Value, Value> args;
@@ -110,11 +120,18 @@ struct RankState {
 class Partitioner {
 public:
   Partitioner(func::FuncOp step, MeshAttr mesh, int64_t microBatches,
-              StringRef schedule)
+              StringRef schedule, bool early)
       : step(step), ctx(step.getContext()), mesh(mesh), M(microBatches),
-        scheduleName(schedule) {}
+        scheduleName(schedule), early(early) {}
 
   LogicalResult run();
+  /// The rank functions made by run().
+  SmallVector<func::FuncOp> rankFunctions() const {
+    SmallVector<func::FuncOp> out;
+    for (auto &r : ranks)
+      out.push_back(r->fn);
+    return out;
+  }
 
 private:
   func::FuncOp step;
@@ -122,6 +139,9 @@ private:
   MeshAttr mesh;
   int64_t M;
   std::string scheduleName;
+  /// Whether gradients are reduced early (micro-batch totals, shrinking
+  /// conversions right after the producer).
+  bool early;
   int64_t dp = 1, tp = 1, pp = 1;
   lay::Mesh rvdMesh;
   lay::CostModel cost = lay::CostModel::uniform(1e-5, 1e-10);
@@ -169,6 +189,9 @@ private:
   LogicalResult planArgs();
   LogicalResult emitAll();
   LogicalResult emitInstance(Operation *op, int64_t m);
+  bool summedByEveryUse(Value v);
+  void addToTotal(RankState &rs, Value v, int64_t m, Value piece);
+  LogicalResult reduceEarly(Operation *op);
   LogicalResult markDropoutPiece(RankState &rs, tsr::DropoutOp d,
                                  const OpPlan &p, int64_t m);
   FailureOr<Value> materialize(RankState &r, Value v, const FullLayout &want,
@@ -572,7 +595,14 @@ FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
     OpPlan &p = plans[prod];
     unsigned idx = cast<OpResult>(v).getResultNumber();
     FullLayout have = p.results[idx];
-    if (deviceOf(p.stage) == myDevice) {
+    auto total = r.totals.find(v.getAsOpaquePointer());
+    if (deviceOf(p.stage) == myDevice && total != r.totals.end() &&
+        total->second.second == M) {
+      // The micro-batch pieces' sum, already made as they came.
+      have.mb = lay::AxisState::r();
+      out =
+          convertLocal(r, where, {total->second.first}, have, want, m, global);
+    } else if (deviceOf(p.stage) == myDevice) {
       SmallVector<Value> pcs;
       if (have.mb.kind == lay::AxisKind::R) {
         pcs.push_back(r.pieces[{v.getAsOpaquePointer(), 0}]);
@@ -680,8 +710,91 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
     if (auto d = dyn_cast<tsr::DropoutOp>(copy))
       if (failed(markDropoutPiece(rs, d, p, m)))
         return failure();
-    for (auto [orig, res] : llvm::zip(op->getResults(), copy->getResults()))
+    for (auto [i, orig, res] :
+         llvm::enumerate(op->getResults(), copy->getResults())) {
       rs.pieces[{orig.getAsOpaquePointer(), piece}] = res;
+      if (early && p.perMicro && M > 1 &&
+          p.results[i].mb.kind == lay::AxisKind::V && summedByEveryUse(orig))
+        addToTotal(rs, orig, m, res);
+    }
+  }
+  return reduceEarly(op);
+}
+
+/// Whether every use of `v` wants its micro-batch pieces summed (as the
+/// update wants a weight gradient), so none needs a piece by itself.
+bool Partitioner::summedByEveryUse(Value v) {
+  for (OpOperand &use : v.getUses()) {
+    auto it = plans.find(use.getOwner());
+    if (it == plans.end())
+      continue; // the step's return: whole values
+    const OpPlan &u = it->second;
+    unsigned i = use.getOperandNumber();
+    if (i < u.operands.size() && !(u.operands[i].mb.kind == lay::AxisKind::R))
+      return false;
+  }
+  return true;
+}
+
+/// Adds micro-batch piece `m` of `v` to the rank's running total, in the
+/// order convertLocal would sum the pieces ((p0 + p1) + p2 ...: the same
+/// float operations). Pieces must come in order; otherwise the total is
+/// abandoned and the pieces are summed at the first use, as without it.
+void Partitioner::addToTotal(RankState &rs, Value v, int64_t m, Value piece) {
+  auto &[sum, count] = rs.totals[v.getAsOpaquePointer()];
+  if (count != m) {
+    count = -1;
+    return;
+  }
+  sum =
+      count == 0
+          ? piece
+          : tsr::AddOp::create(rs.builder, v.getLoc(), sum, piece).getResult();
+  ++count;
+}
+
+/// The number of pieces a layout cuts a tensor into on each rank.
+static int64_t splitPieces(const lay::Mesh &mesh, const lay::Layout &l) {
+  int64_t n = 1;
+  for (auto [a, state] : llvm::enumerate(l.states))
+    if (state.kind == lay::AxisKind::D)
+      n *= mesh.axis(a).size;
+  return n;
+}
+
+/// Once the last instance of backward op `op` is emitted, its results are
+/// complete: each conversion that makes one smaller for a consumer still
+/// to come (a partial sum reduce-scattered into shards, a whole value
+/// sliced) is made now, on the ranks of the producer's device, so the
+/// larger value dies here. Every rank of a device makes the same
+/// conversions at the same point of the global order, so collectives stay
+/// matched.
+LogicalResult Partitioner::reduceEarly(Operation *op) {
+  OpPlan &p = plans[op];
+  if (!early || p.kind == 0)
+    return success();
+  for (int64_t i = 0; p.perMicro && i < M; ++i)
+    if (!emitted.count({op, i}))
+      return success();
+  for (auto [idx, v] : llvm::enumerate(op->getResults())) {
+    FullLayout have = p.results[idx];
+    if (have.mb.kind == lay::AxisKind::D)
+      continue; // concatenating micro-batches would grow it
+    for (OpOperand &use : v.getUses()) {
+      auto it = plans.find(use.getOwner());
+      if (it == plans.end())
+        continue;
+      const OpPlan &u = it->second;
+      unsigned i = use.getOperandNumber();
+      if (u.perMicro || emitted.count({u.op, 0}) ||
+          deviceOf(u.stage) != deviceOf(p.stage) || i >= u.operands.size() ||
+          splitPieces(rvdMesh, u.operands[i].spatial) <=
+              splitPieces(rvdMesh, have.spatial))
+        continue;
+      for (int64_t r : ranksOfStage(p.stage))
+        if (failed(materialize(*ranks[r], v, u.operands[i], 0)))
+          return failure();
+    }
   }
   return success();
 }
@@ -891,11 +1004,51 @@ struct DistPartitionPass
     for (auto f : module.getOps<func::FuncOp>())
       if (hasAttr<Tsr::TrainStepAttrHelper>(f))
         steps.push_back(f);
-    for (func::FuncOp f : steps) {
-      Partitioner p(f, mesh, microBatches, schedule);
-      if (failed(p.run()))
-        return signalPassFailure();
+    if (reduceEarly != "auto" && reduceEarly != "always" &&
+        reduceEarly != "never") {
+      module.emitError("dist-partition: reduce-early must be auto, always or "
+                       "never, got '")
+          << reduceEarly << "'";
+      return signalPassFailure();
     }
+    for (func::FuncOp f : steps)
+      if (failed(partition(f, mesh, microBatches)))
+        return signalPassFailure();
+  }
+
+  /// The larger predicted peak over `fns` (dist::predictPeakBytes).
+  static int64_t worstPeak(ArrayRef<func::FuncOp> fns) {
+    int64_t worst = 0;
+    for (func::FuncOp fn : fns)
+      worst = std::max(worst, predictPeakBytes(fn));
+    return worst;
+  }
+
+  /// Partitions `f`. Reducing gradients early frees whole partial sums
+  /// sooner but moves the reductions (and a collective's scratch buffers)
+  /// into the backward, where activations are still alive; which order has
+  /// the lower peak depends on the model, so with reduce-early=auto both
+  /// are made and the one with the lower predicted peak over the ranks is
+  /// kept (the other on a tie: the order of the step's own ops). Both run
+  /// the same float operations, so results are the same bit for bit.
+  LogicalResult partition(func::FuncOp f, MeshAttr mesh, int64_t M) {
+    if (reduceEarly != "auto")
+      return Partitioner(f, mesh, M, schedule, reduceEarly == "always").run();
+    OpBuilder b(f);
+    b.setInsertionPointAfter(f);
+    auto copy = cast<func::FuncOp>(b.clone(*f));
+    Partitioner early(copy, mesh, M, schedule, true);
+    if (failed(early.run()))
+      return failure();
+    Partitioner late(f, mesh, M, schedule, false);
+    if (failed(late.run()))
+      return failure();
+    SmallVector<func::FuncOp> earlyFns = early.rankFunctions(),
+                              lateFns = late.rankFunctions();
+    bool keepEarly = worstPeak(earlyFns) < worstPeak(lateFns);
+    for (func::FuncOp fn : keepEarly ? lateFns : earlyFns)
+      fn.erase();
+    return success();
   }
 };
 

@@ -635,8 +635,12 @@ void planZero2(func::FuncOp f, int64_t dp) {
         }))
       seeds.push_back({grad, 0});
   }
+  // Not through the updates themselves (ZeRO-1 split them already): from
+  // an update's gradient the trace would go on to its parameter and from
+  // there into the backward's reads of the weight, which need it whole.
   auto gradientTail = [](Operation *op) {
     return !hasAttr<Dist::BatchAttrHelper>(op) &&
+           !isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op) &&
            (hasAttr<Tsr::BackwardAttrHelper>(op) ||
             hasAttr<Tsr::UpdateAttrHelper>(op));
   };

@@ -191,10 +191,26 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
     ranks, optimizer state stays in the layout its update wants (sharded
     under ZeRO-1 or tensor parallelism), data inputs arrive whole on every
     rank that needs them, and the loss is returned on every rank.
+
+    Gradients can be reduced early: a backward value whose micro-batch
+    pieces are partial sums is kept as a running total, and a complete
+    backward value that a later consumer needs smaller (ZeRO-2's
+    reduce-scatter of a weight gradient into its dp shard) is converted
+    right after its producer, so the whole value dies there. That frees
+    memory but moves the reductions and their scratch buffers into the
+    backward, where activations are alive: with `reduce-early=auto` both
+    orders are made and the one with the lower predicted peak
+    (dist::predictPeakBytes, the largest over the ranks) is kept;
+    `always` and `never` force one. The float operations are the same in
+    both orders.
   }];
   let options = [
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
            "Without dist-schedule's order: gpipe or 1f1b">,
+    Option<"reduceEarly", "reduce-early", "std::string",
+           /*default=*/"\"auto\"",
+           "Gradients reduced as soon as they are complete: always, never, "
+           "or auto (the order with the lower predicted peak)">,
   ];
   let dependentDialects = ["::tessera::dist::DistDialect",
                            "::tessera::tsr::TsrDialect",
