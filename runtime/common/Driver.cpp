@@ -427,15 +427,19 @@ std::vector<Tensor> gradientArgs(const StepProgram &g,
 
 /// Why step `i` produced a NaN or infinity, when one device can tell: its
 /// gradient step on the same batch, from the parameters before the update
-/// (`args` of `step`), names the first parameter whose gradient is not
-/// finite, or finds every gradient finite (then the update overflowed). ""
-/// with several ranks (a rank sees only its part of the gradients).
+/// (`args` of `step`, kept under --no-donate), names the first parameter
+/// whose gradient is not finite, or finds every gradient finite (then the
+/// update overflowed). "" with several ranks (a rank sees only its part of
+/// the gradients); a hint at --no-donate when the step consumed `args`.
 std::string nonFiniteCause(const Program &program, const StepProgram &step,
                            const std::vector<Tensor> &args,
                            const DataFeed *data, int64_t i) {
   const StepProgram &g = program.gradient;
   if (!g.fn || multiRank(program))
     return "";
+  if (args.size() != step.args.size())
+    return "; the step consumed the old parameters (rerun with --no-donate "
+           "to find whether a gradient or the update went wrong)";
   std::map<std::string, Tensor> params;
   for (size_t a = 0; a < step.args.size() && a < args.size(); ++a)
     if (step.args[a].role == Role::Param)
@@ -445,7 +449,9 @@ std::string nonFiniteCause(const Program &program, const StepProgram &step,
     Batch batch;
     if (data)
       batch = data->batch(i);
-    g.fn(gradientArgs(g, params, batch, "the gradient step"), results);
+    std::vector<Tensor> gradArgs =
+        gradientArgs(g, params, batch, "the gradient step");
+    g.fn(gradArgs, results);
   } catch (const Error &e) {
     return std::string("; recomputing the gradients failed: ") + e.what();
   }
@@ -670,12 +676,12 @@ int run(int argc, char **argv, const Program &program) {
   if (!program.constants.empty())
     loadConstants(joinPath(executableDir(), program.constants));
   std::map<std::string, Tensor> states;
-  std::map<std::string, Tensor> hypers;
+  std::map<std::string, double> hypers;
   for (const ValueSpec &spec : step.args) {
     if (spec.role == Role::State)
       states[spec.name] = zeros(spec.shape, spec.dtype);
     else if (spec.role == Role::Hyper)
-      hypers[spec.name] = full(spec.shape, spec.dtype, hyperValue(spec, o));
+      hypers[spec.name] = hyperValue(spec, o);
     else if (spec.role == Role::Loss)
       throw Error("a Loss cannot be an argument of the step function");
   }
@@ -709,25 +715,41 @@ int run(int argc, char **argv, const Program &program) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   std::vector<Tensor> args, results;
+  // The parameters and state the step returns (a parameter it only reads,
+  // such as an integer one, comes back from nowhere: the driver keeps it).
+  std::set<std::string> returned;
+  for (const ValueSpec &spec : step.results)
+    if (spec.role == Role::Param || spec.role == Role::State)
+      returned.insert(spec.name);
   // The step function's arguments for one batch, learning rate and step.
+  // `donate`: the parameters and optimizer state the step returns move out
+  // of their tables into `out` (the step frees each old value after its
+  // last use; its results refill the tables); otherwise `out` holds copies
+  // of the references. Every other argument is a tensor of its own either
+  // way.
   auto buildArgs = [&](std::vector<Tensor> &out, const Batch &batch, double lr,
-                       int64_t i) {
+                       int64_t i, bool donate) {
     out.clear();
+    auto take = [&](std::map<std::string, Tensor> &table,
+                    const std::string &name) {
+      Tensor &t = table.at(name);
+      out.push_back(donate && returned.count(name) ? std::move(t) : t);
+    };
     for (const ValueSpec &spec : step.args) {
       switch (spec.role) {
       case Role::Param:
-        out.push_back(params.at(spec.name));
+        take(params, spec.name);
         break;
       case Role::State:
-        out.push_back(states.at(spec.name));
+        take(states, spec.name);
         break;
       case Role::Input:
         out.push_back(cast(toDevice(batch.at(spec.name)), spec.dtype));
         break;
       case Role::Hyper:
         // The learning rate follows the schedule; the others are fixed.
-        out.push_back(spec.name == "lr" ? full(spec.shape, spec.dtype, lr)
-                                        : hypers.at(spec.name));
+        out.push_back(full(spec.shape, spec.dtype,
+                           spec.name == "lr" ? lr : hypers.at(spec.name)));
         break;
       case Role::Step:
         out.push_back(full(spec.shape, spec.dtype, static_cast<double>(i + 1)));
@@ -745,16 +767,22 @@ int run(int argc, char **argv, const Program &program) {
   // has it, draws masks of their own (counters with the top bit set, which
   // no training step uses) and the same ones in every plan. Every rank runs
   // it (the step communicates).
-  auto evaluate = [&](int64_t i) -> std::optional<double> {
+  // It holds the parameters and optimizer state beside the step's results
+  // (no donation: the driver keeps them), so its peak, `evalPeak` (the
+  // largest over the ranks), is above a training step's.
+  auto evaluate = [&](int64_t i, int64_t &evalPeak) -> std::optional<double> {
     std::vector<Tensor> evalArgs, evalResults;
     double sum = 0;
     bool have = false;
+    resetPeak();
+    evalPeak = 0;
     for (int64_t j = 0; j < o.evalSteps; ++j) {
       setDropoutCounter((uint64_t(1) << 63) |
                         static_cast<uint64_t>(i * o.evalSteps + j));
       // A rank whose step takes no input (a middle pipeline stage) has no
       // data but runs the step with the others.
-      buildArgs(evalArgs, valData ? valData->batch(j) : Batch(), 0.0, i);
+      buildArgs(evalArgs, valData ? valData->batch(j) : Batch(), 0.0, i,
+                /*donate=*/false);
       evalResults.assign(step.results.size(), Tensor());
       try {
         step.fn(evalArgs, evalResults);
@@ -769,11 +797,14 @@ int run(int argc, char **argv, const Program &program) {
       evalArgs.clear();
       evalResults.clear();
       synchronize();
+      evalPeak = peakBytes();
       if (multi) {
         waitSends();
-        loss = gatherReport({peakBytes(), loss, 0, {}},
-                            "evaluation after step " + std::to_string(i))
-                   .loss;
+        RankReport report =
+            gatherReport({peakBytes(), loss, 0, {}},
+                         "evaluation after step " + std::to_string(i));
+        loss = report.loss;
+        evalPeak = report.peakBytes;
       }
       if (loss) {
         sum += *loss;
@@ -787,17 +818,27 @@ int run(int argc, char **argv, const Program &program) {
 
   for (int64_t i = first; i < o.steps; ++i) {
     Clock::time_point stepStart = Clock::now();
+    // peak_bytes is this step's own peak (what tessera-compile's
+    // memory.json predicts), not one of an earlier step or evaluation.
+    resetPeak();
     watchdog::setStep(i);
     Batch batch;
     if (data)
       batch = data->batch(i);
-    buildArgs(args, batch, scheduledLr(o, i), i);
+    // Unless --no-donate, the step takes the parameters and optimizer
+    // state over: the tables are empty until its results refill them.
+    buildArgs(args, batch, scheduledLr(o, i), i, /*donate=*/!o.noDonate);
     // Dropout masks are a function of the step (common/Dropout.h): a
     // resumed run, or one under another plan, draws the same ones.
     setDropoutCounter(static_cast<uint64_t>(i));
     // The step holds its inputs in args; the host copies can go.
     batch.clear();
     results.assign(step.results.size(), Tensor());
+    // The step clears `args`; under --no-donate the driver keeps its own
+    // references to the old values (for nonFiniteCause).
+    std::vector<Tensor> kept;
+    if (o.noDonate)
+      kept = args;
     try {
       step.fn(args, results);
     } catch (const Error &e) {
@@ -824,17 +865,17 @@ int run(int argc, char **argv, const Program &program) {
         if (it == table.end())
           throw Error("the step function returns '" + spec.name +
                       "', which is not one of its arguments");
-        if (results[r].shape() != it->second.shape())
+        if (results[r].shape() != spec.shape)
           throw Error("the step function returns '" + spec.name +
                       "' of shape " + shapeToString(results[r].shape()) +
-                      ", expected " + shapeToString(it->second.shape()));
+                      ", expected " + shapeToString(spec.shape));
         it->second = results[r];
       }
     }
     // Never train on (or save) garbage: a NaN or infinity in the loss or in
     // an updated parameter stops the job at this step. The old parameters
-    // (still in args) let the gradient step say whether the gradient or
-    // the update went wrong.
+    // (still in args under --no-donate) let the gradient step say whether
+    // the gradient or the update went wrong.
     std::vector<Tensor> updated;
     std::vector<std::string> updatedNames;
     for (size_t r = 0; r < results.size(); ++r)
@@ -846,14 +887,15 @@ int run(int argc, char **argv, const Program &program) {
     if (m.loss && !std::isfinite(*m.loss))
       throw Error("step " + std::to_string(i) + ": the loss is " +
                   std::to_string(*m.loss) +
-                  nonFiniteCause(program, step, args, data.get(), i) + stopped);
+                  nonFiniteCause(program, step, kept, data.get(), i) + stopped);
     int64_t bad = firstNonFinite(updated);
     if (bad >= 0)
       throw Error("step " + std::to_string(i) + ": parameter '" +
                   updatedNames[bad] + "' is not finite after the update" +
-                  nonFiniteCause(program, step, args, data.get(), i) + stopped);
+                  nonFiniteCause(program, step, kept, data.get(), i) + stopped);
     updated.clear();
-    args.clear(); // drop the old parameters before the next step
+    args.clear();
+    kept.clear(); // under --no-donate: drop the old parameters
     results.clear();
     // The step's GPU work is queued asynchronously: wait for it, so that the
     // step time is real and a kernel's deferred error names this step.
@@ -884,7 +926,7 @@ int run(int argc, char **argv, const Program &program) {
     m.elapsedSeconds = std::chrono::duration<double>(now - start).count();
     bool last = i + 1 == o.steps;
     if (!o.valData.empty() && (last || (i + 1) % o.evalEvery == 0))
-      m.valLoss = evaluate(i);
+      m.valLoss = evaluate(i, m.valPeakBytes);
     if (lead)
       logger.log(m);
     if (!o.checkpointDir.empty() &&
@@ -995,6 +1037,10 @@ std::string usage(const std::string &argv0) {
          "  --comm-timeout S       several ranks: end the job when a\n"
          "                         communication call blocks longer than S\n"
          "                         seconds (default 600; 0: never)\n"
+         "  --no-donate            keep the old parameters and optimizer\n"
+         "                         state through each step (more memory),\n"
+         "                         so that a non-finite step can tell\n"
+         "                         whether a gradient or the update broke\n"
          "  --help                 this text\n"
          "\n"
          "Each step prints a JSON line to stdout (step, loss, tokens_per_s,\n"
@@ -1022,6 +1068,11 @@ RunOptions parseRunOptions(int argc, char **argv) {
       flag = arg.substr(0, eq);
       value = arg.substr(eq + 1);
       inlineValue = true;
+    }
+    // The one flag without a value.
+    if (arg == "--no-donate") {
+      o.noDonate = true;
+      continue;
     }
     bool known = false;
     for (const char *f : kValueFlags)

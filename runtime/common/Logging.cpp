@@ -39,6 +39,8 @@ std::string stepJson(const StepMetrics &m) {
     s += ", \"mfu\": " + number(*m.mfu, "%.6g");
   s += ", \"elapsed_s\": " + number(m.elapsedSeconds, "%.6g");
   s += ", \"peak_bytes\": " + std::to_string(m.peakBytes);
+  if (m.valLoss)
+    s += ", \"val_peak_bytes\": " + std::to_string(m.valPeakBytes);
   if (!m.peakBytesPerRank.empty()) {
     s += ", \"peak_bytes_per_rank\": [";
     for (size_t r = 0; r < m.peakBytesPerRank.size(); ++r)

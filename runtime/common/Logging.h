@@ -19,8 +19,10 @@ struct StepMetrics {
   double lr = 0;              ///< the step's learning rate (the schedule's)
   /// The gradients' global norm before clipping (Role::GradNorm).
   std::optional<double> gradNorm;
-  /// The validation loss evaluated after this step, if it was.
+  /// The validation loss evaluated after this step, if it was, and the
+  /// evaluation's peak tensor memory (the largest over the ranks).
   std::optional<double> valLoss;
+  int64_t valPeakBytes = 0;
   double tokensPerSecond = 0; ///< this step's tokens over its wall time
   /// Sample data (not tokens): tokensPerSecond counts samples, printed as
   /// "samples_per_s" and "samples/s".

@@ -42,7 +42,7 @@ std::pair<Tensor, Tensor> bigramLossAndGrad(const Tensor &w, const Tensor &idx,
 }
 
 // args: w, idx, targets, lr, weight_decay -> results: loss, w
-void sgdStep(const std::vector<Tensor> &args, std::vector<Tensor> &results) {
+void sgdStep(std::vector<Tensor> &args, std::vector<Tensor> &results) {
   auto [loss, dw] = bigramLossAndGrad(args[0], args[1], args[2]);
   results[0] = loss;
   results[1] = sgd_update(args[0], dw, args[3], args[4]);
@@ -51,7 +51,7 @@ void sgdStep(const std::vector<Tensor> &args, std::vector<Tensor> &results) {
 std::vector<std::vector<double>> gHypers; // per step: lr b1 b2 eps wd step
 // args: w, m, v, idx, targets, step, lr, beta1, beta2, eps, weight_decay
 // results: loss, w, m, v
-void adamwStep(const std::vector<Tensor> &args, std::vector<Tensor> &results) {
+void adamwStep(std::vector<Tensor> &args, std::vector<Tensor> &results) {
   std::vector<double> seen;
   for (int i : {6, 7, 8, 9, 10, 5})
     seen.push_back(item(args[i]));
@@ -62,7 +62,20 @@ void adamwStep(const std::vector<Tensor> &args, std::vector<Tensor> &results) {
   results = {loss, p, m, v};
 }
 
-void throwingStep(const std::vector<Tensor> &, std::vector<Tensor> &) {
+// args: w, other, idx, targets, lr, weight_decay -> results: loss, w.
+// `other` is read but not returned (as an integer parameter is passed
+// through): the driver must keep it rather than donate it.
+int gOtherSeen = 0;
+void passThroughStep(std::vector<Tensor> &args, std::vector<Tensor> &results) {
+  if (!args[1].defined() || args[1].shape() != Shape{3})
+    throw Error("the parameter 'other' is missing");
+  ++gOtherSeen;
+  std::vector<Tensor> sgdArgs = {args[0], args[2], args[3], args[4], args[5]};
+  args.clear(); // as emitted steps do
+  sgdStep(sgdArgs, results);
+}
+
+void throwingStep(std::vector<Tensor> &, std::vector<Tensor> &) {
   throw Error("the step exploded");
 }
 
@@ -187,10 +200,9 @@ TEST(Driver, SgdRunMatchesAManualLoopAndSaves) {
     std::vector<std::string> keys;
     for (auto it = j.begin(); it != j.end(); ++it)
       keys.push_back(it.key());
-    EXPECT_EQ(keys,
-              (std::vector<std::string>{"step", "loss", "lr", "tokens_per_s",
-                                        "flops_per_s", "mfu", "elapsed_s",
-                                        "peak_bytes"}));
+    EXPECT_EQ(keys, (std::vector<std::string>{
+                        "step", "loss", "lr", "tokens_per_s", "flops_per_s",
+                        "mfu", "elapsed_s", "peak_bytes"}));
     // One step time: flops_per_s / tokens_per_s = flopsPerStep / tokens,
     // and mfu = flops_per_s / (1 rank x peak), both printed to 6 digits.
     double flops = j["flops_per_s"].get<double>();
@@ -257,6 +269,32 @@ TEST(Driver, AdamWByDefaultWithDocumentedHyperparameters) {
         adamw_update(w, dw, m, v, scalar(step + 1, DType::i64), f(1e-3), f(0.9),
                      f(0.999), f(1e-8), f(0.01));
   }
+  std::remove(init.c_str());
+}
+
+TEST(Driver, DonatesOnlyWhatTheStepReturns) {
+  std::string init = writeInit("init_pass.safetensors");
+  StepProgram sgd = sgdProgram();
+  sgd.args.insert(sgd.args.begin() + 1,
+                  spec(Role::Param, "other", DType::f32, {3}));
+  sgd.fn = passThroughStep;
+  Program program{"bigram", "", {sgd}, 0};
+  gOtherSeen = 0;
+  RunResult donated =
+      runWith({"--data", kData, "--steps", "3", "--init", init}, program);
+  ASSERT_EQ(donated.status, 0) << donated.err;
+  EXPECT_EQ(gOtherSeen, 3);
+  // Donation changes when a tensor is freed, never a value.
+  RunResult kept =
+      runWith({"--data", kData, "--steps", "3", "--init", init, "--no-donate"},
+              program);
+  ASSERT_EQ(kept.status, 0) << kept.err;
+  std::vector<std::string> a = lines(donated.out), b = lines(kept.out);
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(nlohmann::json::parse(a[i])["loss"].get<double>(),
+              nlohmann::json::parse(b[i])["loss"].get<double>());
   std::remove(init.c_str());
 }
 
@@ -379,6 +417,16 @@ TEST(Driver, ParseRunOptions) {
   EXPECT_TRUE(o.weightDecaySet);
   EXPECT_EQ(o.weightDecay, 0);
   EXPECT_EQ(o.optimizer, "");
+  EXPECT_FALSE(o.noDonate);
+  // --no-donate takes no value: the flag after it is still a flag.
+  std::vector<std::string> keep = {"run", "--no-donate", "--steps", "2"};
+  std::vector<char *> keepArgv;
+  for (std::string &s : keep)
+    keepArgv.push_back(s.data());
+  RunOptions k =
+      parseRunOptions(static_cast<int>(keepArgv.size()), keepArgv.data());
+  EXPECT_TRUE(k.noDonate);
+  EXPECT_EQ(k.steps, 2);
 }
 
 // nanoGPT's get_lr, step by step: warm-up (i+1)/(w+1), cosine to min-lr at

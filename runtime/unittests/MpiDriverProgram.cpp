@@ -84,13 +84,13 @@ LossAndGrads dpLossAndGrads(const Tensor &w, const Tensor &b, const Tensor &idx,
 using GradsFn = LossAndGrads (*)(const Tensor &, const Tensor &, const Tensor &,
                                  const Tensor &);
 template <GradsFn grads>
-void sgdStep(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
+void sgdStep(std::vector<Tensor> &a, std::vector<Tensor> &r) {
   LossAndGrads g = grads(a[0], a[1], a[2], a[3]);
   r = {g.loss, sgd_update(a[0], g.dw, a[4], a[5]),
        sgd_update(a[1], g.db, a[4], a[5])};
 }
 template <GradsFn grads>
-void gradStep(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
+void gradStep(std::vector<Tensor> &a, std::vector<Tensor> &r) {
   LossAndGrads g = grads(a[0], a[1], a[2], a[3]);
   r = {g.loss, g.dw, g.db};
 }
@@ -102,7 +102,7 @@ int gCalls = 0;
 // Rank 1 throws in step 2: rank 0 has printed step 0's line before it
 // entered step 1's all_reduce, which rank 1 completed, so the line is out
 // before the abort (throwing in step 1 raced with that print).
-void throwingStep(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
+void throwingStep(std::vector<Tensor> &a, std::vector<Tensor> &r) {
   if (gRank == 1 && gCalls++ == 2)
     throw Error("the step exploded");
   dpStep(a, r);
@@ -114,10 +114,10 @@ Tensor stage0Grad(const Tensor &w, const Tensor &idx) {
   Tensor dh = recv({B, T, V}, w.dtype(), 1, 1);
   return embedding_grad(dh, idx, {V, V});
 }
-void stage0Step(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
+void stage0Step(std::vector<Tensor> &a, std::vector<Tensor> &r) {
   r = {sgd_update(a[0], stage0Grad(a[0], a[1]), a[3], a[4])};
 }
-void stage0GradStep(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
+void stage0GradStep(std::vector<Tensor> &a, std::vector<Tensor> &r) {
   r = {stage0Grad(a[0], a[1])};
 }
 // pp stage 1. args: b, idx, targets[, lr, weight_decay]; results: loss, b
@@ -133,11 +133,11 @@ std::pair<Tensor, Tensor> stage1LossAndGrad(const Tensor &b,
   send(reshape(dlogits, {B, T, V}), 0, 1);
   return {loss, reduce_sum(dlogits, {0}, false)};
 }
-void stage1Step(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
+void stage1Step(std::vector<Tensor> &a, std::vector<Tensor> &r) {
   auto [loss, db] = stage1LossAndGrad(a[0], a[2]);
   r = {loss, sgd_update(a[0], db, a[3], a[4])};
 }
-void stage1GradStep(const std::vector<Tensor> &a, std::vector<Tensor> &r) {
+void stage1GradStep(std::vector<Tensor> &a, std::vector<Tensor> &r) {
   auto [loss, db] = stage1LossAndGrad(a[0], a[2]);
   r = {loss, db};
 }

@@ -9,10 +9,13 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
   let summary = "Lower tsr functions to EmitC calls into the Tessera runtime";
   let description = [{
     Every `func.func` of tsr ops becomes an `emitc.func` with the runtime's
-    step ABI, `void f(const std::vector<Tensor>& args, std::vector<Tensor>&
+    step ABI, `void f(std::vector<Tensor>& args, std::vector<Tensor>&
     results)`: argument i is `args[i]` and result i is stored to
-    `results[i]` (the caller sizes `results`). Each op becomes the call of
-    the runtime function its record describes (RuntimeCallOpInterface;
+    `results[i]` (the caller sizes `results`). The function takes its
+    arguments over: it copies them into locals and clears `args`, so that
+    an argument the caller donated (the driver's parameters and optimizer
+    state) is freed after its last use inside the step. Each op becomes
+    the call of the runtime function its record describes (RuntimeCallOpInterface;
     runtime/include/tessera/runtime/Runtime.h for tsr and dist), through
     the conversion patterns that every loaded dialect provides with
     ConvertToEmitCPatternInterface (an op of a dialect without one is an

@@ -254,17 +254,20 @@ LogicalResult validateFunction(func::FuncOp fn, int64_t maxInlineConstant,
   return success();
 }
 
-/// The emitted function with the runtime's step ABI, `void f(const
-/// std::vector<Tensor>& args, std::vector<Tensor>& results)`, holding
+/// The emitted function with the runtime's step ABI, `void
+/// f(std::vector<Tensor>& args, std::vector<Tensor>& results)`, holding
 /// `fn`'s ops (still to be converted) after a comment naming each: argument
 /// i is loaded from `args[i]` and cast back to its tensor type until the
-/// conversion replaces its users.
+/// conversion replaces its users. Then `args` is cleared: the function
+/// takes its arguments over, and insertReleases drops each after its last
+/// use, so that a donated argument (the driver's parameters and optimizer
+/// state) is freed there rather than when the step returns.
 emitc::FuncOp buildFrame(func::FuncOp fn) {
   MLIRContext *ctx = fn.getContext();
   OpBuilder b(fn);
   Type tensorType = emitc::OpaqueType::get(ctx, kRuntimeTensorType);
   auto argsType =
-      emitc::OpaqueType::get(ctx, "const std::vector<tessera::rt::Tensor>&");
+      emitc::OpaqueType::get(ctx, "std::vector<tessera::rt::Tensor>&");
   auto resultsType =
       emitc::OpaqueType::get(ctx, "std::vector<tessera::rt::Tensor>&");
   auto efn = emitc::FuncOp::create(
@@ -281,6 +284,15 @@ emitc::FuncOp buildFrame(func::FuncOp fn) {
     arg.replaceAllUsesWith(UnrealizedConversionCastOp::create(
                                b, fn.getLoc(), arg.getType(), loaded)
                                .getResult(0));
+  }
+  if (body.getNumArguments() > 0) {
+    emitc::VerbatimOp::create(
+        b, fn.getLoc(),
+        b.getStringAttr("// The step owns its arguments: each is released "
+                        "after its last use."),
+        ValueRange{});
+    emitc::VerbatimOp::create(b, fn.getLoc(), b.getStringAttr("{}.clear();"),
+                              ValueRange{args});
   }
   for (Operation &op : body) {
     if (isa<func::ReturnOp>(op))

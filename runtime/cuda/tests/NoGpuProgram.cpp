@@ -20,8 +20,7 @@ namespace rt = tessera::rt;
 
 namespace {
 
-void step(const std::vector<rt::Tensor> &args,
-          std::vector<rt::Tensor> &results) {
+void step(std::vector<rt::Tensor> &args, std::vector<rt::Tensor> &results) {
   const rt::Tensor &w = args[0], &lr = args[1], &wd = args[2];
   rt::Tensor loss = rt::reduce_sum(rt::mul(w, w), {0}, false);
   rt::Tensor grad = rt::mul(w, rt::scalar(2.0, rt::DType::f32));

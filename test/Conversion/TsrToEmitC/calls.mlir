@@ -3,11 +3,15 @@
 // RUN: tessera-opt %s -convert-tsr-to-emitc | mlir-translate --mlir-to-cpp | FileCheck %s
 
 // CHECK: #include "tessera/runtime/Runtime.h"
-// CHECK: void block(const std::vector<tessera::rt::Tensor>& [[ARGS:v[0-9]+]], std::vector<tessera::rt::Tensor>& [[RES:v[0-9]+]])
+// The function takes its arguments over: it copies them out and clears
+// args, so that each is freed after its last use when the caller donated it.
+// CHECK: void block(std::vector<tessera::rt::Tensor>& [[ARGS:v[0-9]+]], std::vector<tessera::rt::Tensor>& [[RES:v[0-9]+]])
 // CHECK: tessera::rt::Tensor [[X:v[0-9]+]] = [[ARGS]][0];
 // CHECK: tessera::rt::Tensor [[W:v[0-9]+]] = [[ARGS]][1];
 // CHECK: tessera::rt::Tensor [[B:v[0-9]+]] = [[ARGS]][2];
 // CHECK: tessera::rt::Tensor [[SQ:v[0-9]+]] = [[ARGS]][3];
+// CHECK-NEXT: // The step owns its arguments: each is released after its last use.
+// CHECK-NEXT: [[ARGS]].clear();
 // CHECK: // ln_1: tsr.layer_norm
 // CHECK-NEXT: std::tuple<tessera::rt::Tensor, tessera::rt::Tensor, tessera::rt::Tensor> [[T:v[0-9]+]] = tessera::rt::layer_norm([[X]], [[W]], [[B]], 1, 1.{{0+}}{{[0-9]*}}e-05);
 // CHECK: tessera::rt::Tensor [[Y:v[0-9]+]] = std::get<0>([[T]]);

@@ -2,7 +2,7 @@
 // tells the runtime's driver each argument's and result's role.
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=sgd -inline -symbol-dce -canonicalize -convert-tsr-to-emitc=model-name=tiny.onnx | mlir-translate --mlir-to-cpp | FileCheck %s
 
-// CHECK: void train_step_sgd(const std::vector<tessera::rt::Tensor>& [[ARGS:v[0-9]+]], std::vector<tessera::rt::Tensor>& [[RES:v[0-9]+]])
+// CHECK: void train_step_sgd(std::vector<tessera::rt::Tensor>& [[ARGS:v[0-9]+]], std::vector<tessera::rt::Tensor>& [[RES:v[0-9]+]])
 // CHECK: tessera::rt::sgd_update(
 // CHECK: [[RES]][0] = 
 // CHECK: static const tessera::rt::Program kProgram = {

@@ -3,8 +3,10 @@
 // A replay of the step in program order with reference-counted storage, the
 // way the emitted program and the runtime behave (see the header). Values
 // that share storage (views) form one storage; a storage dies after the
-// last use of its last value, unless the driver holds it (arguments,
-// results) or a send keeps it until the step ends.
+// last use of its last value, unless the driver holds it (results) or a
+// send keeps it until the step ends. Arguments are the step's own (the
+// driver donates them): they die after their last use too, except a
+// parameter or state the step does not return (the driver keeps it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 
@@ -105,10 +108,23 @@ int64_t predictPeakBytes(func::FuncOp step) {
     lastUse.push_back(nullptr);
     return int(size.size()) - 1;
   };
+  // The names of the parameters and state the step returns.
+  auto nameOf = [](DictionaryAttr attrs) -> StringAttr {
+    if (!attrs)
+      return {};
+    if (auto n = attrs.getAs<StringAttr>(Tsr::ParamAttrHelper::getNameStr()))
+      return n;
+    return attrs.getAs<StringAttr>(Tsr::StateAttrHelper::getNameStr());
+  };
+  llvm::DenseSet<StringAttr> returned;
+  for (unsigned r = 0; r < step.getNumResults(); ++r)
+    if (StringAttr n = nameOf(step.getResultAttrDict(r)))
+      returned.insert(n);
   int64_t live = 0;
   for (BlockArgument arg : body.getArguments()) {
-    storageOf[arg] =
-        newStorage(tessera::tensorBytes(arg.getType()), /*pin=*/true);
+    StringAttr n = nameOf(step.getArgAttrDict(arg.getArgNumber()));
+    storageOf[arg] = newStorage(tessera::tensorBytes(arg.getType()),
+                                /*pin=*/n && !returned.contains(n));
     live += size.back();
   }
   // Last uses (per storage), and pins for results and sends.
@@ -134,11 +150,18 @@ int64_t predictPeakBytes(func::FuncOp step) {
           newStorage(tessera::tensorBytes(r.getType()), /*pin=*/false);
     }
   }
-  // Replay.
+  // Replay. An argument that no op reads is dropped before the first op.
   int64_t peak = live;
   std::vector<bool> allocated(size.size(), false);
-  for (BlockArgument arg : body.getArguments())
-    allocated[storageOf[arg]] = true;
+  for (BlockArgument arg : body.getArguments()) {
+    int s = storageOf[arg];
+    allocated[s] = true;
+    if (lastUse[s] == nullptr && !pinned[s]) {
+      live -= size[s];
+      allocated[s] = false;
+      pinned[s] = true;
+    }
+  }
   for (Operation &op : body) {
     for (Value r : op.getResults()) {
       int s = storageOf[r];

@@ -51,8 +51,13 @@ struct ValueSpec {
 };
 
 /// One emitted step function: all arguments in, all results out, in the
-/// order of `args` and `results`.
-using StepFn = void (*)(const std::vector<Tensor> &args,
+/// order of `args` and `results`. The function takes its arguments over:
+/// it copies them into locals, clears `args` and drops each local after
+/// its last use, so an argument whose only holder was `args` (the driver
+/// donates the parameters and optimizer state of a training step) is freed
+/// inside the step, as soon as the step no longer needs it. A caller that
+/// keeps its own reference (evaluation, --no-donate) frees nothing.
+using StepFn = void (*)(std::vector<Tensor> &args,
                         std::vector<Tensor> &results);
 
 struct StepProgram {
@@ -109,12 +114,13 @@ struct Program {
 ///   --data FILE --steps K [--init FILE.safetensors] [--save FILE]
 ///   [--optimizer adamw|sgd] [--lr X] [--beta1 X] [--beta2 X] [--eps X]
 ///   [--weight-decay X] [--clip-norm X] [--seed S] [--log FILE.jsonl]
-///   [--comm-timeout S]
+///   [--comm-timeout S] [--no-donate]
 /// Defaults: adamw, lr 1e-3 (adamw) / 0.1 (sgd), betas 0.9/0.999, eps 1e-8,
 /// weight decay 0.01 (adamw) / 0 (sgd). Each step prints one JSON line to
 /// stdout {"step", "loss", "lr", "grad_norm" (when the step returns it),
 /// "tokens_per_s" (or "samples_per_s"), "flops_per_s" and "mfu" (when
-/// flopsPerStep, peakFlopsPerRank are known), "elapsed_s", "peak_bytes"} and
+/// flopsPerStep, peakFlopsPerRank are known), "elapsed_s", "peak_bytes" (this
+/// step's), "val_peak_bytes" (with "val_loss")} and
 /// a progress line to stderr. Errors (bad flag, missing file,
 /// shape mismatch in --init) print "error: ..." and return 1. FILE is a token
 /// file or a sample file (FILE.safetensors, one tensor [N, ...] per input by
@@ -203,6 +209,12 @@ struct RunOptions {
   /// (several ranks only; 0: never).
   double commTimeout = kDefaultCommTimeout;
   bool commTimeoutSet = false;
+  /// --no-donate: the driver keeps the parameters and optimizer state it
+  /// passes to a training step, instead of handing them over (the step
+  /// then holds old and new side by side: more memory), so that a
+  /// non-finite step can recompute the gradients from the old parameters
+  /// and say whether a gradient or the update went wrong.
+  bool noDonate = false;
   bool help = false;
   static constexpr double kDefaultCommTimeout = 600;
 };

@@ -1,9 +1,10 @@
 //===- MemoryPrediction.h - peak tensor memory of a step --------*- C++ -*-===//
 //
 // The peak tensor memory of one training step of a (per-rank) step function
-// as the runtime counts it (live tensor storage): the driver holds the
-// arguments; every op allocates its results except views (a reshape, a cast
-// or broadcast that changes nothing); the emitted code drops each tensor
+// as the runtime counts it (live tensor storage): the driver hands the
+// arguments over (parameters and optimizer state are donated); every op
+// allocates its results except views (a reshape, a cast or broadcast that
+// changes nothing); the emitted code drops each tensor, arguments included,
 // after its last use; sent tensors stay alive until the end of the step;
 // results stay (the driver takes them); a collective's packing and receive
 // buffers (the CPU backend's) add to the live bytes while it runs. Used by
