@@ -441,7 +441,7 @@ std::string nonFiniteCause(const Program &program, const StepProgram &step,
     return "; the step consumed the old parameters (rerun with --no-donate "
            "to find whether a gradient or the update went wrong)";
   std::map<std::string, Tensor> params;
-  for (size_t a = 0; a < step.args.size() && a < args.size(); ++a)
+  for (size_t a = 0; a < args.size(); ++a)
     if (step.args[a].role == Role::Param)
       params[step.args[a].name] = args[a];
   std::vector<Tensor> results(g.results.size());
