@@ -15,4 +15,7 @@ void tessera::llm::registerLlmKernels() {
   exec::registerKernel("llm::rope_tables",
                        exec::kernelOf(&rt::llm::rope_tables));
   exec::registerKernel("llm::repeat_kv", exec::kernelOf(&rt::llm::repeat_kv));
+  exec::registerKernel("llm::attention", exec::kernelOf(&rt::llm::attention));
+  exec::registerKernel("llm::attention_grad",
+                       exec::kernelOf(&rt::llm::attention_grad));
 }

@@ -11,6 +11,10 @@
 //   x * cos + cat(-x[.., d/2:], x[.., :d/2]) * sin  -> llm.rope
 //     (Hugging Face's rotate_half)
 //   reshape(expand(x[:, :, None]))                  -> llm.repeat_kv
+//   softmax(q @ k^T * c + causal mask) @ v          -> llm.attention
+//     (c: a constant factor, a division by one, or none; the mask a
+//     constant: where(triu, -inf, s), where(tril, s, -inf) or s + triu(-inf);
+//     no mask: non-causal)
 //
 // Each pattern replaces only the subgraph's root; intermediate values used
 // elsewhere stay (and dead ones are erased by the driver).
@@ -287,9 +291,164 @@ struct RaiseRepeatKv : OpRewritePattern<tsr::ReshapeOp> {
   }
 };
 
+/// The value of a constant [t, s] mask (after leading ones), or null.
+DenseElementsAttr maskConstant(Value mask, int64_t t, int64_t s) {
+  auto c = mask.getDefiningOp<tsr::ConstantOp>();
+  auto type = dyn_cast<RankedTensorType>(mask.getType());
+  if (!c || !type || type.getRank() < 2 ||
+      type.getShape().take_back(2) != ArrayRef<int64_t>{t, s} ||
+      llvm::any_of(type.getShape().drop_back(2),
+                   [](int64_t n) { return n != 1; }))
+    return {};
+  return dyn_cast<DenseElementsAttr>(c.getValue());
+}
+
+/// Whether every element (i, j) of `values`, row-major [t, s], satisfies
+/// `masked(value, j > i)`.
+template <typename Range, typename Fn>
+bool isCausal(Range values, int64_t s, Fn masked) {
+  int64_t n = 0;
+  for (auto value : values) {
+    if (!masked(value, n % s > n / s))
+      return false;
+    ++n;
+  }
+  return true;
+}
+
+/// A boolean mask true exactly above the diagonal (or, `inverted`, on and
+/// below it).
+bool isCausalBoolMask(Value mask, int64_t t, int64_t s, bool inverted) {
+  DenseElementsAttr dense = maskConstant(mask, t, s);
+  if (!dense || !dense.getElementType().isInteger(1))
+    return false;
+  return isCausal(dense.getValues<bool>(), s,
+                  [&](bool v, bool above) { return v == (above != inverted); });
+}
+
+/// An additive mask's "minus infinity": -inf, or a finite value so negative
+/// (HF's finfo.min) that exp of any sane score plus it is exactly 0.
+bool isMinusInfinity(const APFloat &v) {
+  return v.isNegative() && (v.isInfinity() || v.convertToDouble() <= -1e30);
+}
+
+/// A float mask of minus infinity above the diagonal and 0 elsewhere.
+bool isCausalAdditiveMask(Value mask, int64_t t, int64_t s) {
+  DenseElementsAttr dense = maskConstant(mask, t, s);
+  if (!dense || !isa<FloatType>(dense.getElementType()))
+    return false;
+  return isCausal(dense.getValues<APFloat>(), s,
+                  [](const APFloat &v, bool above) {
+                    return above ? isMinusInfinity(v) : v.isZero();
+                  });
+}
+
+/// softmax(q @ k^T * scale + causal mask) @ v -> attention(q, k, v)#0,
+/// when the probabilities are used only there.
+struct RaiseAttention : OpRewritePattern<tsr::MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tsr::MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    auto softmax = op.getLhs().getDefiningOp<tsr::SoftmaxOp>();
+    if (!softmax || !softmax->hasOneUse() || !isLlmFloat(op.getType()))
+      return failure();
+    auto probs = cast<RankedTensorType>(softmax.getType());
+    int64_t rank = probs.getRank();
+    if (rank < 2 || static_cast<int64_t>(softmax.getAxis()) != rank - 1)
+      return failure();
+    int64_t t = probs.getDimSize(rank - 2), s = probs.getDimSize(rank - 1);
+
+    // The mask: a constant, masked strictly above the diagonal.
+    Value scores = softmax.getInput();
+    bool causal = false;
+    if (auto where = scores.getDefiningOp<tsr::WhereOp>()) {
+      std::optional<double> lhs = splatValue(where.getLhs());
+      std::optional<double> rhs = splatValue(where.getRhs());
+      if (lhs && std::isinf(*lhs) && *lhs < 0 &&
+          isCausalBoolMask(where.getCondition(), t, s, /*inverted=*/false))
+        scores = where.getRhs();
+      else if (rhs && std::isinf(*rhs) && *rhs < 0 &&
+               isCausalBoolMask(where.getCondition(), t, s, /*inverted=*/true))
+        scores = where.getLhs();
+      else
+        return failure();
+      causal = true;
+    } else if (auto add = scores.getDefiningOp<tsr::AddOp>()) {
+      Value other;
+      for (Value m : {add.getLhs(), add.getRhs()})
+        if (isCausalAdditiveMask(m, t, s)) {
+          other = otherOperand(add, m);
+          break;
+        }
+      if (!other)
+        return failure();
+      scores = other;
+      causal = true;
+    }
+    if (scores.getType() != probs)
+      return failure();
+
+    // The scale: a constant factor or divisor, or none.
+    double scale = 1.0;
+    if (auto mul = scores.getDefiningOp<tsr::MulOp>()) {
+      for (Value c : {mul.getRhs(), mul.getLhs()})
+        if (std::optional<double> f = splatValue(c)) {
+          scale = *f;
+          scores = otherOperand(mul, c);
+          break;
+        }
+    } else if (auto div = scores.getDefiningOp<tsr::DivOp>()) {
+      if (std::optional<double> f = splatValue(div.getRhs())) {
+        scale = 1.0 / *f;
+        scores = div.getLhs();
+      }
+    }
+    if (!std::isfinite(scale) || scores.getType() != probs)
+      return failure();
+
+    // q @ k^T: q [.., t, d], k^T [.., d, s], v [.., s, e], all with the
+    // same leading dimensions (no broadcasting).
+    auto product = scores.getDefiningOp<tsr::MatmulOp>();
+    if (!product)
+      return failure();
+    Value q = product.getLhs(), kT = product.getRhs(), v = op.getRhs();
+    auto qt = cast<RankedTensorType>(q.getType());
+    auto kTt = cast<RankedTensorType>(kT.getType());
+    auto vt = cast<RankedTensorType>(v.getType());
+    ArrayRef<int64_t> lead = probs.getShape().drop_back(2);
+    for (RankedTensorType x : {qt, kTt, vt})
+      if (x.getRank() != rank || x.getShape().drop_back(2) != lead ||
+          x.getElementType() != probs.getElementType())
+        return failure();
+    if (vt.getDimSize(rank - 2) != s)
+      return failure();
+
+    // k: k^T's transpose; folded into the transpose that made k^T.
+    SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(swap[rank - 2], swap[rank - 1]);
+    Value k;
+    if (auto tr = kT.getDefiningOp<tsr::TransposeOp>()) {
+      SmallVector<int64_t> perm(tr.getPerm());
+      std::swap(perm[rank - 2], perm[rank - 1]);
+      bool identity = llvm::equal(perm, llvm::seq<int64_t>(0, rank));
+      k = identity ? tr.getInput()
+                   : tsr::TransposeOp::create(rewriter, tr.getLoc(),
+                                              tr.getInput(), perm)
+                         .getResult();
+    } else {
+      k = tsr::TransposeOp::create(rewriter, product.getLoc(), kT, swap);
+    }
+    auto attention = AttentionOp::create(rewriter, op.getLoc(), q, k, v,
+                                         rewriter.getF64FloatAttr(scale),
+                                         rewriter.getBoolAttr(causal));
+    rewriter.replaceOp(op, attention.getResult());
+    return success();
+  }
+};
+
 } // namespace
 
 void tessera::llm::populateLlmRaisePatterns(RewritePatternSet &patterns) {
-  patterns.add<RaiseSilu, RaiseSwiglu, RaiseRmsNorm, RaiseRope, RaiseRepeatKv>(
-      patterns.getContext());
+  patterns.add<RaiseSilu, RaiseSwiglu, RaiseRmsNorm, RaiseRope, RaiseRepeatKv,
+               RaiseAttention>(patterns.getContext());
 }

@@ -33,3 +33,13 @@ func.func @attention(%k: tensor<2x2x3x8xf32>) -> tensor<2x4x3x8xf32> {
   return %y : tensor<2x4x3x8xf32>
 }
 
+
+// Attention: both results of one call, the scale and the causal flag.
+// CHECK-LABEL: void fused(
+// CHECK: std::tuple<tessera::rt::Tensor, tessera::rt::Tensor> [[A:v[0-9]+]] = tessera::rt::llm::attention({{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, 2.5{{0*}}e-01, true);
+// CHECK: std::tuple<tessera::rt::Tensor, tessera::rt::Tensor, tessera::rt::Tensor> {{v[0-9]+}} = tessera::rt::llm::attention_grad({{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, {{v[0-9]+}}, 2.5{{0*}}e-01, true);
+func.func @fused(%q: tensor<2x3x8xf32>, %g: tensor<2x3x8xf32>) -> tensor<2x3x8xf32> {
+  %y, %l = llm.attention %q, %q, %q {scale = 0.25 : f64, causal = true} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>)
+  %dq, %dk, %dv = llm.attention_grad %g, %q, %q, %q, %y, %l {scale = 0.25 : f64, causal = true} : (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x1xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>)
+  return %dq : tensor<2x3x8xf32>
+}

@@ -105,3 +105,74 @@ func.func @repeat_kv_repeats(%k: tensor<2x2x3x8xf32>) {
   %r = llm.repeat_kv %k {repeats = 0 : i64} : tensor<2x2x3x8xf32> to tensor<2x0x3x8xf32>
   return
 }
+
+// -----
+
+func.func @attention_causal_lengths(%q: tensor<2x3x8xf32>, %k: tensor<2x5x8xf32>) {
+  // expected-error @+2 {{a causal attention needs as many keys as queries, got 5 keys and 3 queries}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %l = llm.attention %q, %k, %k {scale = 1.0 : f64, causal = true} : (tensor<2x3x8xf32>, tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x1xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_key_width(%q: tensor<2x3x8xf32>, %k: tensor<2x5x4xf32>) {
+  // expected-error @+2 {{key 'tensor<2x5x4xf32>' must have the query's last dimension ('tensor<2x3x8xf32>')}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %l = llm.attention %q, %k, %k {scale = 1.0 : f64} : (tensor<2x3x8xf32>, tensor<2x5x4xf32>, tensor<2x5x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<2x4x3x8xf32>, %k: tensor<2x2x3x8xf32>) {
+  // expected-error @+2 {{key 'tensor<2x2x3x8xf32>' must have the query's leading dimensions ('tensor<2x4x3x8xf32>')}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %l = llm.attention %q, %k, %k {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x2x3x8xf32>, tensor<2x2x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x1xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_value_rows(%q: tensor<3x8xf32>, %k: tensor<5x8xf32>, %v: tensor<4x8xf32>) {
+  // expected-error @+2 {{value 'tensor<4x8xf32>' must have one row per key ('tensor<5x8xf32>')}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %l = llm.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<3x8xf32>, tensor<5x8xf32>, tensor<4x8xf32>) -> (tensor<3x8xf32>, tensor<3x1xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_rank(%q: tensor<8xf32>) {
+  // expected-error @+2 {{query must have rank >= 2 ([.., t, d]), got 'tensor<8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y, %l = llm.attention %q, %q, %q {scale = 1.0 : f64} : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<8xf32>, tensor<1xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<3x8xf32>) {
+  // expected-error @+1 {{attribute 'scale' failed to satisfy constraint: 64-bit float attribute whose value is finite}}
+  %y, %l = llm.attention %q, %q, %q {scale = 0x7FF0000000000000 : f64} : (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>) -> (tensor<3x8xf32>, tensor<3x1xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_lse(%g: tensor<3x8xf32>, %q: tensor<3x8xf32>, %l: tensor<3xf32>) {
+  // expected-error @+2 {{lse has type 'tensor<3xf32>', expected 'tensor<3x1xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = llm.attention_grad %g, %q, %q, %q, %g, %l {scale = 1.0 : f64} : (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3xf32>) -> (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_result(%g: tensor<3x8xf32>, %q: tensor<3x8xf32>, %y: tensor<3x4xf32>, %l: tensor<3x1xf32>) {
+  // expected-error @+2 {{result has type 'tensor<3x4xf32>', expected 'tensor<3x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %dq, %dk, %dv = llm.attention_grad %g, %q, %q, %q, %y, %l {scale = 1.0 : f64} : (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x4xf32>, tensor<3x1xf32>) -> (tensor<3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>)
+  return
+}

@@ -25,3 +25,14 @@ func.func @rotary(%q: tensor<2x4x3x8xf32>, %k: tensor<2x2x3x8xf32>) -> (tensor<2
   %kk = llm.repeat_kv %k {repeats = 2 : i64} : tensor<2x2x3x8xf32> to tensor<2x4x3x8xf32>
   return %r, %kk : tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>
 }
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x5x8xf32>, %v: tensor<2x4x5x6xf32>, %g: tensor<2x4x3x6xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x6xf32>) {
+  // CHECK: %[[Y:[a-z_0-9]+]], %[[L:[a-z_0-9]+]] = llm.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 2.500000e-01 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x6xf32>) -> (tensor<2x4x3x6xf32>, tensor<2x4x3x1xf32>)
+  %y, %l = llm.attention %q, %k, %v {scale = 0.25 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x6xf32>) -> (tensor<2x4x3x6xf32>, tensor<2x4x3x1xf32>)
+  // CHECK: llm.attention_grad %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[Y]], %[[L]] {scale = 2.500000e-01 : f64} : (tensor<2x4x3x6xf32>, tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x6xf32>, tensor<2x4x3x6xf32>, tensor<2x4x3x1xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x6xf32>)
+  %dq, %dk, %dv = llm.attention_grad %g, %q, %k, %v, %y, %l {scale = 0.25 : f64} : (tensor<2x4x3x6xf32>, tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x6xf32>, tensor<2x4x3x6xf32>, tensor<2x4x3x1xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x6xf32>)
+  // CHECK: llm.attention %{{.*}} {causal = true, scale = 1.000000e+00 : f64}
+  %c, %cl = llm.attention %q, %q, %q {scale = 1.0 : f64, causal = true} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x1xf32>)
+  return %c, %dk, %dv : tensor<2x4x3x8xf32>, tensor<2x4x5x8xf32>, tensor<2x4x5x6xf32>
+}

@@ -136,3 +136,109 @@ func.func @repeat_kv(%k: tensor<2x2x5x4xf32>) -> tensor<2x6x5x4xf32> {
   %c = tsr.reshape %b : tensor<2x2x3x5x4xf32> to tensor<2x6x5x4xf32>
   return %c : tensor<2x6x5x4xf32>
 }
+
+// -----
+
+// nanoGPT's attention as exported: k^T by one transpose of the heads'
+// split ([b, t, h, d] -> [b, h, d, t]), a constant factor, masked_fill of
+// the causal buffer (true above the diagonal) with -inf, softmax, @ v.
+// The transpose that made k^T becomes k's ([b, h, t, d]).
+// CHECK-LABEL: func.func @gpt_attention
+// CHECK: %[[K:.*]] = tsr.transpose %arg1 {perm = array<i64: 0, 2, 1, 3>} : tensor<1x3x2x4xf32> to tensor<1x2x3x4xf32>
+// CHECK-NEXT: %[[Y:.*]], %{{.*}} = llm.attention %arg0, %[[K]], %arg2 {causal = true, scale = 5.000000e-01 : f64}
+// CHECK-NEXT: return %[[Y]]
+func.func @gpt_attention(%q: tensor<1x2x3x4xf32>, %kr: tensor<1x3x2x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %mask = tsr.constant dense<[[false, true, true], [false, false, true], [false, false, false]]> : tensor<3x3xi1>
+  %ninf = tsr.constant dense<0xFF800000> : tensor<f32>
+  %c = tsr.constant dense<0.5> : tensor<f32>
+  %kt = tsr.transpose %kr {perm = array<i64: 0, 2, 3, 1>} : tensor<1x3x2x4xf32> to tensor<1x2x4x3xf32>
+  %s = tsr.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %x = tsr.mul %s, %c : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %m = tsr.where %mask, %ninf, %x : (tensor<3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = tsr.softmax %m {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %y = tsr.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %y : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// The Llama's: k.transpose(2, 3) (k itself), a division by sqrt(d), an
+// additive triu(-inf, diagonal=1) mask.
+// CHECK-LABEL: func.func @llama_attention
+// CHECK-NEXT: %[[Y:.*]], %{{.*}} = llm.attention %arg0, %arg1, %arg2 {causal = true, scale = 5.000000e-01 : f64}
+// CHECK-NEXT: return %[[Y]]
+func.func @llama_attention(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %mask = tsr.constant dense<[[0.0, 0xFF800000, 0xFF800000], [0.0, 0.0, 0xFF800000], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %c = tsr.constant dense<2.0> : tensor<f32>
+  %kt = tsr.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x3x4xf32> to tensor<1x2x4x3xf32>
+  %s = tsr.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %x = tsr.div %s, %c : (tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %m = tsr.add %x, %mask : (tensor<1x2x3x3xf32>, tensor<3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p = tsr.softmax %m {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %y = tsr.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %y : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// where(tril, s, -inf) with a [1, 1, t, t] mask, Hugging Face's
+// finfo(float32).min as the additive mask's minus infinity, and no mask
+// (an encoder's full attention: not causal, no scale). k^T that is not a
+// transpose gets one.
+// CHECK-LABEL: func.func @other_masks
+// CHECK: llm.attention %arg0, %arg1, %arg2 {causal = true, scale = 1.000000e+00 : f64}
+// CHECK: llm.attention %arg0, %arg1, %arg2 {causal = true, scale = 2.500000e-01 : f64}
+// CHECK: %[[K:.*]] = tsr.transpose %arg3 {perm = array<i64: 0, 1, 3, 2>}
+// CHECK-NEXT: llm.attention %arg0, %[[K]], %arg2 {scale = 1.000000e+00 : f64}
+// CHECK-NOT: tsr.softmax
+func.func @other_masks(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %kt2: tensor<1x2x4x3xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %tril = tsr.constant dense<[[[[true, false, false], [true, true, false], [true, true, true]]]]> : tensor<1x1x3x3xi1>
+  %ninf = tsr.constant dense<0xFF800000> : tensor<f32>
+  %kt = tsr.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x3x4xf32> to tensor<1x2x4x3xf32>
+  %s = tsr.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %m = tsr.where %tril, %s, %ninf : (tensor<1x1x3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %p = tsr.softmax %m {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %y = tsr.matmul %p, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+
+  %fmin = tsr.constant dense<[[0.0, -3.40282347E+38, -3.40282347E+38], [0.0, 0.0, -3.40282347E+38], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %c = tsr.constant dense<0.25> : tensor<f32>
+  %s2 = tsr.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %x2 = tsr.mul %c, %s2 : (tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %m2 = tsr.add %fmin, %x2 : (tensor<3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p2 = tsr.softmax %m2 {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %y2 = tsr.matmul %p2, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+
+  %s3 = tsr.matmul %q, %kt2 : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %p3 = tsr.softmax %s3 {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %y3 = tsr.matmul %p3, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %y, %y2, %y3 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// Near misses stay as they are: a mask that also hides the diagonal, an
+// additive -1e9 (not minus infinity: the scores still count), a mask that
+// is an argument, softmax over another axis, probabilities used twice
+// (returned as attention weights).
+// CHECK-LABEL: func.func @not_attention
+// CHECK-NOT: llm.attention
+func.func @not_attention(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>, %am: tensor<3x3xi1>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x3xf32>) {
+  %ninf = tsr.constant dense<0xFF800000> : tensor<f32>
+  %s = tsr.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32>) -> tensor<1x2x3x3xf32>
+  %diag = tsr.constant dense<[[true, true, true], [false, true, true], [false, false, true]]> : tensor<3x3xi1>
+  %m1 = tsr.where %diag, %ninf, %s : (tensor<3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p1 = tsr.softmax %m1 {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %y1 = tsr.matmul %p1, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %big = tsr.constant dense<[[0.0, -1.0e9, -1.0e9], [0.0, 0.0, -1.0e9], [0.0, 0.0, 0.0]]> : tensor<3x3xf32>
+  %m2 = tsr.add %s, %big : (tensor<1x2x3x3xf32>, tensor<3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p2 = tsr.softmax %m2 {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %y2 = tsr.matmul %p2, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %m3 = tsr.where %am, %ninf, %s : (tensor<3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32>) -> tensor<1x2x3x3xf32>
+  %p3 = tsr.softmax %m3 {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %y3 = tsr.matmul %p3, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %p4 = tsr.softmax %s {axis = 2 : i64} : tensor<1x2x3x3xf32>
+  %y4 = tsr.matmul %p4, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  %p5 = tsr.softmax %s {axis = 3 : i64} : tensor<1x2x3x3xf32>
+  %y5 = tsr.matmul %p5, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  return %y1, %y2, %y3, %y4, %y5, %p5 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x3xf32>
+}

@@ -84,6 +84,22 @@ const GradientCase kCases[] = {
      "%y = llm.repeat_kv %p0 {repeats = 3 : i64} : tensor<2x2x3x2xf64> to "
      "tensor<2x6x3x2xf64>",
      "tensor<2x6x3x2xf64>"},
+    // Causal over 70 positions: two query and key tiles of the kernels (64
+    // wide), so the online softmax's rescaling, the skipped tile above the
+    // diagonal and the partial diagonal tiles are all differentiated.
+    {"attention_causal_tiles",
+     "tensor<1x2x70x3xf64>, tensor<1x2x70x3xf64>, tensor<1x2x70x2xf64>", "",
+     "%y, %lse = llm.attention %p0, %p1, %p2 {scale = 0.8 : f64, causal = "
+     "true} : (tensor<1x2x70x3xf64>, tensor<1x2x70x3xf64>, "
+     "tensor<1x2x70x2xf64>) -> (tensor<1x2x70x2xf64>, tensor<1x2x70x1xf64>)",
+     "tensor<1x2x70x2xf64>"},
+    // Not causal, more keys than queries, a value width of its own.
+    {"attention_full",
+     "tensor<2x5x3xf64>, tensor<2x7x3xf64>, tensor<2x7x4xf64>", "",
+     "%y, %lse = llm.attention %p0, %p1, %p2 {scale = 1.3 : f64} : "
+     "(tensor<2x5x3xf64>, tensor<2x7x3xf64>, tensor<2x7x4xf64>) -> "
+     "(tensor<2x5x4xf64>, tensor<2x5x1xf64>)",
+     "tensor<2x5x4xf64>"},
 };
 
 INSTANTIATE_TEST_SUITE_P(

@@ -105,3 +105,43 @@ TEST(LlmKernelOperands, RepeatKv) {
   EXPECT_EQ(toDoubles(llm::repeat_kv(x, 2)),
             (std::vector<double>{1, 2, 1, 2, 3, 4, 3, 4}));
 }
+
+TEST(LlmKernelOperands, Attention) {
+  EXPECT_EQ(errorOf([] {
+              llm::attention(ones({4}), ones({4}), ones({4}), 1.0, false);
+            }),
+            "llm::attention: the query must have rank >= 2, got 4");
+  EXPECT_EQ(errorOf([] {
+              llm::attention(ones({2, 4, 8}), ones({2, 5, 6}), ones({2, 5, 8}),
+                             1.0, false);
+            }),
+            "llm::attention: key is 2x5x6 f32, expected 2x5x8 f32");
+  EXPECT_EQ(errorOf([] {
+              llm::attention(ones({2, 4, 8}), ones({3, 5, 8}), ones({2, 5, 8}),
+                             1.0, false);
+            }),
+            "llm::attention: key is 3x5x8 f32, expected 2x5x8 f32");
+  EXPECT_EQ(errorOf([] {
+              llm::attention(ones({2, 4, 8}), ones({2, 5, 8}), ones({2, 4, 3}),
+                             1.0, false);
+            }),
+            "llm::attention: value is 2x4x3 f32, expected 2x5x3 f32");
+  EXPECT_EQ(errorOf([] {
+              llm::attention(ones({2, 4, 8}), ones({2, 5, 8}), ones({2, 5, 3}),
+                             1.0, true);
+            }),
+            "llm::attention: a causal attention needs as many keys as "
+            "queries, got 5 and 4");
+  EXPECT_EQ(errorOf([] {
+              llm::attention_grad(ones({2, 4, 3}), ones({2, 4, 8}),
+                                  ones({2, 5, 8}), ones({2, 5, 3}),
+                                  ones({2, 4, 3}), ones({2, 4}), 1.0, false);
+            }),
+            "llm::attention_grad: lse is 2x4 f32, expected 2x4x1 f32");
+  EXPECT_EQ(errorOf([] {
+              llm::attention_grad(ones({2, 4, 8}), ones({2, 4, 8}),
+                                  ones({2, 5, 8}), ones({2, 5, 3}),
+                                  ones({2, 4, 3}), ones({2, 4, 1}), 1.0, false);
+            }),
+            "llm::attention_grad: grad is 2x4x8 f32, expected 2x4x3 f32");
+}

@@ -216,3 +216,115 @@ LogicalResult RepeatKvOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
                                          /*keepdims=*/false));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checks q [.., t, d], k [.., s, d], v [.., s, e] (the same leading
+/// dimensions and element type; t = s when causal) and returns the
+/// result's type [.., t, e].
+FailureOr<RankedTensorType> checkAttention(std::optional<Location> loc,
+                                           RankedTensorType q,
+                                           RankedTensorType k,
+                                           RankedTensorType v, bool causal) {
+  if (q.getRank() < 2)
+    return emitOptionalError(loc,
+                             "query must have rank >= 2 ([.., t, d]), got ", q);
+  for (auto [name, t] : {std::pair{"key", k}, std::pair{"value", v}}) {
+    if (t.getElementType() != q.getElementType())
+      return emitOptionalError(loc, name, " has element type ",
+                               t.getElementType(), ", the query ",
+                               q.getElementType());
+    if (t.getRank() != q.getRank() ||
+        t.getShape().drop_back(2) != q.getShape().drop_back(2))
+      return emitOptionalError(loc, name, " ", t,
+                               " must have the query's leading dimensions (", q,
+                               ")");
+  }
+  int64_t r = q.getRank();
+  if (k.getDimSize(r - 1) != q.getDimSize(r - 1))
+    return emitOptionalError(loc, "key ", k,
+                             " must have the query's last dimension (", q, ")");
+  if (v.getDimSize(r - 2) != k.getDimSize(r - 2))
+    return emitOptionalError(loc, "value ", v, " must have one row per key (",
+                             k, ")");
+  if (causal && k.getDimSize(r - 2) != q.getDimSize(r - 2))
+    return emitOptionalError(
+        loc, "a causal attention needs as many keys as queries, got ",
+        k.getDimSize(r - 2), " keys and ", q.getDimSize(r - 2), " queries");
+  SmallVector<int64_t> shape(q.getShape());
+  shape.back() = v.getShape().back();
+  return RankedTensorType::get(shape, q.getElementType());
+}
+
+} // namespace
+
+double tessera::llm::attentionFlops(RankedTensorType query,
+                                    RankedTensorType key,
+                                    RankedTensorType value, bool causal,
+                                    double factor) {
+  int64_t r = query.getRank();
+  if (r < 2)
+    return 0;
+  double t = query.getDimSize(r - 2), d = query.getDimSize(r - 1);
+  double s = key.getDimSize(r - 2), e = value.getDimSize(r - 1);
+  double lead = t * d > 0 ? double(query.getNumElements()) / (t * d) : 0.0;
+  double pairs = causal ? t * (t + 1) / 2 : t * s;
+  return factor * lead * pairs * (2 * d + 2 * e + 4);
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto q = tensorType(adaptor.getQuery());
+  FailureOr<RankedTensorType> y =
+      checkAttention(loc, q, tensorType(adaptor.getKey()),
+                     tensorType(adaptor.getValue()), adaptor.getCausal());
+  if (failed(y))
+    return failure();
+  types.push_back(*y);
+  types.push_back(rowStatType(q));
+  return success();
+}
+
+LogicalResult AttentionOp::buildGradient(OpBuilder &b, ArrayRef<Value> dys,
+                                         SmallVectorImpl<Value> &dxs) {
+  if (dys[1])
+    return emitOpError("cannot propagate gradients through its lse result");
+  auto grad = AttentionGradOp::create(b, getLoc(), dys[0], getQuery(), getKey(),
+                                      getValue(), getResult(), getLse(),
+                                      getScale(), getCausal());
+  dxs.push_back(grad.getQueryGrad());
+  dxs.push_back(grad.getKeyGrad());
+  dxs.push_back(grad.getValueGrad());
+  return success();
+}
+
+LogicalResult AttentionGradOp::inferReturnTypes(MLIRContext *,
+                                                std::optional<Location> loc,
+                                                Adaptor adaptor,
+                                                SmallVectorImpl<Type> &types) {
+  auto q = tensorType(adaptor.getQuery());
+  auto k = tensorType(adaptor.getKey());
+  auto v = tensorType(adaptor.getValue());
+  FailureOr<RankedTensorType> y =
+      checkAttention(loc, q, k, v, adaptor.getCausal());
+  if (failed(y))
+    return failure();
+  for (auto [name, value] : {std::pair{"grad", adaptor.getGrad()},
+                             std::pair{"result", adaptor.getResult()}})
+    if (tensorType(value) != *y)
+      return emitOptionalError(loc, name, " has type ", value.getType(),
+                               ", expected ", *y);
+  if (tensorType(adaptor.getLse()) != rowStatType(q))
+    return emitOptionalError(loc, "lse has type ", adaptor.getLse().getType(),
+                             ", expected ", rowStatType(q));
+  types.push_back(q);
+  types.push_back(k);
+  types.push_back(v);
+  return success();
+}

@@ -110,4 +110,53 @@ RepeatKv repeatKvOperands(const Tensor &x, int64_t repeats, const char *op) {
   return r;
 }
 
+AttentionDims attentionOperands(const Tensor &q, const Tensor &k,
+                                const Tensor &v, bool causal, const char *op) {
+  requireFloat(q, op);
+  if (!k.defined() || !v.defined())
+    fail(op, "an operand is undefined");
+  if (q.rank() < 2)
+    fail(op, "the query must have rank >= 2, got " + shapeToString(q.shape()));
+  int64_t r = q.rank();
+  AttentionDims dims;
+  dims.t = q.dim(r - 2);
+  dims.d = q.dim(r - 1);
+  dims.s = k.rank() == r ? k.dim(r - 2) : 0;
+  dims.e = v.rank() == r ? v.dim(r - 1) : 0;
+  Shape lead(q.shape().begin(), q.shape().end() - 2);
+  auto with = [&](int64_t a, int64_t b) {
+    Shape s = lead;
+    s.push_back(a);
+    s.push_back(b);
+    return s;
+  };
+  requireShape(k, with(dims.s, dims.d), q.dtype(), op, "key");
+  requireShape(v, with(dims.s, dims.e), q.dtype(), op, "value");
+  if (causal && dims.s != dims.t)
+    fail(op, "a causal attention needs as many keys as queries, got " +
+                 std::to_string(dims.s) + " and " + std::to_string(dims.t));
+  dims.slices = 1;
+  for (int64_t x : lead)
+    dims.slices *= x;
+  return dims;
+}
+
+Shape attentionResultShape(const Tensor &q, const AttentionDims &dims) {
+  Shape s = q.shape();
+  s.back() = dims.e;
+  return s;
+}
+
+AttentionDims attentionGradOperands(const Tensor &grad, const Tensor &q,
+                                    const Tensor &k, const Tensor &v,
+                                    const Tensor &y, const Tensor &lse,
+                                    bool causal, const char *op) {
+  AttentionDims dims = attentionOperands(q, k, v, causal, op);
+  Shape out = attentionResultShape(q, dims);
+  requireShape(grad, out, q.dtype(), op, "grad");
+  requireShape(y, out, q.dtype(), op, "the forward's result");
+  requireShape(lse, rowStatShape(q), q.dtype(), op, "lse");
+  return dims;
+}
+
 } // namespace tessera::rt::llm::detail

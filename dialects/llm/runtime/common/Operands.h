@@ -65,6 +65,22 @@ struct RepeatKv {
 };
 RepeatKv repeatKvOperands(const Tensor &x, int64_t repeats, const char *op);
 
+/// q [.., t, d], k [.., s, d], v [.., s, e] of one float dtype and the
+/// same leading dimensions (t = s when causal): `slices` [t, d] blocks of
+/// q, each with its [s, d] block of k and [s, e] block of v.
+struct AttentionDims {
+  int64_t slices = 0, t = 0, s = 0, d = 0, e = 0;
+};
+AttentionDims attentionOperands(const Tensor &q, const Tensor &k,
+                                const Tensor &v, bool causal, const char *op);
+/// As attention, and grad and y [.., t, e], lse [.., t, 1].
+AttentionDims attentionGradOperands(const Tensor &grad, const Tensor &q,
+                                    const Tensor &k, const Tensor &v,
+                                    const Tensor &y, const Tensor &lse,
+                                    bool causal, const char *op);
+/// [.., t, e]: attention's result shape.
+Shape attentionResultShape(const Tensor &q, const AttentionDims &dims);
+
 } // namespace tessera::rt::llm::detail
 
 #endif // TESSERA_LLM_RUNTIME_OPERANDS_H

@@ -15,6 +15,8 @@
 
 #include "Operands.h"
 
+#include <math_constants.h>
+
 #include <algorithm>
 #include <string>
 
@@ -165,6 +167,157 @@ __global__ void ropeTablesKernel(T *cos, T *sin, int64_t t, int64_t d,
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+// A first CUDA attention, written for correctness (the CPU kernel is its
+// reference, KernelCheck.cpp): one thread per query row (forward, dq) or
+// key row (dk, dv), an online softmax in double, no [t, s] matrix. Not
+// tuned: no tensor cores and no shared-memory tiles yet (issue 16's GPU
+// work replaces it with a tiled sm_90 kernel).
+
+/// The largest head width (d and e) these kernels hold in registers.
+constexpr int64_t kMaxHead = 256;
+constexpr int kRowsPerBlock = 64;
+
+/// This thread's slice and row of a grid of kRowsPerBlock-row blocks,
+/// `rows` rows per slice; false past the end.
+__device__ bool sliceAndRow(int64_t slices, int64_t rows, int64_t &slice,
+                            int64_t &row) {
+  int64_t blocksPerSlice = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  slice = blockIdx.x / blocksPerSlice;
+  row = (blockIdx.x % blocksPerSlice) * kRowsPerBlock + threadIdx.x;
+  return slice < slices && row < rows;
+}
+
+template <typename T>
+__global__ void attentionForwardKernel(const T *q, const T *k, const T *v, T *y,
+                                       T *lse, int64_t slices, int64_t t,
+                                       int64_t s, int64_t d, int64_t e,
+                                       double scale, bool causal) {
+  int64_t b, i;
+  if (!sliceAndRow(slices, t, b, i))
+    return;
+  const T *qi = q + (b * t + i) * d;
+  const T *kb = k + b * s * d, *vb = v + b * s * e;
+  double acc[kMaxHead];
+  for (int64_t c = 0; c < e; ++c)
+    acc[c] = 0;
+  double m = -CUDART_INF, l = 0;
+  int64_t keys = causal ? (i + 1 < s ? i + 1 : s) : s;
+  for (int64_t j = 0; j < keys; ++j) {
+    double x = 0;
+    for (int64_t a = 0; a < d; ++a)
+      x += static_cast<double>(qi[a]) * kb[j * d + a];
+    x *= scale;
+    double newMax = x > m ? x : m;
+    double rescale = ::exp(m - newMax), p = ::exp(x - newMax);
+    l = l * rescale + p;
+    for (int64_t c = 0; c < e; ++c)
+      acc[c] = acc[c] * rescale + p * vb[j * e + c];
+    m = newMax;
+  }
+  for (int64_t c = 0; c < e; ++c)
+    y[(b * t + i) * e + c] = static_cast<T>(l > 0 ? acc[c] / l : 0.0);
+  lse[b * t + i] = static_cast<T>(l > 0 ? m + ::log(l) : -CUDART_INF);
+}
+
+/// D_i = g_i . y_i per query row.
+template <typename T>
+__global__ void attentionRowDotKernel(const T *g, const T *y, double *dot,
+                                      int64_t rows, int64_t e) {
+  TESSERA_CUDA_LOOP(r, rows) {
+    double sum = 0;
+    for (int64_t c = 0; c < e; ++c)
+      sum += static_cast<double>(g[r * e + c]) * y[r * e + c];
+    dot[r] = sum;
+  }
+}
+
+/// dq_i = scale sum_j p_ij (g_i . v_j - D_i) k_j, one thread per query row.
+template <typename T>
+__global__ void
+attentionGradQueryKernel(const T *g, const T *q, const T *k, const T *v,
+                         const T *lse, const double *dot, T *dq, int64_t slices,
+                         int64_t t, int64_t s, int64_t d, int64_t e,
+                         double scale, bool causal) {
+  int64_t b, i;
+  if (!sliceAndRow(slices, t, b, i))
+    return;
+  const T *qi = q + (b * t + i) * d, *gi = g + (b * t + i) * e;
+  const T *kb = k + b * s * d, *vb = v + b * s * e;
+  double acc[kMaxHead];
+  for (int64_t a = 0; a < d; ++a)
+    acc[a] = 0;
+  double li = lse[b * t + i], di = dot[b * t + i];
+  int64_t keys = causal ? (i + 1 < s ? i + 1 : s) : s;
+  for (int64_t j = 0; j < keys; ++j) {
+    double x = 0, dp = 0;
+    for (int64_t a = 0; a < d; ++a)
+      x += static_cast<double>(qi[a]) * kb[j * d + a];
+    for (int64_t c = 0; c < e; ++c)
+      dp += static_cast<double>(gi[c]) * vb[j * e + c];
+    double ds = scale * ::exp(scale * x - li) * (dp - di);
+    for (int64_t a = 0; a < d; ++a)
+      acc[a] += ds * kb[j * d + a];
+  }
+  for (int64_t a = 0; a < d; ++a)
+    dq[(b * t + i) * d + a] = static_cast<T>(acc[a]);
+}
+
+/// dk_j = scale sum_i ds_ij q_i and dv_j = sum_i p_ij g_i, one thread per
+/// key row (causal: the queries i >= j).
+template <typename T>
+__global__ void
+attentionGradKeyValueKernel(const T *g, const T *q, const T *k, const T *v,
+                            const T *lse, const double *dot, T *dk, T *dv,
+                            int64_t slices, int64_t t, int64_t s, int64_t d,
+                            int64_t e, double scale, bool causal) {
+  int64_t b, j;
+  if (!sliceAndRow(slices, s, b, j))
+    return;
+  const T *kj = k + (b * s + j) * d, *vj = v + (b * s + j) * e;
+  const T *qb = q + b * t * d, *gb = g + b * t * e;
+  double accK[kMaxHead], accV[kMaxHead];
+  for (int64_t a = 0; a < d; ++a)
+    accK[a] = 0;
+  for (int64_t c = 0; c < e; ++c)
+    accV[c] = 0;
+  for (int64_t i = causal ? j : 0; i < t; ++i) {
+    double x = 0, dp = 0;
+    for (int64_t a = 0; a < d; ++a)
+      x += static_cast<double>(qb[i * d + a]) * kj[a];
+    for (int64_t c = 0; c < e; ++c)
+      dp += static_cast<double>(gb[i * e + c]) * vj[c];
+    double p = ::exp(scale * x - static_cast<double>(lse[b * t + i]));
+    double ds = scale * p * (dp - dot[b * t + i]);
+    for (int64_t a = 0; a < d; ++a)
+      accK[a] += ds * qb[i * d + a];
+    for (int64_t c = 0; c < e; ++c)
+      accV[c] += p * gb[i * e + c];
+  }
+  for (int64_t a = 0; a < d; ++a)
+    dk[(b * s + j) * d + a] = static_cast<T>(accK[a]);
+  for (int64_t c = 0; c < e; ++c)
+    dv[(b * s + j) * e + c] = static_cast<T>(accV[c]);
+}
+
+/// Blocks of kRowsPerBlock rows, `rows` per slice, in one grid.
+int attentionGrid(int64_t slices, int64_t rows, const char *op) {
+  int64_t blocks = slices * ((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  if (blocks > 0x7fffffff)
+    fail(op, std::to_string(blocks) + " blocks do not fit one CUDA grid");
+  return static_cast<int>(blocks);
+}
+
+void requireHeadWidth(const AttentionDims &dims, const char *op) {
+  if (dims.d > kMaxHead || dims.e > kMaxHead)
+    fail(op, "the CUDA kernel takes head widths up to " +
+                 std::to_string(kMaxHead) + ", got " + std::to_string(dims.d) +
+                 " and " + std::to_string(dims.e));
+}
+
 } // namespace
 
 std::tuple<Tensor, Tensor> rms_norm(const Tensor &xIn, const Tensor &weightIn,
@@ -291,6 +444,57 @@ Tensor repeat_kv(const Tensor &xIn, int64_t repeats) {
   }
   cudaCheckLaunch(op);
   return y;
+}
+
+std::tuple<Tensor, Tensor> attention(const Tensor &qIn, const Tensor &kIn,
+                                     const Tensor &vIn, double scale,
+                                     bool causal) {
+  const char *op = "llm::attention";
+  AttentionDims n = attentionOperands(qIn, kIn, vIn, causal, op);
+  requireHeadWidth(n, op);
+  Tensor q = toDevice(qIn), k = toDevice(kIn), v = toDevice(vIn);
+  Tensor y(attentionResultShape(q, n), q.dtype());
+  Tensor lse(rowStatShape(q), q.dtype());
+  if (n.slices && n.t)
+    dispatchFloat(q.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      launch(op, attentionForwardKernel<T>, attentionGrid(n.slices, n.t, op),
+             kRowsPerBlock, 0, in<T>(q), in<T>(k), in<T>(v), out<T>(y),
+             out<T>(lse), n.slices, n.t, n.s, n.d, n.e, scale, causal);
+    });
+  return {y, lse};
+}
+
+std::tuple<Tensor, Tensor, Tensor>
+attention_grad(const Tensor &gradIn, const Tensor &qIn, const Tensor &kIn,
+               const Tensor &vIn, const Tensor &yIn, const Tensor &lseIn,
+               double scale, bool causal) {
+  const char *op = "llm::attention_grad";
+  AttentionDims n =
+      attentionGradOperands(gradIn, qIn, kIn, vIn, yIn, lseIn, causal, op);
+  requireHeadWidth(n, op);
+  Tensor grad = toDevice(gradIn), q = toDevice(qIn), k = toDevice(kIn),
+         v = toDevice(vIn), y = toDevice(yIn), lse = toDevice(lseIn);
+  if (!n.slices || !n.t || !n.s)
+    return {full(q.shape(), q.dtype(), 0.0), full(k.shape(), k.dtype(), 0.0),
+            full(v.shape(), v.dtype(), 0.0)};
+  Tensor dq(q.shape(), q.dtype()), dk(k.shape(), k.dtype()),
+      dv(v.shape(), v.dtype());
+  Tensor dot(Shape{n.slices * n.t}, DType::f64);
+  dispatchFloat(q.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    launch(op, attentionRowDotKernel<T>, gridFor(n.slices * n.t), kBlock, 0,
+           in<T>(grad), in<T>(y), out<double>(dot), n.slices * n.t, n.e);
+    launch(op, attentionGradQueryKernel<T>, attentionGrid(n.slices, n.t, op),
+           kRowsPerBlock, 0, in<T>(grad), in<T>(q), in<T>(k), in<T>(v),
+           in<T>(lse), in<double>(dot), out<T>(dq), n.slices, n.t, n.s, n.d,
+           n.e, scale, causal);
+    launch(op, attentionGradKeyValueKernel<T>, attentionGrid(n.slices, n.s, op),
+           kRowsPerBlock, 0, in<T>(grad), in<T>(q), in<T>(k), in<T>(v),
+           in<T>(lse), in<double>(dot), out<T>(dk), out<T>(dv), n.slices, n.t,
+           n.s, n.d, n.e, scale, causal);
+  });
+  return {dq, dk, dv};
 }
 
 } // namespace tessera::rt::llm

@@ -78,6 +78,36 @@ mergesLeadingFactor(ReshapeOp r) {
   return std::nullopt;
 }
 
+/// If `op` computes the same for each index of leading dimensions shared by
+/// all its operands and results, the number of dimensions after them: its
+/// annotation is its template expanded (not one built from attributes,
+/// which may name axes), and every operand and result of the template is
+/// `*` followed by that many dimensions. Such an op takes any number of
+/// leading dimensions (llm.attention: `* t^ d^, * s^ d^, * s^ e^ -> * t^
+/// e^, * t^ 1`).
+std::optional<int64_t> trailingDimsOfSharedLeadingOp(Operation *op) {
+  auto ann = dyn_cast<DimAnnotationOpInterface>(op);
+  if (!ann)
+    return std::nullopt;
+  Result<annotation::Annotation> tmpl =
+      annotation::parse(ann.getAnnotationTemplate().str());
+  Result<annotation::Annotation> built = ann.buildAnnotation();
+  Result<annotation::Annotation> expanded =
+      instantiateAnnotationTemplate(op, ann.getAnnotationTemplate());
+  if (!tmpl || !built || !expanded || built->str() != expanded->str())
+    return std::nullopt;
+  std::optional<int64_t> n;
+  for (const auto *specs : {&tmpl->inputs, &tmpl->outputs})
+    for (const annotation::TensorSpec &spec : *specs) {
+      if (spec.repeat || spec.ellipsisPos != size_t(0))
+        return std::nullopt;
+      if (n && *n != int64_t(spec.dims.size()))
+        return std::nullopt;
+      n = spec.dims.size();
+    }
+  return n;
+}
+
 class Unmerger {
 public:
   explicit Unmerger(Block &body) : body(body) {}
@@ -196,11 +226,9 @@ bool Unmerger::rewrite(Operation *op) {
     record(m.getResult(), made.getResult(), dim);
     return done();
   }
-  if (isElementwise(op) && op->getNumResults() >= 1) {
-    // Results have the broadcast shape of the operands: the unmerged
-    // dimension is counted from the right.
-    int64_t rank = typeOf(op->getResult(0)).getRank();
-    int64_t dim = resultDim(rank);
+  // The op cloned on operands aligned to results of rank `rank` carrying
+  // the dimension at `dim`; false if an operand or result cannot.
+  auto cloneCarrying = [&](int64_t rank, int64_t dim) {
     Unmerged u{Value(), dim, lead.outer, lead.inner};
     IRMapping map;
     for (Value v : op->getOperands()) {
@@ -222,6 +250,23 @@ bool Unmerger::rewrite(Operation *op) {
       record(old, now, dim);
     }
     return done();
+  };
+  if (std::optional<int64_t> trailing = trailingDimsOfSharedLeadingOp(op);
+      trailing && !isElementwise(op) && op->getNumResults() >= 1) {
+    // Every operand of one rank, the dimension among the shared leading
+    // ones.
+    int64_t rank = typeOf(leadOld).getRank();
+    if (lead.dim >= rank - *trailing ||
+        llvm::any_of(op->getOperands(),
+                     [&](Value v) { return typeOf(v).getRank() != rank; }))
+      return false;
+    return cloneCarrying(rank, lead.dim);
+  }
+  if (isElementwise(op) && op->getNumResults() >= 1) {
+    // Results have the broadcast shape of the operands: the unmerged
+    // dimension is counted from the right.
+    int64_t rank = typeOf(op->getResult(0)).getRank();
+    return cloneCarrying(rank, resultDim(rank));
   }
   return false;
 }

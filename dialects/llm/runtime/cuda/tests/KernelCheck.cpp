@@ -120,6 +120,40 @@ TEST(LlmCuda, RepeatKvCopiesExactly) {
     }
 }
 
+TEST(LlmCuda, AttentionAndItsGradient) {
+  // Causal and not, tile-crossing lengths, more keys than queries.
+  struct Case {
+    std::vector<int64_t> q, k, v;
+    bool causal;
+  };
+  const Case cases[] = {{{2, 3, 70, 16}, {2, 3, 70, 16}, {2, 3, 70, 16}, true},
+                        {{2, 5, 16}, {2, 9, 16}, {2, 9, 24}, false},
+                        {{1, 1, 1, 8}, {1, 1, 1, 8}, {1, 1, 1, 8}, true}};
+  for (cpu::DType dt : kFloats)
+    for (const Case &c : cases) {
+      std::string what = "attention " + cpu::shapeToString(c.q) +
+                         (c.causal ? " causal " : " ") + cpu::dtypeName(dt);
+      Pair q = random(c.q, dt), k = random(c.k, dt), v = random(c.v, dt);
+      auto [cy, clse] = cllm::attention(q.c, k.c, v.c, 0.3, c.causal);
+      auto [gy, glse] = gllm::attention(q.g, k.g, v.g, 0.3, c.causal);
+      expectClose(cy, gy, what + " y");
+      expectClose(clse, glse, what + " lse");
+      // Both gradients from the CPU forward's y and lse.
+      Pair g = random(cy.shape(), dt);
+      gpu::Tensor y =
+          gpu::fromValues(cy.shape(), toGpu(dt), cpu::toDoubles(cy));
+      gpu::Tensor lse =
+          gpu::fromValues(clse.shape(), toGpu(dt), cpu::toDoubles(clse));
+      auto [cdq, cdk, cdv] =
+          cllm::attention_grad(g.c, q.c, k.c, v.c, cy, clse, 0.3, c.causal);
+      auto [gdq, gdk, gdv] =
+          gllm::attention_grad(g.g, q.g, k.g, v.g, y, lse, 0.3, c.causal);
+      expectClose(cdq, gdq, what + " dq");
+      expectClose(cdk, gdk, what + " dk");
+      expectClose(cdv, gdv, what + " dv");
+    }
+}
+
 TEST(LlmCuda, EmptyTensors) {
   Pair x = random({0, 8}), w = random({8});
   auto [cy, crstd] = cllm::rms_norm(x.c, w.c, 1e-5);
@@ -145,4 +179,6 @@ TEST(LlmCuda, SameErrorsAsTheCpuKernels) {
        errorOf<gpu::Error>([&] { gllm::rope(x.g, w.g, w.g, false, false); }));
   same(errorOf<cpu::Error>([&] { cllm::repeat_kv(x.c, 2); }),
        errorOf<gpu::Error>([&] { gllm::repeat_kv(x.g, 2); }));
+  same(errorOf<cpu::Error>([&] { cllm::attention(x.c, w.c, w.c, 1.0, true); }),
+       errorOf<gpu::Error>([&] { gllm::attention(x.g, w.g, w.g, 1.0, true); }));
 }

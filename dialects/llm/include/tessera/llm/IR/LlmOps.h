@@ -16,6 +16,14 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace tessera::llm {
+/// The forward cost of attention on q [.., t, d], k [.., s, d], v [.., s, e]
+/// (the score and value products, the exponentials and sums; causal: the
+/// t (t + 1) / 2 pairs on or below the diagonal), times `factor`.
+double attentionFlops(mlir::RankedTensorType query, mlir::RankedTensorType key,
+                      mlir::RankedTensorType value, bool causal, double factor);
+} // namespace tessera::llm
+
 #define GET_OP_CLASSES
 #include "tessera/llm/IR/LlmOps.h.inc"
 

@@ -20,6 +20,11 @@ def Llm_FloatTensor : StaticShapeTensorOf<[F32, F64]>;
 
 def Llm_Differentiable : DeclareOpInterfaceMethods<GradientOpInterface>;
 
+// A finite scale factor.
+def Llm_FiniteFloat : AttrConstraint<
+    CPred<"::llvm::cast<::mlir::FloatAttr>($_self).getValue().isFinite()">,
+    "whose value is finite">;
+
 // An epsilon: NaN, infinity or a negative value would turn every output
 // into NaN or zero.
 def Llm_FiniteNonNegativeFloat : AttrConstraint<
@@ -157,6 +162,66 @@ def Llm_RepeatKvOp : Llm_Op<"repeat_kv", "* h t d -> * (h r^) t d",
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasVerifier = 1;
   let rtArgs = [{.operands().i64(getRepeats())}];
+}
+
+def Llm_AttentionOp : Llm_Op<"attention",
+    "* t^ d^, * s^ d^, * s^ e^ -> * t^ e^, * t^ 1",
+    [Llm_Differentiable, Pure, InferTypeOpAdaptor]> {
+  let summary = "fused scaled dot-product attention, causal or not";
+  let opDescription = [{
+    y = softmax(scale * q k^T + mask) v over the last dimension, per
+    leading index (batch and heads), with mask = -inf where key j > query
+    i when `causal` (then t = s), and no mask otherwise. `lse` is each
+    row's log-sum-exp of the masked, scaled scores, which the backward op
+    reuses. The kernels never hold the [t, s] score matrix: they walk it
+    in tiles with an online softmax (FlashAttention's scheme), so the
+    op's memory is that of its operands and results, and a causal op
+    computes only the tiles on or below the diagonal. tsr-raise makes it
+    from the `softmax(q @ k^T * scale + mask) @ v` that PyTorch exports.
+  }];
+  let arguments = (ins Llm_FloatTensor:$query, Llm_FloatTensor:$key,
+                       Llm_FloatTensor:$value,
+                       ConfinedAttr<F64Attr, [Llm_FiniteFloat]>:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Llm_FloatTensor:$result, Llm_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+  }];
+  let rtArgs = [{.operands().f64(getScale()).flag(getCausal())}];
+  // q k^T and p v (2 t s d + 2 t s e), the exponentials and row sums; a
+  // causal op computes about half of the [t, s] tiles.
+  let flops = [{::tessera::llm::attentionFlops(
+      getQuery().getType(), getKey().getType(), getValue().getType(),
+      getCausal(), 1.0)}];
+}
+
+def Llm_AttentionGradOp : Llm_Op<"attention_grad",
+    "* t^ e^, * t^ d^, * s^ d^, * s^ e^, * t^ e^, * t^ 1 -> * t^ d^, * s^ d^, * s^ e^",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "the gradients of attention's query, key and value";
+  let opDescription = [{
+    From the gradient g of y, the operands, the forward's y and lse: with
+    p = exp(scale * q k^T + mask - lse) recomputed tile by tile and
+    D = rowsum(g * y): dv = p^T g, ds = p * (g v^T - D), dq = scale ds k,
+    dk = scale ds^T q.
+  }];
+  let arguments = (ins Llm_FloatTensor:$grad, Llm_FloatTensor:$query,
+                       Llm_FloatTensor:$key, Llm_FloatTensor:$value,
+                       Llm_FloatTensor:$result, Llm_FloatTensor:$lse,
+                       ConfinedAttr<F64Attr, [Llm_FiniteFloat]>:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs Llm_FloatTensor:$query_grad, Llm_FloatTensor:$key_grad,
+                      Llm_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $grad `,` $query `,` $key `,` $value `,` $result `,` $lse attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let rtArgs = [{.operands().f64(getScale()).flag(getCausal())}];
+  // Five products of the forward's size (q k^T again, p^T g, g v^T, ds k,
+  // ds^T q).
+  let flops = [{::tessera::llm::attentionFlops(
+      getQuery().getType(), getKey().getType(), getValue().getType(),
+      getCausal(), 2.5)}];
 }
 
 #endif // TESSERA_LLM_IR_LLMOPS_TD

@@ -43,6 +43,21 @@ std::tuple<Tensor, Tensor> rope_tables(double theta, bool interleaved,
 /// i / repeats.
 Tensor repeat_kv(const Tensor &x, int64_t repeats);
 
+/// (y, lse): y = softmax(scale * q k^T + mask) v per leading index, for q
+/// [.., t, d], k [.., s, d], v [.., s, e]; mask = -inf where key j > query i
+/// when `causal` (t = s). lse [.., t, 1] is each row's log-sum-exp of the
+/// masked, scaled scores. No [t, s] matrix is stored: tiles of it, with an
+/// online softmax.
+std::tuple<Tensor, Tensor> attention(const Tensor &q, const Tensor &k,
+                                     const Tensor &v, double scale,
+                                     bool causal);
+/// (dq, dk, dv) of attention from the gradient of y and the forward's y and
+/// lse (the probabilities are recomputed tile by tile).
+std::tuple<Tensor, Tensor, Tensor>
+attention_grad(const Tensor &grad, const Tensor &q, const Tensor &k,
+               const Tensor &v, const Tensor &y, const Tensor &lse,
+               double scale, bool causal);
+
 } // namespace tessera::rt::llm
 
 #endif // TESSERA_LLM_RUNTIME_H
