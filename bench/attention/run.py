@@ -20,7 +20,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -107,8 +106,8 @@ def main():
             pass
         with open(args.out, "w") as fh:
             fh.write("# Fused causal attention on CPU\n\n")
-            fh.write(f"{datetime.date.today()}, {platform.node() or 'host'}: "
-                     f"{cpu}, {os.cpu_count()} cores. `bench/attention/run.py "
+            fh.write(f"{datetime.date.today()}, {cpu}, {os.cpu_count()} "
+                     f"cores. `bench/attention/run.py "
                      f"--contexts {args.contexts} --rounds {args.rounds} "
                      f"--steps {args.steps}`: examples/gpt's GPT (2 layers, "
                      "4 heads, width 128, batch 4), one device, AdamW; the "
