@@ -12,7 +12,7 @@
 //     (Hugging Face's rotate_half)
 //   reshape(expand(x[:, :, None]))                  -> llm.repeat_kv
 //   softmax(q @ k^T * c + causal mask) @ v          -> llm.attention
-//     (c: a constant factor, a division by one, or none; the mask a
+//     (c: a constant factor, a constant divisor, or none; the mask a
 //     constant: where(triu, -inf, s), where(tril, s, -inf) or s + triu(-inf);
 //     no mask: non-causal)
 //
@@ -385,7 +385,9 @@ struct RaiseAttention : OpRewritePattern<tsr::MatmulOp> {
       scores = other;
       causal = true;
     }
-    if (scores.getType() != probs)
+    // A causal op has as many keys as queries (a mask for t < s would keep
+    // keys past the diagonal visible to the last queries).
+    if (scores.getType() != probs || (causal && t != s))
       return failure();
 
     // The scale: a constant factor or divisor, or none.

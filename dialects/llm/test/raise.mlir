@@ -242,3 +242,19 @@ func.func @not_attention(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: 
   %y5 = tsr.matmul %p5, %v : (tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   return %y1, %y2, %y3, %y4, %y5, %p5 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>, tensor<1x2x3x3xf32>
 }
+
+// -----
+
+// A triu mask with fewer queries than keys is not a causal op's (t = s):
+// the last query would see keys past the diagonal.
+// CHECK-LABEL: func.func @not_square
+// CHECK-NOT: llm.attention
+func.func @not_square(%q: tensor<2x4xf32>, %kt: tensor<4x3xf32>, %v: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  %mask = tsr.constant dense<[[false, true, true], [false, false, true]]> : tensor<2x3xi1>
+  %ninf = tsr.constant dense<0xFF800000> : tensor<f32>
+  %s = tsr.matmul %q, %kt : (tensor<2x4xf32>, tensor<4x3xf32>) -> tensor<2x3xf32>
+  %m = tsr.where %mask, %ninf, %s : (tensor<2x3xi1>, tensor<f32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %p = tsr.softmax %m {axis = 1 : i64} : tensor<2x3xf32>
+  %y = tsr.matmul %p, %v : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
