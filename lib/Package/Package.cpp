@@ -207,30 +207,62 @@ LogicalResult writeMemoryJson(ModuleOp module, const PackageOptions &options,
     if (std::optional<std::string> bytes = constantBytes(dense))
       held += static_cast<int64_t>(bytes->size());
   });
-  std::string json;
-  llvm::raw_string_ostream os(json);
-  os << "{";
-  for (auto [i, opt] : llvm::enumerate(kTrainOptimizers)) {
-    os << (i ? ", " : "") << "\"" << opt << "\": [";
+  // Per optimizer and rank: the peak of live tensor bytes (what the
+  // runtime's peak_bytes measures) and, with the static memory plan, the
+  // arena and the footprint (arena + the caching allocator's peak beside
+  // it, the runtime's footprint_bytes); without a plan the footprint is
+  // the peak.
+  struct Figures {
+    int64_t peak = 0, arena = 0, footprint = 0;
+  };
+  std::vector<std::vector<Figures>> figures;
+  for (StringRef opt : kTrainOptimizers) {
+    figures.emplace_back();
     for (int64_t r = 0; r < ranks; ++r) {
       func::FuncOp f = findStep(module, opt, distributed ? r : -1);
-      int64_t bytes =
-          f ? dist::predictPeakBytes(f) +
-                  (readsConstants(module, distributed ? r : -1) ? held : 0)
-            : 0;
-      os << (r ? ", " : "") << bytes;
-      if (StringRef(opt) == "adamw" && largest &&
-          (r == 0 || bytes > largest->first))
-        *largest = {bytes, r};
-      if (StringRef(opt) == "adamw")
-        progress(options, llvm::formatv("  rank {0}: predicted peak tensor "
-                                        "memory {1:F2} MiB (adamw)",
-                                        r, bytes / (1024.0 * 1024.0))
-                              .str());
+      Figures fig;
+      if (f) {
+        int64_t constants =
+            readsConstants(module, distributed ? r : -1) ? held : 0;
+        fig.peak = dist::predictPeakBytes(f) + constants;
+        fig.footprint = fig.peak;
+        if (options.staticMemory) {
+          dist::StaticMemoryPlan plan = dist::planStaticMemory(f);
+          fig.arena = plan.arenaBytes;
+          fig.footprint = plan.footprintBytes() + constants;
+        }
+      }
+      figures.back().push_back(fig);
+      if (opt == "adamw" && largest && (r == 0 || fig.peak > largest->first))
+        *largest = {fig.peak, r};
+      if (opt == "adamw")
+        progress(options,
+                 llvm::formatv("  rank {0}: predicted peak tensor memory "
+                               "{1:F2} MiB, footprint {2:F2} MiB with an "
+                               "arena of {3:F2} MiB (adamw)",
+                               r, fig.peak / (1024.0 * 1024.0),
+                               fig.footprint / (1024.0 * 1024.0),
+                               fig.arena / (1024.0 * 1024.0))
+                     .str());
     }
-    os << "]";
   }
-  os << "}\n";
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  auto table = [&](int64_t Figures::*field) {
+    for (auto [i, opt] : llvm::enumerate(kTrainOptimizers)) {
+      os << (i ? ", " : "") << "\"" << opt << "\": [";
+      for (auto [r, fig] : llvm::enumerate(figures[i]))
+        os << (r ? ", " : "") << fig.*field;
+      os << "]";
+    }
+  };
+  os << "{";
+  table(&Figures::peak);
+  os << ", \"arena\": {";
+  table(&Figures::arena);
+  os << "}, \"footprint\": {";
+  table(&Figures::footprint);
+  os << "}}\n";
   return writeOutFile(options, "memory.json", json);
 }
 
@@ -320,6 +352,13 @@ FailureOr<EmittedPrograms> emitPrograms(ModuleOp module,
       irStream << "\n"; // as tessera-opt prints it
       if (failed(writeOutFile(options, prefix + "program.mlir", ir)))
         return failure();
+    }
+    // After --emit-rank-ir's copy, which stays the pipeline's output.
+    if (options.staticMemory) {
+      pm.addPass(dist::createDistStaticMemory());
+      if (failed(pm.run(*copy)))
+        return failure();
+      pm.clear();
     }
     ConvertTsrToEmitCOptions emitOptions;
     emitOptions.modelName = options.modelName;

@@ -377,23 +377,46 @@ struct RankReport {
   int64_t peakBytes = 0;
   std::optional<double> loss;
   int64_t tokens = 0;
+  int64_t footprintBytes = 0;
+  int64_t arenaConflicts = 0;            ///< summed over the ranks
+  int64_t reservedBytes = 0;             ///< this rank's (not gathered)
   std::vector<int64_t> peakBytesPerRank; ///< on rank 0
+  std::vector<int64_t> footprintBytesPerRank;
 };
+/// This rank's memory figures since the last resetPeak().
+RankReport memoryReport() {
+  AllocatorStats stats = allocatorStats();
+  RankReport r;
+  r.peakBytes = stats.peakBytes;
+  r.footprintBytes = stats.arenaBytes + stats.poolPeakBytes;
+  r.arenaConflicts = stats.arenaConflicts;
+  r.reservedBytes = stats.arenaBytes + stats.reservedBytes;
+  return r;
+}
 RankReport gatherReport(const RankReport &mine, const std::string &what) {
-  constexpr int kFields = 4;
+  constexpr int kFields = 6;
   // Doubles hold these byte and token counts exactly (below 2^53).
   double local[kFields] = {static_cast<double>(mine.peakBytes),
-                           mine.loss ? 1.0 : 0.0, mine.loss ? *mine.loss : 0.0,
-                           static_cast<double>(mine.tokens)};
+                           mine.loss ? 1.0 : 0.0,
+                           mine.loss ? *mine.loss : 0.0,
+                           static_cast<double>(mine.tokens),
+                           static_cast<double>(mine.footprintBytes),
+                           static_cast<double>(mine.arenaConflicts)};
   int n = static_cast<int>(worldSize());
   std::vector<double> all(worldRank() == 0 ? kFields * n : 0);
   worldGather(local, kFields, all.data(), what);
   RankReport report = mine;
+  if (!all.empty())
+    report.arenaConflicts = 0;
   for (size_t r = 0; r < all.size() / kFields; ++r) {
     const double *field = &all[kFields * r];
     report.peakBytes =
         std::max(report.peakBytes, static_cast<int64_t>(field[0]));
     report.peakBytesPerRank.push_back(static_cast<int64_t>(field[0]));
+    report.footprintBytes =
+        std::max(report.footprintBytes, static_cast<int64_t>(field[4]));
+    report.footprintBytesPerRank.push_back(static_cast<int64_t>(field[4]));
+    report.arenaConflicts += static_cast<int64_t>(field[5]);
     if (!report.loss && field[1] != 0)
       report.loss = field[2];
     report.tokens = std::max(report.tokens, static_cast<int64_t>(field[3]));
@@ -816,6 +839,7 @@ int run(int argc, char **argv, const Program &program) {
     return sum / static_cast<double>(o.evalSteps);
   };
 
+  bool warnedConflicts = false;
   for (int64_t i = first; i < o.steps; ++i) {
     Clock::time_point stepStart = Clock::now();
     // peak_bytes is this step's own peak (what tessera-compile's
@@ -903,14 +927,36 @@ int run(int argc, char **argv, const Program &program) {
     int64_t tokens = data ? data->itemsPerStep() : 0;
     if (multi) {
       waitSends();
-      RankReport report = gatherReport({peakBytes(), m.loss, tokens, {}},
-                                       "step " + std::to_string(i));
+      RankReport mine = memoryReport();
+      mine.loss = m.loss;
+      mine.tokens = tokens;
+      RankReport report = gatherReport(mine, "step " + std::to_string(i));
       m.loss = report.loss;
       m.peakBytes = report.peakBytes;
       m.peakBytesPerRank = report.peakBytesPerRank;
+      m.footprintBytes = report.footprintBytes;
+      m.footprintBytesPerRank = report.footprintBytesPerRank;
+      m.arenaConflicts = report.arenaConflicts;
+      m.reservedBytes = mine.reservedBytes;
       tokens = report.tokens;
     } else {
-      m.peakBytes = peakBytes();
+      RankReport mine = memoryReport();
+      m.peakBytes = mine.peakBytes;
+      m.footprintBytes = mine.footprintBytes;
+      m.arenaConflicts = mine.arenaConflicts;
+      m.reservedBytes = mine.reservedBytes;
+    }
+    // A plan that does not match the program costs memory, not results
+    // (rt::StaticMemory); say so once.
+    if (m.arenaConflicts > 0 && !warnedConflicts && worldRank() == 0) {
+      std::cerr << "warning: " << m.arenaConflicts
+                << " allocation(s) of the static memory plan found their "
+                   "arena slot busy and used the caching allocator instead "
+                   "(the plan does not match the program; please report "
+                   "it; tessera-compile --static-memory=false avoids the "
+                   "plan)"
+                << std::endl;
+      warnedConflicts = true;
     }
     Clock::time_point now = Clock::now();
     double seconds = std::chrono::duration<double>(now - stepStart).count();

@@ -41,12 +41,21 @@ std::string stepJson(const StepMetrics &m) {
   s += ", \"peak_bytes\": " + std::to_string(m.peakBytes);
   if (m.valLoss)
     s += ", \"val_peak_bytes\": " + std::to_string(m.valPeakBytes);
-  if (!m.peakBytesPerRank.empty()) {
-    s += ", \"peak_bytes_per_rank\": [";
-    for (size_t r = 0; r < m.peakBytesPerRank.size(); ++r)
-      s += (r ? ", " : "") + std::to_string(m.peakBytesPerRank[r]);
+  auto list = [&](const char *key, const std::vector<int64_t> &values) {
+    if (values.empty())
+      return;
+    s += std::string(", \"") + key + "\": [";
+    for (size_t r = 0; r < values.size(); ++r)
+      s += (r ? ", " : "") + std::to_string(values[r]);
     s += "]";
-  }
+  };
+  list("peak_bytes_per_rank", m.peakBytesPerRank);
+  s += ", \"footprint_bytes\": " + std::to_string(m.footprintBytes);
+  list("footprint_bytes_per_rank", m.footprintBytesPerRank);
+  if (m.reservedBytes > 0)
+    s += ", \"reserved_bytes\": " + std::to_string(m.reservedBytes);
+  if (m.arenaConflicts > 0)
+    s += ", \"arena_conflicts\": " + std::to_string(m.arenaConflicts);
   s += "}";
   return s;
 }

@@ -32,6 +32,18 @@ struct StepMetrics {
   /// With several ranks: each rank's peak (peakBytes is their maximum), so
   /// that the compiler's per-rank memory prediction can be checked.
   std::vector<int64_t> peakBytesPerRank;
+  /// The tensor memory the step held at its peak, as the device sees it:
+  /// the static memory plan's arena (whole, allocated once) plus the
+  /// caching allocator's peak beside it (the largest over the ranks, and
+  /// each rank's with several). Without a plan it is peakBytes.
+  int64_t footprintBytes = 0;
+  std::vector<int64_t> footprintBytesPerRank;
+  /// Placements of the plan not taken because their slot was busy, so far
+  /// (summed over the ranks): 0 when the plan matches the program.
+  int64_t arenaConflicts = 0;
+  /// What this process holds for tensors (rank 0's): the arena plus the
+  /// caching allocator's blocks, live or cached, rounded to size classes.
+  int64_t reservedBytes = 0;
   double flopsPerSecond = 0; ///< 0: unknown (no Program::flopsPerStep)
   /// Model FLOPs utilisation: flopsPerSecond over the job's peak (ranks x
   /// Program::peakFlopsPerRank); absent when either is unknown.

@@ -2,6 +2,8 @@
 
 #include "SizeClassPool.h"
 
+#include "Arena.h"
+
 namespace tessera {
 namespace rt {
 namespace detail {
@@ -36,14 +38,17 @@ void SizeClassPool::deallocate(void *ptr, int64_t bytes) {
   int64_t cls = sizeClass(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.liveBytes -= bytes;
+  stats_.poolLiveBytes -= bytes;
   freeLists_[cls].push_back(ptr);
   stats_.cachedBytes += cls;
 }
 
 void SizeClassPool::releaseCacheLocked() {
   for (auto &entry : freeLists_)
-    for (void *ptr : entry.second)
+    for (void *ptr : entry.second) {
       release_(ptr);
+      stats_.reservedBytes -= entry.first;
+    }
   freeLists_.clear();
   stats_.cachedBytes = 0;
 }
@@ -56,6 +61,7 @@ AllocatorStats SizeClassPool::stats() {
 void SizeClassPool::resetPeak() {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.peakBytes = stats_.liveBytes;
+  stats_.poolPeakBytes = stats_.poolLiveBytes;
 }
 
 } // namespace detail
@@ -63,7 +69,11 @@ void SizeClassPool::resetPeak() {
 int64_t liveBytes() { return detail::tensorPool().stats().liveBytes; }
 int64_t peakBytes() { return detail::tensorPool().stats().peakBytes; }
 void resetPeak() { detail::tensorPool().resetPeak(); }
-AllocatorStats allocatorStats() { return detail::tensorPool().stats(); }
+AllocatorStats allocatorStats() {
+  AllocatorStats stats = detail::tensorPool().stats();
+  detail::addArenaStats(stats);
+  return stats;
+}
 
 } // namespace rt
 } // namespace tessera

@@ -44,11 +44,19 @@ public:
     if (!ptr) {
       ptr = obtain(cls);
       ++stats_.systemAllocs;
+      stats_.reservedBytes += cls;
     }
-    stats_.liveBytes += bytes;
-    if (stats_.liveBytes > stats_.peakBytes)
-      stats_.peakBytes = stats_.liveBytes;
+    stats_.poolLiveBytes += bytes;
+    if (stats_.poolLiveBytes > stats_.poolPeakBytes)
+      stats_.poolPeakBytes = stats_.poolLiveBytes;
+    accountLocked(bytes);
     return ptr;
+  }
+  /// Counts `bytes` more (or fewer) of live tensor storage that lies
+  /// outside the pool (the static memory plan's arena).
+  void account(int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    accountLocked(bytes);
   }
   /// Keeps the block for reuse (never returns it to the system).
   void deallocate(void *ptr, int64_t bytes);
@@ -65,6 +73,11 @@ public:
 
 private:
   void *takeCachedLocked(int64_t cls);
+  void accountLocked(int64_t bytes) {
+    stats_.liveBytes += bytes;
+    if (stats_.liveBytes > stats_.peakBytes)
+      stats_.peakBytes = stats_.liveBytes;
+  }
 
   const int64_t alignment_, smallBytes_;
   void (*const release_)(void *);

@@ -7,11 +7,14 @@
 // The accounting (live/peak) counts the tensors' own byte sizes, which is
 // what the planner's memory model predicts. The free lists and the
 // accounting are common/SizeClassPool's; the blocks come from aligned_alloc.
+// A storage that the step's static memory plan places (common/Arena.cpp)
+// lies in the arena instead.
 //
 //===----------------------------------------------------------------------===//
 
 #include "tessera/runtime/Tensor.h"
 
+#include "Arena.h"
 #include "SizeClassPool.h"
 
 #include <cstdlib>
@@ -54,20 +57,37 @@ SizeClassPool &tensorPool() {
   return *instance;
 }
 
-Storage::Storage(int64_t bytes) : bytes(bytes) {
-  if (bytes > 0)
-    ptr = allocate(bytes);
-}
+Storage::Storage(int64_t bytes) : Storage(bytes, Device::host) {}
 Storage::Storage(int64_t bytes, Device device) : bytes(bytes) {
   if (device != Device::host)
     throw Error("GPU storage needs the CUDA runtime (TesseraRuntimeCuda)");
-  if (bytes > 0)
+  if (bytes > 0 && !(ptr = takeArenaSlot(bytes, device, arena)))
     ptr = allocate(bytes);
 }
 Storage::~Storage() {
-  if (ptr)
+  if (arena)
+    releaseArenaSlot(arena, ptr, bytes);
+  else if (ptr)
     tensorPool().deallocate(ptr, bytes);
 }
+
+void *allocateArenaBlock(int64_t bytes, Device device) {
+  if (device != Device::host)
+    throw Error("GPU storage needs the CUDA runtime (TesseraRuntimeCuda)");
+  constexpr int64_t kArenaAlignment = 256; // dist::kArenaAlignment
+  int64_t rounded =
+      (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+  void *ptr = std::aligned_alloc(kArenaAlignment, rounded);
+  if (!ptr) {
+    emptyCache();
+    ptr = std::aligned_alloc(kArenaAlignment, rounded);
+  }
+  if (!ptr)
+    throw Error("out of memory allocating the static memory plan's arena (" +
+                std::to_string(bytes) + " bytes)");
+  return ptr;
+}
+void freeArenaBlock(void *ptr, Device) { std::free(ptr); }
 } // namespace detail
 
 void emptyCache() {

@@ -12,6 +12,7 @@
 
 #include "CudaRuntime.h"
 
+#include "Arena.h"
 #include "DType.h"
 #include "SizeClassPool.h"
 #include "Watchdog.h"
@@ -319,16 +320,56 @@ Storage::Storage(int64_t bytes) : bytes(bytes) {
     ptr = hostAllocate(bytes);
 }
 Storage::Storage(int64_t bytes, Device device) : bytes(bytes), device(device) {
-  if (bytes > 0)
-    ptr = device == Device::cuda ? deviceAllocate(bytes) : hostAllocate(bytes);
+  if (bytes <= 0)
+    return;
+  // The static memory plan's arena is device memory (its block is placed
+  // on defaultDevice()); host storage never takes a slot.
+  if (device == Device::cuda && (ptr = takeArenaSlot(bytes, device, arena)))
+    return;
+  ptr = device == Device::cuda ? deviceAllocate(bytes) : hostAllocate(bytes);
 }
 Storage::~Storage() {
   if (!ptr)
     return;
-  if (device == Device::cuda)
+  if (arena)
+    releaseArenaSlot(arena, ptr, bytes);
+  else if (device == Device::cuda)
     tensorPool().deallocate(ptr, bytes);
   else
     std::free(ptr);
+}
+
+// The arena is reused in the order of the compute stream, like the caching
+// allocator's blocks (see the file comment); cudaMalloc and cudaFree
+// synchronise, which happens only when a step first needs a larger arena.
+void *allocateArenaBlock(int64_t bytes, Device device) {
+  if (device != Device::cuda)
+    return hostAllocate(bytes);
+  ctx();
+  void *block = nullptr;
+  cudaError_t rc = cudaMalloc(&block, bytes); // 256-byte aligned
+  if (rc == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    emptyCache();
+    rc = cudaMalloc(&block, bytes);
+  }
+  if (rc == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    throw Error("out of GPU memory allocating the static memory plan's "
+                "arena (" +
+                std::to_string(bytes) + " bytes)");
+  }
+  check(rc, "cudaMalloc (arena)");
+  return block;
+}
+void freeArenaBlock(void *ptr, Device device) {
+  if (device != Device::cuda) {
+    std::free(ptr);
+    return;
+  }
+  if (contextReady())
+    cudaStreamSynchronize(ctx().compute);
+  cudaFree(ptr);
 }
 } // namespace detail
 

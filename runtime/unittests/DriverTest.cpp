@@ -202,7 +202,10 @@ TEST(Driver, SgdRunMatchesAManualLoopAndSaves) {
       keys.push_back(it.key());
     EXPECT_EQ(keys, (std::vector<std::string>{
                         "step", "loss", "lr", "tokens_per_s", "flops_per_s",
-                        "mfu", "elapsed_s", "peak_bytes"}));
+                        "mfu", "elapsed_s", "peak_bytes", "footprint_bytes",
+                        "reserved_bytes"}));
+    // This program has no static memory plan: the footprint is the peak.
+    EXPECT_EQ(j["footprint_bytes"], j["peak_bytes"]);
     // One step time: flops_per_s / tokens_per_s = flopsPerStep / tokens,
     // and mfu = flops_per_s / (1 rank x peak), both printed to 6 digits.
     double flops = j["flops_per_s"].get<double>();

@@ -134,3 +134,69 @@ TEST(Tensor, FirstNonFinite) {
     EXPECT_EQ(firstNonFinite({f64, f32}), 0) << bad;
   }
 }
+
+// The static memory plan: allocations of a slot's exact size go to the
+// arena at its offset, once each; other sizes, host memory without a
+// StaticMemory, and slots still busy go to the caching allocator.
+TEST(StaticMemory, PlacesAllocationsAtTheirSlots) {
+  char *base = nullptr;
+  {
+    StaticMemory memory(4096);
+    memory.place({{1024, 400}, {0, 64}});
+    Tensor a({100}, DType::f32); // 400 bytes: the slot at 1024
+    Tensor b({16}, DType::f32);  // 64 bytes: the slot at 0
+    Tensor c({16}, DType::f32);  // no slot left of its size
+    base = static_cast<char *>(b.rawData());
+    EXPECT_EQ(static_cast<char *>(a.rawData()), base + 1024);
+    EXPECT_NE(static_cast<char *>(c.rawData()) - base, 0);
+    AllocatorStats s = allocatorStats();
+    EXPECT_EQ(s.arenaBytes, 4096);
+    // Arena storage counts as live tensor memory, but not as the pool's.
+    EXPECT_GE(s.liveBytes - s.poolLiveBytes, 464);
+    int64_t conflicts = s.arenaConflicts;
+    // A slot that meets a live storage (a at 1024..1424) is not used.
+    memory.place({{1200, 40}});
+    Tensor d({10}, DType::f32);
+    EXPECT_FALSE(static_cast<char *>(d.rawData()) >= base &&
+                 static_cast<char *>(d.rawData()) < base + 4096);
+    EXPECT_EQ(allocatorStats().arenaConflicts, conflicts + 1);
+    // Once a is gone, the same slot is free; an empty list drops what is
+    // left of the op before.
+    a.release();
+    memory.place({{1200, 40}, {2048, 8}});
+    Tensor e({10}, DType::f32);
+    EXPECT_EQ(static_cast<char *>(e.rawData()), base + 1200);
+    memory.place({});
+    Tensor f({2}, DType::f32);
+    EXPECT_NE(static_cast<char *>(f.rawData()), base + 2048);
+  }
+  // Outside a step nothing is placed; the arena stays for the next one.
+  Tensor g({16}, DType::f32);
+  EXPECT_NE(static_cast<char *>(g.rawData()), base);
+  EXPECT_EQ(allocatorStats().arenaBytes, 4096);
+  {
+    StaticMemory memory(1024); // smaller: the same arena
+    memory.place({{0, 64}});
+    Tensor h({16}, DType::f32);
+    EXPECT_EQ(static_cast<char *>(h.rawData()), base);
+  }
+}
+
+// A larger arena replaces the block; a storage still in the old one keeps
+// its memory (and its values) until it goes.
+TEST(StaticMemory, GrowingKeepsLiveStorage) {
+  Tensor kept;
+  {
+    StaticMemory memory(1 << 12);
+    memory.place({{0, 32}});
+    kept = fromValues({8}, DType::f32, {1, 2, 3, 4, 5, 6, 7, 8});
+  }
+  {
+    StaticMemory memory(1 << 20);
+    EXPECT_EQ(allocatorStats().arenaBytes, 1 << 20);
+    memory.place({{0, 32}});
+    Tensor t = full({8}, DType::f32, -1);
+    EXPECT_NE(t.rawData(), kept.rawData());
+  }
+  EXPECT_EQ(toDoubles(kept), (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8}));
+}

@@ -167,6 +167,13 @@ static cl::opt<bool> shareRanks(
              "(dist-share-rank-programs; default on, =false: one program "
              "per rank)"),
     cl::init(true), cl::cat(category));
+static cl::opt<bool> staticMemory(
+    "static-memory",
+    cl::desc("Place each step's activations, gradients and messages at "
+             "offsets of one arena per rank that the program allocates once "
+             "(dist-static-memory; default on, =false: every tensor from the "
+             "runtime's caching allocator)"),
+    cl::init(true), cl::cat(category));
 static cl::list<std::string> dialectPlugins(
     "load-dialect-plugin",
     cl::desc("Load an extension dialect built out of tree (a shared library "
@@ -318,6 +325,7 @@ int main(int argc, char **argv) {
   out.openblasLibrary = TESSERA_OPENBLAS_LIBRARY;
   out.runtimeLinkOptions = TESSERA_RUNTIME_LINK_OPTIONS;
   out.emitRankIR = emitRankIR;
+  out.staticMemory = staticMemory;
   out.progress = quiet ? nullptr : &llvm::errs();
 
   // Import.

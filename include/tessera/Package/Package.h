@@ -37,6 +37,10 @@ struct PackageOptions {
   /// Also write each program's IR before emission (prog_K/program.mlir, or
   /// program.mlir for one device).
   bool emitRankIR = false;
+  /// Each step's activations, gradients and messages at offsets of one
+  /// arena that the program allocates once (dist-static-memory); false:
+  /// every tensor from the runtime's caching allocator.
+  bool staticMemory = true;
   /// The device's peak FLOP/s (the device spec's), for the utilisation the
   /// programs log; 0: not logged.
   double peakFlopsPerRank = 0;

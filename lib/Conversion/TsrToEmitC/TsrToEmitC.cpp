@@ -294,6 +294,27 @@ emitc::FuncOp buildFrame(func::FuncOp fn) {
     emitc::VerbatimOp::create(b, fn.getLoc(), b.getStringAttr("{}.clear();"),
                               ValueRange{args});
   }
+  // The static memory plan (dist-static-memory), when there is one: the
+  // arena, then before each op the slots its allocations go to. An op
+  // without slots right after one with slots clears them, so that a slot
+  // an op left unused (a scratch buffer the backend does not need) is not
+  // taken by an allocation the plan did not make for it.
+  auto arenaBytes = getAttr<Dist::ArenaBytesAttrHelper>(fn.getOperation());
+  if (arenaBytes) {
+    emitc::VerbatimOp::create(
+        b, fn.getLoc(),
+        b.getStringAttr("// The static memory plan: the step's activations, "
+                        "gradients and messages lie in one arena, at the "
+                        "offsets `memory.place` gives before each op."),
+        ValueRange{});
+    emitc::VerbatimOp::create(
+        b, fn.getLoc(),
+        b.getStringAttr(llvm::formatv("tessera::rt::StaticMemory memory({0});",
+                                      arenaBytes.getInt())
+                            .str()),
+        ValueRange{});
+  }
+  bool placed = false;
   for (Operation &op : body) {
     if (isa<func::ReturnOp>(op))
       continue;
@@ -306,6 +327,21 @@ emitc::FuncOp buildFrame(func::FuncOp fn) {
         cb, op.getLoc(),
         cb.getStringAttr("// " + (where.empty() ? "" : where + ": ") + what),
         ValueRange{});
+    if (!arenaBytes)
+      continue;
+    auto slots = getAttr<Dist::ArenaAttrHelper>(&op);
+    if (!slots && !placed)
+      continue;
+    // A verbatim op without operands is printed as it is (no format).
+    std::string text = "memory.place({";
+    ArrayRef<int64_t> flat = slots ? slots.asArrayRef() : ArrayRef<int64_t>{};
+    for (size_t i = 0; i + 1 < flat.size(); i += 2)
+      text += std::string(i ? ", " : "") + "{" + std::to_string(flat[i]) +
+              ", " + std::to_string(flat[i + 1]) + "}";
+    text += "});";
+    emitc::VerbatimOp::create(cb, op.getLoc(), cb.getStringAttr(text),
+                              ValueRange{});
+    placed = static_cast<bool>(slots);
   }
   entry->getOperations().splice(entry->end(), body.getOperations());
   return efn;

@@ -171,7 +171,7 @@ func.func @rvd_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.recompute, dist.rank, dist.rvd, dist.batch, dist.pipeline, dist.weight_grad, dist.origin, dist.ranks, dist.rank_values, dist.zero3, dist.shard and dist.plan_report}}
+  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.recompute, dist.rank, dist.rvd, dist.batch, dist.pipeline, dist.weight_grad, dist.origin, dist.ranks, dist.rank_values, dist.zero3, dist.shard, dist.arena, dist.arena_bytes and dist.plan_report}}
   %0 = tsr.relu %x {dist.splt = {b = "dp"}} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }

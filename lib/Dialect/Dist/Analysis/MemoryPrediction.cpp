@@ -20,6 +20,11 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+
+#include <algorithm>
+#include <vector>
 
 using namespace mlir;
 
@@ -45,68 +50,88 @@ int64_t outerOf(ArrayRef<int64_t> shape, int64_t dim) {
   return outer;
 }
 
-/// Bytes a collective allocates and frees while it runs, beyond its result:
-/// the CPU backend's packing and receive buffers (runtime/common/
+/// The buffers a collective allocates and frees while it runs, beyond its
+/// result: the CPU backend's packing and receive buffers (runtime/common/
 /// Collectives.cpp packs pieces that are not contiguous; runtime/mpi/
 /// HostComm.cpp gathers a small all-reduce whole and folds it, exchanges
 /// chunks of a large one, and receives a reduce-scatter's or all-to-all's
 /// pieces before folding or unpacking them). At the op's moment they add
 /// to what is live.
-int64_t scratchBytes(Operation *op) {
+SmallVector<int64_t, 2> scratchPieces(Operation *op) {
   auto bytes = [](Value v) { return tessera::tensorBytes(v.getType()); };
   auto shape = [](Value v) {
     return cast<RankedTensorType>(v.getType()).getShape();
   };
+  SmallVector<int64_t, 2> pieces;
   if (auto ar = dyn_cast<AllReduceOp>(op)) {
     int64_t n = ar.getGroupSize(), b = bytes(ar.getInput());
     if (n < 2 || b == 0)
-      return 0;
+      return pieces;
     // The runtime's kSmallAllReduceBytes (runtime/mpi/HostComm.cpp).
     constexpr int64_t kSmallAllReduceBytes = 64 * 1024;
-    if (n * b <= kSmallAllReduceBytes)
-      return n * b;
+    if (n * b <= kSmallAllReduceBytes) {
+      pieces.push_back(n * b);
+      return pieces;
+    }
     int64_t numel =
         cast<RankedTensorType>(ar.getInput().getType()).getNumElements();
-    return n * ((numel + n - 1) / n) * (b / numel);
-  }
-  if (auto ag = dyn_cast<AllGatherOp>(op)) {
+    pieces.push_back(n * ((numel + n - 1) / n) * (b / numel));
+  } else if (auto ag = dyn_cast<AllGatherOp>(op)) {
     // Gathered packed, then unpacked into the result unless contiguous.
-    if (ag.getGroupSize() < 2)
-      return 0;
-    return outerOf(shape(ag.getResult()), ag.getDim()) > 1
-               ? bytes(ag.getResult())
-               : 0;
+    if (ag.getGroupSize() >= 2 &&
+        outerOf(shape(ag.getResult()), ag.getDim()) > 1)
+      pieces.push_back(bytes(ag.getResult()));
+  } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
+    if (rs.getGroupSize() >= 2) {
+      int64_t b = bytes(rs.getInput());
+      pieces.push_back(b);
+      if (outerOf(shape(rs.getInput()), rs.getDim()) > 1)
+        pieces.push_back(b);
+    }
+  } else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
+    if (a2a.getGroupSize() >= 2) {
+      int64_t b = bytes(a2a.getInput());
+      pieces.push_back(b);
+      if (outerOf(shape(a2a.getInput()), a2a.getSplitDim()) > 1)
+        pieces.push_back(b);
+    }
   }
-  if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
-    if (rs.getGroupSize() < 2)
-      return 0;
-    int64_t b = bytes(rs.getInput());
-    return b + (outerOf(shape(rs.getInput()), rs.getDim()) > 1 ? b : 0);
-  }
-  if (auto a2a = dyn_cast<AllToAllOp>(op)) {
-    if (a2a.getGroupSize() < 2)
-      return 0;
-    int64_t b = bytes(a2a.getInput());
-    return b + (outerOf(shape(a2a.getInput()), a2a.getSplitDim()) > 1 ? b : 0);
-  }
-  return 0;
+  return pieces;
 }
 
-} // namespace
+/// One storage of the step and its lifetime in moments: moment -1 is the
+/// step's start (the arguments handed over), moment i is op i of the body
+/// with its results allocated and its operands not yet released. A storage
+/// is live at moments first..last.
+struct Storage {
+  int64_t bytes = 0;
+  int first = -1, last = -1;
+  Operation *def = nullptr; ///< null for an argument
+  bool returned = false;    ///< the driver takes it when the step returns
+};
 
-int64_t predictPeakBytes(func::FuncOp step) {
-  Block &body = step.getBody().front();
-  // Storage of each value, its size, and whether something outside the
-  // step's ops (driver, pending send) holds it to the end.
+/// The storages of `step` in the runtime's terms (see the header): views
+/// share their source's storage; a storage dies after the last use of its
+/// last value unless the driver holds it (a result, or a parameter or state
+/// the step does not return) or a send keeps it until the step ends; an
+/// argument that no op reads is dropped before the first op.
+struct Lifetimes {
+  std::vector<Storage> storages;
   llvm::DenseMap<Value, int> storageOf;
-  std::vector<int64_t> size;
+  std::vector<Operation *> ops; ///< op i of the body, the return included
+  int moments() const { return int(ops.size()) + 1; }
+};
+
+Lifetimes lifetimesOf(func::FuncOp step) {
+  Block &body = step.getBody().front();
+  Lifetimes lt;
   std::vector<bool> pinned;
   std::vector<Operation *> lastUse;
-  auto newStorage = [&](int64_t bytes, bool pin) {
-    size.push_back(bytes);
+  auto newStorage = [&](int64_t bytes, int first, Operation *def, bool pin) {
+    lt.storages.push_back({bytes, first, first, def, false});
     pinned.push_back(pin);
     lastUse.push_back(nullptr);
-    return int(size.size()) - 1;
+    return int(lt.storages.size()) - 1;
   };
   // The names of the parameters and state the step returns.
   auto nameOf = [](DictionaryAttr attrs) -> StringAttr {
@@ -120,75 +145,194 @@ int64_t predictPeakBytes(func::FuncOp step) {
   for (unsigned r = 0; r < step.getNumResults(); ++r)
     if (StringAttr n = nameOf(step.getResultAttrDict(r)))
       returned.insert(n);
-  int64_t live = 0;
   for (BlockArgument arg : body.getArguments()) {
     StringAttr n = nameOf(step.getArgAttrDict(arg.getArgNumber()));
-    storageOf[arg] = newStorage(tessera::tensorBytes(arg.getType()),
-                                /*pin=*/n && !returned.contains(n));
-    live += size.back();
+    lt.storageOf[arg] = newStorage(tessera::tensorBytes(arg.getType()), -1,
+                                   nullptr, /*pin=*/n && !returned.contains(n));
   }
-  // Last uses (per storage), and pins for results and sends.
+  llvm::DenseMap<Operation *, int> index;
   for (Operation &op : body) {
+    index[&op] = int(lt.ops.size());
+    lt.ops.push_back(&op);
     bool holds = isa<func::ReturnOp, SendOp>(op);
     for (Value v : op.getOperands()) {
-      auto it = storageOf.find(v);
-      if (it == storageOf.end())
+      auto it = lt.storageOf.find(v);
+      if (it == lt.storageOf.end())
         continue;
       lastUse[it->second] = &op;
       if (holds)
         pinned[it->second] = true;
+      if (isa<func::ReturnOp>(op))
+        lt.storages[it->second].returned = true;
     }
     for (Value r : op.getResults()) {
       if (auto base = viewOf(&op)) {
-        auto it = storageOf.find(*base);
-        if (it != storageOf.end()) {
-          storageOf[r] = it->second;
+        auto it = lt.storageOf.find(*base);
+        if (it != lt.storageOf.end()) {
+          lt.storageOf[r] = it->second;
           continue;
         }
       }
-      storageOf[r] =
-          newStorage(tessera::tensorBytes(r.getType()), /*pin=*/false);
+      lt.storageOf[r] = newStorage(tessera::tensorBytes(r.getType()),
+                                   index[&op], &op, /*pin=*/false);
     }
   }
-  // Replay. An argument that no op reads is dropped before the first op.
-  int64_t peak = live;
-  std::vector<bool> allocated(size.size(), false);
-  for (BlockArgument arg : body.getArguments()) {
-    int s = storageOf[arg];
-    allocated[s] = true;
-    if (lastUse[s] == nullptr && !pinned[s]) {
-      live -= size[s];
-      allocated[s] = false;
-      pinned[s] = true;
-    }
+  int end = int(lt.ops.size()) - 1;
+  for (auto [s, storage] : llvm::enumerate(lt.storages)) {
+    if (pinned[s])
+      storage.last = end;
+    else if (lastUse[s])
+      storage.last = index[lastUse[s]];
+    // else: dropped at once (an argument before the first op, a result
+    // after its op), so last stays first.
   }
-  for (Operation &op : body) {
-    for (Value r : op.getResults()) {
-      int s = storageOf[r];
-      if (!allocated[s]) {
-        allocated[s] = true;
-        live += size[s];
-      }
-    }
-    peak = std::max(peak, live + scratchBytes(&op));
-    // Storage whose last use is this op (or never used) dies now.
-    auto release = [&](int s) {
-      if (allocated[s] && !pinned[s] &&
-          (lastUse[s] == &op || lastUse[s] == nullptr)) {
-        live -= size[s];
-        allocated[s] = false;
-        pinned[s] = true; // never count it twice
-      }
-    };
-    for (Value v : op.getOperands()) {
-      auto it = storageOf.find(v);
-      if (it != storageOf.end())
-        release(it->second);
-    }
-    for (Value r : op.getResults())
-      release(storageOf[r]);
+  return lt;
+}
+
+/// The largest sum over moments of the bytes of the storages `take`
+/// selects (weighted by `bytesOf`) plus the scratch `scratchAt` gives.
+template <typename Take, typename BytesOf, typename ScratchAt>
+int64_t peakOver(const Lifetimes &lt, Take take, BytesOf bytesOf,
+                 ScratchAt scratchAt) {
+  // delta[t + 1]: the change at moment t.
+  std::vector<int64_t> delta(lt.moments() + 1, 0);
+  for (const Storage &s : lt.storages) {
+    if (!take(s))
+      continue;
+    delta[s.first + 1] += bytesOf(s);
+    delta[s.last + 2] -= bytesOf(s);
+  }
+  int64_t live = 0, peak = 0;
+  for (int t = -1; t + 1 < lt.moments(); ++t) {
+    live += delta[t + 1];
+    peak = std::max(peak, live + (t >= 0 ? scratchAt(t) : 0));
   }
   return peak;
+}
+
+int64_t alignUp(int64_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+} // namespace
+
+int64_t predictPeakBytes(func::FuncOp step) {
+  Lifetimes lt = lifetimesOf(step);
+  return peakOver(
+      lt, [](const Storage &) { return true; },
+      [](const Storage &s) { return s.bytes; },
+      [&](int t) {
+        int64_t sum = 0;
+        for (int64_t b : scratchPieces(lt.ops[t]))
+          sum += b;
+        return sum;
+      });
+}
+
+StaticMemoryPlan planStaticMemory(func::FuncOp step) {
+  Lifetimes lt = lifetimesOf(step);
+  StaticMemoryPlan plan;
+  plan.peakBytes = predictPeakBytes(step);
+
+  // What goes in the arena: each op's new storages that die within the
+  // step and its scratch buffers. Left to the pool: arguments, results,
+  // constants (the runtime caches the large ones for the whole run), and
+  // any storage of an op that also makes a pool storage of the same size
+  // (the runtime could not tell which of the two takes the slot).
+  struct Item {
+    int64_t bytes, aligned;
+    int first, last;
+    Operation *op;
+    int64_t offset = -1;
+  };
+  std::vector<Item> items;
+  std::vector<bool> inArena(lt.storages.size(), false);
+  std::vector<int64_t> poolScratch(lt.ops.size(), 0);
+  for (auto [t, op] : llvm::enumerate(lt.ops)) {
+    if (isa<tsr::ConstantOp, func::ReturnOp>(op))
+      continue;
+    llvm::SmallSet<int64_t, 4> poolSizes;
+    SmallVector<int> made;
+    for (Value r : op->getResults()) {
+      int s = lt.storageOf.lookup(r);
+      const Storage &storage = lt.storages[s];
+      if (storage.def != op || storage.bytes == 0 ||
+          llvm::is_contained(made, s))
+        continue;
+      if (storage.returned)
+        poolSizes.insert(storage.bytes);
+      else
+        made.push_back(s);
+    }
+    size_t firstItem = items.size();
+    for (int s : made) {
+      const Storage &storage = lt.storages[s];
+      if (poolSizes.contains(storage.bytes))
+        continue;
+      inArena[s] = true;
+      items.push_back({storage.bytes, alignUp(storage.bytes), storage.first,
+                       storage.last, op});
+    }
+    for (int64_t b : scratchPieces(op)) {
+      if (poolSizes.contains(b))
+        poolScratch[t] += b;
+      else
+        items.push_back({b, alignUp(b), int(t), int(t), op});
+    }
+    // Equal sizes of one op share the longest lifetime among them.
+    for (size_t i = firstItem; i < items.size(); ++i)
+      for (size_t j = firstItem; j < items.size(); ++j)
+        if (items[i].bytes == items[j].bytes)
+          items[i].last = std::max(items[i].last, items[j].last);
+  }
+
+  // Offsets: largest first, each at the lowest aligned offset free of
+  // every placed item whose lifetime meets its own (TFLite's "greedy by
+  // size" arena planner works the same way).
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (items[a].aligned != items[b].aligned)
+      return items[a].aligned > items[b].aligned;
+    return items[a].first < items[b].first;
+  });
+  std::vector<size_t> placed;
+  SmallVector<std::pair<int64_t, int64_t>> busy;
+  for (size_t i : order) {
+    Item &item = items[i];
+    busy.clear();
+    for (size_t j : placed)
+      if (items[j].first <= item.last && item.first <= items[j].last)
+        busy.push_back({items[j].offset, items[j].offset + items[j].aligned});
+    llvm::sort(busy);
+    int64_t offset = 0;
+    for (auto [lo, hi] : busy) {
+      if (offset + item.aligned <= lo)
+        break;
+      offset = std::max(offset, hi);
+    }
+    item.offset = offset;
+    placed.push_back(i);
+    plan.arenaBytes = std::max(plan.arenaBytes, offset + item.aligned);
+    plan.slots[item.op].push_back({offset, item.bytes});
+  }
+
+  // The lower bound: planned bytes live at once (aligned, as placed).
+  std::vector<int64_t> delta(lt.moments() + 1, 0);
+  for (const Item &item : items) {
+    delta[item.first + 1] += item.aligned;
+    delta[item.last + 2] -= item.aligned;
+  }
+  int64_t live = 0;
+  for (int64_t d : delta)
+    plan.arenaLiveBytes = std::max(plan.arenaLiveBytes, live += d);
+
+  plan.poolPeakBytes = peakOver(
+      lt, [&](const Storage &s) { return !inArena[&s - lt.storages.data()]; },
+      [](const Storage &s) { return s.bytes; },
+      [&](int t) { return poolScratch[t]; });
+  return plan;
 }
 
 } // namespace dist

@@ -81,6 +81,23 @@ LogicalResult verifySplit(Operation *op, NamedAttribute attr) {
   return success();
 }
 
+/// (offset, bytes) pairs: offsets >= 0, sizes > 0.
+LogicalResult verifyArena(Operation *op, NamedAttribute attr) {
+  ArrayRef<int64_t> slots =
+      cast<DenseI64ArrayAttr>(attr.getValue()).asArrayRef();
+  if (slots.size() % 2 != 0)
+    return op->emitError() << "'dist.arena' must hold (offset, bytes) pairs, "
+                              "found "
+                           << slots.size() << " values";
+  for (size_t i = 0; i < slots.size(); i += 2)
+    if (slots[i] < 0 || slots[i + 1] <= 0)
+      return op->emitError() << "'dist.arena' slot " << i / 2 << " is at "
+                             << slots[i] << " with " << slots[i + 1]
+                             << " bytes (expected an offset >= 0 and bytes "
+                                "> 0)";
+  return success();
+}
+
 LogicalResult verifyStage(Operation *op, NamedAttribute attr) {
   FailureOr<int64_t> stage = getI64(op, attr);
   if (failed(stage))
@@ -254,6 +271,16 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return verifyRankValues(op, attr);
   if (name == PipelineAttrHelper::getNameStr())
     return verifyPipeline(op, attr);
+  if (name == ArenaAttrHelper::getNameStr())
+    return verifyArena(op, attr);
+  if (name == ArenaBytesAttrHelper::getNameStr()) {
+    FailureOr<int64_t> bytes = getI64(op, attr);
+    if (failed(bytes))
+      return failure();
+    if (*bytes < 0)
+      return op->emitError()
+             << "'dist.arena_bytes' is " << *bytes << " (expected >= 0)";
+  }
   return success();
 }
 

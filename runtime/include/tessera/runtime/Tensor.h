@@ -12,6 +12,7 @@
 #define TESSERA_RUNTIME_TENSOR_H
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -55,11 +56,21 @@ std::string shapeToString(const Shape &shape);
 int64_t shapeNumel(const Shape &shape);
 
 namespace detail {
-/// One allocation from the caching allocator; returned to it on destruction.
+/// Storage of `bytes` on `device` from a slot of the calling thread's
+/// StaticMemory, or null (no plan, no unused slot of that size, or a
+/// conflict); sets `arena` to the block it lies in. Storage's constructors
+/// try it first, and release it with releaseArenaSlot.
+void *takeArenaSlot(int64_t bytes, Device device, void *&arena);
+void releaseArenaSlot(void *arena, void *ptr, int64_t bytes);
+
+/// One allocation: from the static memory plan's arena when the step placed
+/// it there (StaticMemory), else from the caching allocator; returned to
+/// where it came from on destruction.
 struct Storage {
   void *ptr = nullptr;
   int64_t bytes = 0;
   Device device = Device::host;
+  void *arena = nullptr;           ///< the arena block holding ptr, or null
   explicit Storage(int64_t bytes); ///< host memory
   Storage(int64_t bytes, Device device);
   ~Storage();
@@ -115,9 +126,49 @@ private:
   int64_t numel_ = 0;
 };
 
+//===----------------------------------------------------------------------===//
+// The static memory plan
+//===----------------------------------------------------------------------===//
+
+/// The static memory plan of a step (tessera-compile's dist-static-memory,
+/// issue 16 item 4). An emitted step makes one at its start with the size
+/// of its arena and, before each op, tells it where that op's allocations
+/// go: `memory.place({{offset, bytes}, ...})`. An allocation (on the
+/// backend's device, by the calling thread) of exactly `bytes` takes the
+/// first unused slot of that size; everything else comes from the caching
+/// allocator. The arena is allocated once, the first time a step needs it
+/// (or a larger one), and kept for the next steps.
+///
+/// The compiler's plan never lets two storages whose lifetimes meet share a
+/// byte. The runtime checks it anyway: a slot that meets a storage still
+/// live in the arena (a plan that does not match what the program does) is
+/// not used, the allocation comes from the caching allocator, and the
+/// conflict is counted (AllocatorStats::arenaConflicts; the driver logs
+/// it). A wrong plan can cost memory, never a result.
+class StaticMemory {
+public:
+  struct Slot {
+    int64_t offset = 0;
+    int64_t bytes = 0;
+  };
+  explicit StaticMemory(int64_t arenaBytes);
+  ~StaticMemory();
+  StaticMemory(const StaticMemory &) = delete;
+  StaticMemory &operator=(const StaticMemory &) = delete;
+  /// The next op's slots (an empty list: none); unused slots of the op
+  /// before are dropped.
+  void place(std::initializer_list<Slot> slots);
+
+private:
+  friend void *detail::takeArenaSlot(int64_t, Device, void *&);
+  std::vector<Slot> pending_;
+  StaticMemory *outer_ = nullptr;
+};
+
 /// Bytes of tensor storage alive now and at most since start (or the last
 /// reset); what `--log` reports as each rank's peak tensor memory. Counted
-/// as the tensors' own sizes (not the allocator's rounded blocks).
+/// as the tensors' own sizes (not the allocator's rounded blocks), in the
+/// arena and in the caching allocator alike.
 int64_t liveBytes();
 int64_t peakBytes();
 void resetPeak();
@@ -128,7 +179,18 @@ struct AllocatorStats {
   int64_t peakBytes = 0;
   int64_t cachedBytes = 0;  ///< freed blocks kept for reuse
   int64_t systemAllocs = 0; ///< blocks obtained from the system
+  /// Bytes of the blocks obtained from the system and not given back (live
+  /// and cached, rounded to size classes): what the caching allocator
+  /// holds, beside the arena.
+  int64_t reservedBytes = 0;
   int64_t cacheHits = 0;    ///< allocations served from the cache
+  /// Of liveBytes and peakBytes, the storage of the caching allocator (not
+  /// in the arena). The device's tensor footprint at a step's peak is
+  /// arenaBytes + poolPeakBytes.
+  int64_t poolLiveBytes = 0;
+  int64_t poolPeakBytes = 0;
+  int64_t arenaBytes = 0;     ///< the static memory plan's arena (0: none)
+  int64_t arenaConflicts = 0; ///< slots not used because they were busy
 };
 AllocatorStats allocatorStats();
 /// Returns every cached block to the system.

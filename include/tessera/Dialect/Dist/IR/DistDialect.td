@@ -77,6 +77,17 @@ defvar Dist_DiscardableAttrs = [
     "axes that split it, in mesh order (e.g. `[[\"dp\"], [\"tp\"]]`); a "
     "rank's piece starts at its coordinates' offset, so checkpoints record "
     "where each piece lies in the whole (set by dist-partition)">,
+  TesseraDiscardableAttr<"arena", "::mlir::DenseI64ArrayAttr", "Op",
+    "an array of i64: (offset, bytes) pairs",
+    "the slots of the step's static memory plan where the runtime places "
+    "this op's allocations (its results that die within the step, a "
+    "collective's scratch buffers): each allocation of exactly `bytes` "
+    "takes the first free slot of that size (set by dist-static-memory)">,
+  TesseraDiscardableAttr<"arena_bytes", "::mlir::IntegerAttr", "Func",
+    "an i64 (>= 0)",
+    "the size of the arena that the function's `dist.arena` slots lie in; "
+    "the emitted step allocates it once (rt::StaticMemory) (set by "
+    "dist-static-memory)">,
   TesseraDiscardableAttr<"plan_report", "::mlir::ArrayAttr", "Module",
     "an array of strings",
     "what the built-in policies decided: the weights tp split and those it "

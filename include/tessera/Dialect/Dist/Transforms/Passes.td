@@ -252,4 +252,29 @@ def DistShareRankPrograms : Pass<"dist-share-rank-programs", "::mlir::ModuleOp">
   }];
 }
 
+def DistStaticMemory : Pass<"dist-static-memory", "::mlir::ModuleOp"> {
+  let summary = "Give every storage made within a step an offset in one arena";
+  let description = [{
+    The static memory plan of each function (issue 16, item 4). It replays
+    the step in program order with the runtime's lifetimes (those of
+    dist::predictPeakBytes, behind OUT/memory.json): views share their
+    source's storage, a storage dies after its last use, a sent one at the
+    step's end. Every storage that an op makes and that dies within the
+    step (activations, gradients, received and communicated values, a
+    collective's scratch buffers) gets an offset in one arena, such that
+    two storages whose lifetimes meet never share a byte: largest first,
+    each at the lowest free offset, aligned to 256 bytes. Arguments,
+    results (parameters, optimizer state, the loss) and constants stay with
+    the runtime's caching allocator.
+
+    Each op gets its slots as `dist.arena` (offset, bytes pairs) and the
+    function its arena's size as `dist.arena_bytes`; convert-tsr-to-emitc
+    turns them into one `rt::StaticMemory` per step, which allocates the
+    arena once, and a `place` before each op. The runtime checks each
+    placement against the storages still live in the arena and falls back
+    to the caching allocator (counting a conflict) rather than overlap
+    them, so a plan can cost memory but never change a result.
+  }];
+}
+
 #endif // TESSERA_DIALECT_DIST_TRANSFORMS_PASSES_TD
