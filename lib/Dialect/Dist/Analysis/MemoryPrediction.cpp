@@ -232,7 +232,6 @@ int64_t predictPeakBytes(func::FuncOp step) {
 StaticMemoryPlan planStaticMemory(func::FuncOp step) {
   Lifetimes lt = lifetimesOf(step);
   StaticMemoryPlan plan;
-  plan.peakBytes = predictPeakBytes(step);
 
   // What goes in the arena: each op's new storages that die within the
   // step and its scratch buffers. Left to the pool: arguments, results,
@@ -317,16 +316,6 @@ StaticMemoryPlan planStaticMemory(func::FuncOp step) {
     plan.arenaBytes = std::max(plan.arenaBytes, offset + item.aligned);
     plan.slots[item.op].push_back({offset, item.bytes});
   }
-
-  // The lower bound: planned bytes live at once (aligned, as placed).
-  std::vector<int64_t> delta(lt.moments() + 1, 0);
-  for (const Item &item : items) {
-    delta[item.first + 1] += item.aligned;
-    delta[item.last + 2] -= item.aligned;
-  }
-  int64_t live = 0;
-  for (int64_t d : delta)
-    plan.arenaLiveBytes = std::max(plan.arenaLiveBytes, live += d);
 
   plan.poolPeakBytes = peakOver(
       lt, [&](const Storage &s) { return !inArena[&s - lt.storages.data()]; },

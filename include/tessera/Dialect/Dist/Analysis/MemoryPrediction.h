@@ -52,13 +52,8 @@ struct ArenaSlot {
 struct StaticMemoryPlan {
   /// The arena's size: the end of the highest slot, aligned.
   int64_t arenaBytes = 0;
-  /// The largest sum of live planned bytes at one moment: a lower bound of
-  /// arenaBytes (the difference is fragmentation).
-  int64_t arenaLiveBytes = 0;
   /// The peak of the storages left to the pool.
   int64_t poolPeakBytes = 0;
-  /// predictPeakBytes(step): all storages, planned or not.
-  int64_t peakBytes = 0;
   /// Each op's slots, in no particular order: the runtime gives an
   /// allocation of the op the first free slot of its exact size. Slots of
   /// one op with equal sizes share the longest of their lifetimes, so any
