@@ -36,6 +36,8 @@ bool toRuntimeDType(Type t, rt::DType &dtype) {
     dtype = rt::DType::i32;
   else if (t.isInteger(1))
     dtype = rt::DType::i1;
+  else if (t.isBF16())
+    dtype = rt::DType::bf16;
   else
     return false;
   return true;

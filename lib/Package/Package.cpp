@@ -43,6 +43,8 @@ std::optional<onnx_import::DType> onnxDType(Type t) {
     return onnx_import::DType::Float;
   if (t.isF64())
     return onnx_import::DType::Double;
+  if (t.isBF16())
+    return onnx_import::DType::BFloat16;
   if (t.isInteger(32))
     return onnx_import::DType::Int32;
   if (t.isInteger(64))

@@ -54,6 +54,9 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
     if (!given.empty())
       return error(given + " applies only with plan=auto"), failure();
   }
+  if (o.precision != "fp32" && o.precision != "bf16")
+    return error("precision must be fp32 or bf16, got '" + o.precision + "'"),
+           failure();
   if (o.rank >= 0 && !o.distributed())
     return error("rank applies only with devices > 1 or micro-batches > 1"),
            failure();
@@ -67,6 +70,10 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
     pm.addPass(tsr::createTsrUnmergeDims());
     pm.addPass(tsr::createTsrSplitFusedProjections());
   }
+  // bf16 storage as casts around the forward's f32 ops; the backward
+  // follows from them.
+  if (o.precision == "bf16")
+    pm.addPass(tsr::createTsrMixedPrecision());
   pm.addPass(tsr::createTsrAutodiff());
   // Split means must divide by the global count (see tsr-decompose-means).
   if (o.distributed())
@@ -86,6 +93,9 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // After the last CSE, which would merge the copies again.
+  if (o.precision == "bf16")
+    pm.addPass(tsr::createTsrWidenAtUse());
   if (!o.distributed())
     return success();
 

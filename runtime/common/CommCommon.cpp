@@ -151,7 +151,7 @@ std::pair<DType, Shape> readHeader(const std::vector<int64_t> &header,
   int64_t f = static_cast<int64_t>(first);
   if (header.size() < first + 2 || header[first + 1] < 0 ||
       header.size() != static_cast<size_t>(f + 2 + header[first + 1]) ||
-      header[first] < 0 || header[first] > static_cast<int64_t>(DType::i1))
+      header[first] < 0 || header[first] > static_cast<int64_t>(DType::bf16))
     throw Error(where + ": the message is not a tensor sent by send()");
   return {static_cast<DType>(header[first]),
           Shape(header.begin() + f + 2, header.end())};

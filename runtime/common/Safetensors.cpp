@@ -38,11 +38,9 @@ constexpr uint64_t kMaxHeader = 100ull * 1024 * 1024; // as the reference
 }
 
 // The format's dtype spellings, read both ways.
-constexpr std::pair<const char *, DType> kDTypeNames[] = {{"F32", DType::f32},
-                                                          {"F64", DType::f64},
-                                                          {"I32", DType::i32},
-                                                          {"I64", DType::i64},
-                                                          {"BOOL", DType::i1}};
+constexpr std::pair<const char *, DType> kDTypeNames[] = {
+    {"F32", DType::f32}, {"F64", DType::f64}, {"I32", DType::i32},
+    {"I64", DType::i64}, {"BOOL", DType::i1}, {"BF16", DType::bf16}};
 
 bool dtypeFromName(const std::string &name, DType *dtype) {
   for (const auto &[spelling, value] : kDTypeNames)

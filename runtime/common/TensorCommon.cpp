@@ -24,11 +24,9 @@ struct DTypeInfo {
   int64_t size;
 };
 // Every dtype's name (as in the IR) and element size, in one table.
-constexpr DTypeInfo kDTypes[] = {{DType::f32, "f32", 4},
-                                 {DType::f64, "f64", 8},
-                                 {DType::i32, "i32", 4},
-                                 {DType::i64, "i64", 8},
-                                 {DType::i1, "i1", 1}};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::f32, "f32", 4}, {DType::f64, "f64", 8}, {DType::i32, "i32", 4},
+    {DType::i64, "i64", 8}, {DType::i1, "i1", 1},   {DType::bf16, "bf16", 2}};
 
 const DTypeInfo *infoOf(DType dtype) {
   for (const DTypeInfo &info : kDTypes)
@@ -111,11 +109,13 @@ template double *Tensor::data<double>();
 template int32_t *Tensor::data<int32_t>();
 template int64_t *Tensor::data<int64_t>();
 template uint8_t *Tensor::data<uint8_t>();
+template detail::BFloat16 *Tensor::data<detail::BFloat16>();
 template const float *Tensor::data<float>() const;
 template const double *Tensor::data<double>() const;
 template const int32_t *Tensor::data<int32_t>() const;
 template const int64_t *Tensor::data<int64_t>() const;
 template const uint8_t *Tensor::data<uint8_t>() const;
+template const detail::BFloat16 *Tensor::data<detail::BFloat16>() const;
 
 void Tensor::release() { storage_.reset(); }
 

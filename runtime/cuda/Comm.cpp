@@ -129,6 +129,8 @@ ncclDataType_t ncclType(DType dtype) {
     return ncclInt64;
   case DType::i1:
     return ncclUint8;
+  case DType::bf16:
+    return ncclBfloat16;
   }
   return ncclUint8;
 }

@@ -94,6 +94,8 @@ __device__ inline double loadScalar(const void *p, int dtype, int64_t i = 0) {
     return static_cast<double>(static_cast<const int64_t *>(p)[i]);
   case DType::i1:
     return static_cast<const uint8_t *>(p)[i];
+  case DType::bf16:
+    return static_cast<float>(static_cast<const detail::BFloat16 *>(p)[i]);
   }
   return 0;
 }

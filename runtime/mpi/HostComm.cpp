@@ -8,6 +8,8 @@
 
 #include "HostComm.h"
 
+#include "DType.h"
+
 #include "Watchdog.h"
 #include "World.h"
 
@@ -102,16 +104,17 @@ template <typename T> T combine(T a, T b, ReduceKind kind) {
   return a;
 }
 
-template <typename T>
+/// Acc: the type the fold runs in (bf16 folds in f32 and rounds once).
+template <typename T, typename Acc = T>
 void foldTyped(const void *src, int64_t n, int64_t count, void *dst,
                ReduceKind kind) {
   const T *in = static_cast<const T *>(src);
   T *out = static_cast<T *>(dst);
   for (int64_t i = 0; i < count; ++i) {
-    T acc = in[i];
+    Acc acc = static_cast<Acc>(in[i]);
     for (int64_t j = 1; j < n; ++j)
-      acc = combine(acc, in[j * count + i], kind);
-    out[i] = acc;
+      acc = combine(acc, static_cast<Acc>(in[j * count + i]), kind);
+    out[i] = static_cast<T>(acc);
   }
 }
 
@@ -143,6 +146,8 @@ void fold(const void *src, int64_t n, int64_t count, void *dst, DType dtype,
     return foldTyped<int64_t>(src, n, count, dst, kind);
   case DType::i1:
     return foldBool(src, n, count, dst, kind);
+  case DType::bf16:
+    return foldTyped<detail::BFloat16, float>(src, n, count, dst, kind);
   }
 }
 

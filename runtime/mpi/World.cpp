@@ -46,6 +46,8 @@ MPI_Datatype mpi::datatype(DType dtype) {
     return MPI_INT64_T;
   case DType::i1:
     return MPI_UINT8_T;
+  case DType::bf16: // moved as bits; reductions fold on the host
+    return MPI_UINT16_T;
   }
   return MPI_BYTE;
 }

@@ -27,8 +27,8 @@ using namespace tessera::rt::test;
 
 namespace {
 
-const DType kAllTypes[] = {DType::f32, DType::f64, DType::i32, DType::i64,
-                           DType::i1};
+const DType kAllTypes[] = {DType::f32, DType::f64, DType::i32,
+                           DType::i64, DType::i1,  DType::bf16};
 const ReduceKind kAllKinds[] = {ReduceKind::sum, ReduceKind::max,
                                 ReduceKind::min};
 
@@ -73,6 +73,8 @@ Tensor inputOf(int64_t rank, const Shape &shape, DType dtype, unsigned seed) {
     return randn(shape, dtype, s);
   case DType::i1:
     return randint(shape, dtype, 0, 1, s);
+  case DType::bf16:
+    return cast(randn(shape, DType::f32, s), DType::bf16);
   default:
     return randint(shape, dtype, -1000, 1000, s);
   }
@@ -117,6 +119,9 @@ Tensor reduceRef(const std::vector<Tensor> &xs, ReduceKind kind) {
     case DType::i1:
       foldRef<bool>(
           acc, x, kind == ReduceKind::min ? ReduceKind::min : ReduceKind::max);
+      break;
+    case DType::bf16: // folded in f32, rounded once (by fromValues)
+      foldRef<float>(acc, x, kind);
       break;
     }
   }

@@ -2,6 +2,8 @@
 
 #include "TestUtil.h"
 
+#include <limits>
+
 using namespace tessera::rt;
 using namespace tessera::rt::test;
 
@@ -206,4 +208,55 @@ TEST(Elementwise, CastRules) {
             (std::vector<double>{123456789, -7}));
   Tensor d = cast(x, DType::f64);
   EXPECT_EQ(toDoubles(cast(d, DType::f32)), toDoubles(x));
+}
+
+// bf16 is f32's upper half: conversions round to nearest, ties to even.
+TEST(Elementwise, CastToBf16RoundsToNearestEven) {
+  const double u = std::ldexp(1.0, -8); // half of bf16's spacing at 1
+  Tensor x = fromValues({8}, DType::f32,
+                        {1.0, 1 + u, 1 + 3 * u, 1 + 1.5 * u, -(1 + 3 * u),
+                         std::numeric_limits<float>::max(),
+                         std::numeric_limits<float>::infinity(),
+                         std::ldexp(1.0, -133)});
+  std::vector<double> got = toDoubles(cast(x, DType::bf16));
+  std::vector<double> want = {1.0,
+                              1.0,       // tie to the even 1.0
+                              1 + 4 * u, // tie to the even 1 + 2^-6
+                              1 + 2 * u, // above the tie: up
+                              -(1 + 4 * u),
+                              // f32's largest is past bf16's largest + half
+                              // a spacing: it overflows
+                              std::numeric_limits<double>::infinity(),
+                              std::numeric_limits<double>::infinity(),
+                              std::ldexp(1.0, -133)}; // subnormal, exact
+  EXPECT_EQ(got, want);
+  Tensor nan = fromValues({1}, DType::f32, {std::nan("")});
+  EXPECT_TRUE(std::isnan(toDoubles(cast(nan, DType::bf16))[0]));
+  // Back to f32 and f64 exactly; to integers through f32's truncation.
+  Tensor b = cast(x, DType::bf16);
+  EXPECT_EQ(toDoubles(cast(b, DType::f32)), got);
+  EXPECT_EQ(toDoubles(cast(b, DType::f64)), got);
+  Tensor small = fromValues({3}, DType::bf16, {-2.5, 0, 7.75});
+  EXPECT_EQ(toDoubles(cast(small, DType::i32)),
+            (std::vector<double>{-2, 0, 7}));
+  EXPECT_EQ(toDoubles(cast(small, DType::i1)), (std::vector<double>{1, 0, 1}));
+}
+
+// A double rounds to bf16 once: through f32's own rounding, 1 + 2^-8 +
+// 2^-40 would become the tie 1 + 2^-8 and then 1.0.
+TEST(Elementwise, Bf16FromDoubleRoundsOnce) {
+  const double u = std::ldexp(1.0, -8);
+  Tensor d =
+      fromValues({2}, DType::f64, {1 + u + std::ldexp(1.0, -40), -(1 + u)});
+  EXPECT_EQ(toDoubles(cast(d, DType::bf16)),
+            (std::vector<double>{1 + 2 * u, -1.0}));
+  EXPECT_EQ(
+      toDoubles(fromValues({1}, DType::bf16, {1 + u + std::ldexp(1.0, -40)})),
+      (std::vector<double>{1 + 2 * u}));
+}
+
+// The arithmetic kernels take f32 and f64; bf16 is converted around them.
+TEST(Elementwise, Bf16IsNotArithmetic) {
+  Tensor b = fromValues({2}, DType::bf16, {1, 2});
+  expectError([&] { add(b, b); }, "got bf16");
 }

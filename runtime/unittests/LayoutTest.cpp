@@ -276,3 +276,25 @@ TEST(Layout, GatherEveryAxis) {
   expectError([&] { gather(table, fromValues({1}, DType::i64, {-1}), 0); },
               "index -1");
 }
+
+// The layout ops move bf16 elements as they are: the same op on the f32
+// values of a bf16 tensor gives the same values, bit for bit.
+TEST(Layout, Bf16MovesExactly) {
+  Tensor f =
+      cast(cast(randn({2, 3, 4}, DType::f32, 11), DType::bf16), DType::f32);
+  Tensor b = cast(f, DType::bf16);
+  auto same = [](const Tensor &bf16, const Tensor &f32) {
+    EXPECT_EQ(bf16.dtype(), DType::bf16);
+    EXPECT_EQ(bf16.shape(), f32.shape());
+    EXPECT_EQ(toDoubles(bf16), toDoubles(f32));
+  };
+  same(transpose(b, {2, 0, 1}), transpose(f, {2, 0, 1}));
+  same(reshape(b, {6, 4}), reshape(f, {6, 4}));
+  same(slice(b, {0, 1, 0}, {2, 3, 4}, {1, 1, 2}),
+       slice(f, {0, 1, 0}, {2, 3, 4}, {1, 1, 2}));
+  same(concat({b, b}, 1), concat({f, f}, 1));
+  same(split(b, 2, {1, 3})[1], split(f, 2, {1, 3})[1]);
+  same(broadcast_to(b, {5, 2, 3, 4}), broadcast_to(f, {5, 2, 3, 4}));
+  Tensor idx = fromValues({2}, DType::i64, {1, 0});
+  same(gather(b, idx, 1), gather(f, idx, 1));
+}

@@ -134,6 +134,13 @@ static cl::opt<bool>
                    "(tsr-raise; =false: train the imported ops as they "
                    "are)"),
           cl::init(true), cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("fp32, or bf16: the step keeps bf16 weights, activations and "
+             "gradients and computes every op in f32; master weights, "
+             "optimizer state, loss and gradient norm stay f32 "
+             "(tsr-mixed-precision, docs/training.md)"),
+    cl::init("fp32"), cl::cat(category));
 static cl::opt<std::string> schedule(
     "schedule",
     cl::desc("Pipeline schedule of the micro-batches: 1f1b, gpipe, "
@@ -370,6 +377,7 @@ int main(int argc, char **argv) {
   // packaging, naming the dialect (RuntimeLibraryInterface); --raise=false
   // then trains the imported core ops instead.
   pipeline.raise = raise;
+  pipeline.precision = precision;
   // Every other plan gets the planner's prediction in the plan report.
   // (A plan file always: its policy may be auto, which needs the spec.)
   if (!autoPlan && distributed && (!quiet || planFile)) {

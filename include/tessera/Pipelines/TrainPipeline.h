@@ -104,6 +104,13 @@ struct TrainPipelineOptions
       llvm::cl::desc("Raise imported subgraphs into the ops of extension "
                      "dialects (tsr-raise) before autodiff"),
       llvm::cl::init(true)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("fp32, or bf16: bf16 weights, activations and "
+                     "gradients between f32 computations, f32 master "
+                     "weights, optimizer state and loss "
+                     "(tsr-mixed-precision)"),
+      llvm::cl::init("fp32")};
   Option<int64_t> rank{
       *this, "rank",
       llvm::cl::desc("Keep only this rank's functions, under their steps' "

@@ -40,6 +40,8 @@ std::string runtimeDTypeName(Type t) {
     return "f32";
   if (t.isF64())
     return "f64";
+  if (t.isBF16())
+    return "bf16";
   if (t.isInteger(64))
     return "i64";
   if (t.isInteger(32))

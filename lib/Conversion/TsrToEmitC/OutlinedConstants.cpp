@@ -42,6 +42,12 @@ std::optional<std::string> constantBytes(DenseElementsAttr value) {
   else if (e.isInteger(1))
     for (bool v : value.getValues<bool>())
       out.push_back(v ? 1 : 0);
+  else if (e.isBF16())
+    for (const APFloat &v : value.getValues<APFloat>()) {
+      uint64_t bits = v.bitcastToAPInt().getZExtValue();
+      out.push_back(static_cast<char>(bits & 0xff));
+      out.push_back(static_cast<char>((bits >> 8) & 0xff));
+    }
   else
     return std::nullopt;
   return out;

@@ -17,10 +17,10 @@ func.func @foreign(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-func.func @bf16(%x: tensor<4xbf16>) -> tensor<4xbf16> {
-  // expected-error @+1 {{convert-tsr-to-emitc: the CPU runtime has no 'bf16' tensors}}
-  %0 = tsr.cast %x : tensor<4xbf16> to tensor<4xbf16>
-  return %0 : tensor<4xbf16>
+func.func @f16(%x: tensor<4xf16>) -> tensor<4xf16> {
+  // expected-error @+1 {{convert-tsr-to-emitc: the CPU runtime has no 'f16' tensors}}
+  %0 = tsr.cast %x : tensor<4xf16> to tensor<4xf16>
+  return %0 : tensor<4xf16>
 }
 
 // -----

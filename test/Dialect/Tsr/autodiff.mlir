@@ -63,3 +63,27 @@ module {
     return %0 : tensor<f32>
   }
 }
+
+// -----
+
+// Gradients of a bf16 value (tsr-mixed-precision's storage) used twice are
+// summed in f32 and rounded once: the runtime's arithmetic is f32 and f64.
+// The cast's own gradient is the opposite cast, so the parameter's is f32.
+// CHECK-LABEL: func.func @bf16_sum_grad
+// CHECK: %[[A:.*]] = tsr.cast %{{.*}} {tsr.backward} : tensor<4xbf16> to tensor<4xf32>
+// CHECK-NEXT: %[[B:.*]] = tsr.cast %{{.*}} {tsr.backward} : tensor<4xbf16> to tensor<4xf32>
+// CHECK-NEXT: %[[S:.*]] = tsr.add %[[A]], %[[B]] {tsr.backward}
+// CHECK-NEXT: %[[N:.*]] = tsr.cast %[[S]] {tsr.backward} : tensor<4xf32> to tensor<4xbf16>
+// CHECK-NEXT: %[[G:.*]] = tsr.cast %[[N]] {tsr.backward} : tensor<4xbf16> to tensor<4xf32>
+// CHECK: return %{{.*}}, %[[G]] : tensor<f32>, tensor<4xf32>
+func.func @bf16_sum(%p: tensor<4xf32> {tsr.param = "p"}) -> (tensor<f32> {tsr.loss}) {
+  %b = tsr.cast %p : tensor<4xf32> to tensor<4xbf16>
+  %t1 = tsr.reshape %b : tensor<4xbf16> to tensor<2x2xbf16>
+  %t2 = tsr.reshape %b : tensor<4xbf16> to tensor<1x4xbf16>
+  %w1 = tsr.cast %t1 : tensor<2x2xbf16> to tensor<2x2xf32>
+  %w2 = tsr.cast %t2 : tensor<1x4xbf16> to tensor<1x4xf32>
+  %s1 = tsr.reduce_sum %w1 {axes = array<i64: 0, 1>} : (tensor<2x2xf32>) -> tensor<f32>
+  %s2 = tsr.reduce_sum %w2 {axes = array<i64: 0, 1>} : (tensor<1x4xf32>) -> tensor<f32>
+  %l = tsr.add %s1, %s2 : (tensor<f32>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}

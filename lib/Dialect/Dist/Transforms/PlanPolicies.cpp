@@ -263,7 +263,9 @@ bool isProjection(Operation *op) {
 /// after a normalisation (a reduction, or the residual stream back to the
 /// embedding).
 bool isProjectedActivation(Value v) {
-  Type shape = v.getType();
+  // Shapes, not types: a cast to another element type (bf16 storage,
+  // tsr-mixed-precision) continues the path.
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
   SmallVector<Value> work{v};
   DenseSet<Value> seen;
   bool activation = false;
@@ -282,11 +284,13 @@ bool isProjectedActivation(Value v) {
     // shape (a slice, a broadcast) does not continue the path.
     size_t before = work.size();
     for (Value operand : def->getOperands())
-      if (operand.getType() == shape)
+      if (auto t = dyn_cast<RankedTensorType>(operand.getType());
+          t && t.getShape() == shape)
         work.push_back(operand);
     if (work.size() == before)
       return false;
-    activation = true;
+    // Casts alone (bf16 storage) are no activation.
+    activation |= !isa<tsr::CastOp>(def);
   }
   // A projection fed straight into another (no activation between) is
   // one linear map: nothing says which dimension is the hidden one.

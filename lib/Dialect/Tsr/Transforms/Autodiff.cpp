@@ -53,6 +53,20 @@ Value zeros(OpBuilder &b, Location loc, Type type) {
           t, FloatAttr::get(t.getElementType(), 0.0).getValue()));
 }
 
+/// a + b. The runtime's arithmetic is f32 and f64; gradients of a storage
+/// type (bf16 values of tsr-mixed-precision) are summed in f32 and rounded
+/// once.
+Value addGradients(OpBuilder &b, Location loc, Value x, Value y) {
+  auto t = cast<RankedTensorType>(x.getType());
+  if (!t.getElementType().isBF16() && !t.getElementType().isF16())
+    return AddOp::create(b, loc, x, y);
+  auto wide = RankedTensorType::get(t.getShape(), b.getF32Type());
+  Value wx = CastOp::create(b, loc, wide, x);
+  Value wy = CastOp::create(b, loc, wide, y);
+  Value sum = AddOp::create(b, loc, wx, wy);
+  return CastOp::create(b, loc, t, sum);
+}
+
 struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
   using TsrAutodiffBase::TsrAutodiffBase;
 
@@ -139,7 +153,7 @@ struct AutodiffPass : public tsr::impl::TsrAutodiffBase<AutodiffPass> {
     auto accumulate = [&](Value v, Value g) {
       auto [it, inserted] = adjoint.try_emplace(v, g);
       if (!inserted)
-        it->second = AddOp::create(b, g.getLoc(), it->second, g);
+        it->second = addGradients(b, g.getLoc(), it->second, g);
     };
 
     SmallVector<Operation *> forwardOps;

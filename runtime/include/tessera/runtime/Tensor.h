@@ -32,8 +32,12 @@ public:
 // Tensors
 //===----------------------------------------------------------------------===//
 
-/// i1 is stored one byte per element (uint8_t, 0 or 1).
-enum class DType { f32, f64, i32, i64, i1 };
+/// i1 is stored one byte per element (uint8_t, 0 or 1). bf16 is a storage
+/// type (bfloat16: f32's sign and exponent, 7 stored fraction bits): tensors
+/// hold it, cast converts it, copies move it and collectives reduce it in
+/// f32; the arithmetic kernels take f32 or f64 (tsr-mixed-precision casts
+/// around them, docs/training.md).
+enum class DType { f32, f64, i32, i64, i1, bf16 };
 
 using Shape = std::vector<int64_t>;
 
@@ -45,10 +49,11 @@ enum class Device { host, cuda };
 /// "host", "cuda".
 const char *deviceName(Device device);
 
-/// "f32", "f64", "i32", "i64", "i1".
+/// "f32", "f64", "i32", "i64", "i1", "bf16".
 const char *dtypeName(DType dtype);
-/// Bytes per element (i1: 1).
+/// Bytes per element (i1: 1, bf16: 2).
 int64_t dtypeSize(DType dtype);
+/// f32 or f64: the dtypes of the arithmetic kernels (bf16 is storage).
 bool isFloat(DType dtype);
 /// "4x8" ("" for rank 0): the form shape errors use.
 std::string shapeToString(const Shape &shape);
@@ -98,7 +103,8 @@ public:
   bool defined() const;
   Device device() const;
   /// Host memory. T must match dtype(): float (f32), double (f64), int32_t
-  /// (i32), int64_t (i64), uint8_t (i1); anything else throws, and so does a
+  /// (i32), int64_t (i64), uint8_t (i1), the runtime's private BFloat16
+  /// (bf16); anything else throws, and so does a
   /// Device::cuda tensor (host code must not touch GPU memory: toHost it).
   template <typename T> T *data();
   template <typename T> const T *data() const;

@@ -137,6 +137,56 @@ def TsrExportGradStep : Pass<"tsr-export-grad-step", "::mlir::ModuleOp"> {
   let dependentDialects = ["::tessera::tsr::TsrDialect"];
 }
 
+def TsrMixedPrecision : Pass<"tsr-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "bf16 storage, f32 compute: casts around every op of the forward";
+  let description = [{
+    Rewrites the function with the `tsr.loss` result (`func`, as
+    tsr-autodiff finds it) so that the values it keeps are bf16 while every
+    op still computes in f32, before tsr-autodiff derives the backward from
+    it (`tessera-compile --precision bf16`):
+
+    - each f32 argument (parameters are the f32 master weights; float data
+      inputs) is cast to bf16 once, at the top: the working weights;
+    - an op that only moves elements (reshape, transpose, split, concat,
+      slice) works on the bf16 values directly when all its float operands
+      are bf16: the result is exact, and so are the gradients of these ops;
+    - every other op gets its bf16 operands cast to f32 (one cast per value,
+      shared by its users), runs as before, and its f32 results are cast to
+      bf16 (rounded to nearest even), except the results kept in f32:
+      rank-0 results (the loss and any other scalar) and the later results
+      of an op that hold fewer elements than its first one (statistics such
+      as layer_norm's mean and rstd or an attention's log-sum-exp);
+    - a returned bf16 value is cast back to f32, so the function's type is
+      unchanged.
+
+    Constants stay f32 (they are operands of f32 computations). tsr-autodiff
+    then differentiates the casts (a cast's gradient is the opposite cast),
+    so the backward's values between ops are bf16 too, the gradients of the
+    master weights are f32, and sums of bf16 gradients run in f32; the
+    optimizer, the gradient norm and the gradient collectives are all f32.
+    tsr-widen-at-use later keeps the f32 copies short-lived.
+  }];
+  let options = [
+    Option<"funcName", "func", "std::string", /*default=*/"\"\"",
+           "The function to rewrite (default: the one with a tsr.loss result)">,
+  ];
+  let dependentDialects = ["::tessera::tsr::TsrDialect"];
+}
+
+def TsrWidenAtUse : Pass<"tsr-widen-at-use"> {
+  let summary = "Clone each widening cast before each of its users";
+  let description = [{
+    A `tsr.cast` from a narrower to a wider float type (bf16 to f32) with
+    several users, or with a user that is not the next op, is cloned right
+    before each user, which then reads its own copy. The wide copy then
+    lives across one op: tsr-mixed-precision's f32 views of bf16
+    activations are not kept from the forward to the backward (the backward
+    casts the saved bf16 value again). A clone takes its user's location and
+    `tsr.backward` mark, so that plans and schedules place it with the user.
+    Runs after the last CSE, which would merge the clones again.
+  }];
+}
+
 def TsrInternalize : Pass<"tsr-internalize", "::mlir::ModuleOp"> {
   let summary = "Make every function private but the program's entry points";
   let description = [{
