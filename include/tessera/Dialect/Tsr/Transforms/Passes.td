@@ -159,7 +159,9 @@ def TsrMixedPrecision : Pass<"tsr-mixed-precision", "::mlir::ModuleOp"> {
     - a returned bf16 value is cast back to f32, so the function's type is
       unchanged.
 
-    Constants stay f32 (they are operands of f32 computations). tsr-autodiff
+    Constants stay f32 (they are operands of f32 computations), and so do
+    values computed from constants and integers alone. A function that
+    already holds bf16 values is an error. tsr-autodiff
     then differentiates the casts (a cast's gradient is the opposite cast),
     so the backward's values between ops are bf16 too, the gradients of the
     master weights are f32, and sums of bf16 gradients run in f32; the
