@@ -37,14 +37,6 @@ bool isFloatTensor(Value v) {
   return t && isa<FloatType>(t.getElementType());
 }
 
-/// Index of the result marked tsr.loss, or -1.
-int lossIndex(func::FuncOp f) {
-  for (unsigned i = 0; i < f.getNumResults(); ++i)
-    if (f.getResultAttr(i, Tsr::LossAttrHelper::getNameStr()))
-      return i;
-  return -1;
-}
-
 Value zeros(OpBuilder &b, Location loc, Type type) {
   auto t = cast<RankedTensorType>(type);
   return ConstantOp::create(

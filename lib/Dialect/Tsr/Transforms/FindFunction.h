@@ -9,6 +9,8 @@
 #ifndef TESSERA_LIB_DIALECT_TSR_TRANSFORMS_FINDFUNCTION_H
 #define TESSERA_LIB_DIALECT_TSR_TRANSFORMS_FINDFUNCTION_H
 
+#include "tessera/Dialect/Tsr/IR/TsrDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -42,6 +44,14 @@ findFunction(mlir::ModuleOp module, llvm::StringRef pass, llvm::StringRef name,
   if (!found)
     module.emitError() << pass << ": " << none;
   return found;
+}
+
+/// Index of `f`'s result marked tsr.loss, or -1.
+inline int lossIndex(mlir::func::FuncOp f) {
+  for (unsigned i = 0; i < f.getNumResults(); ++i)
+    if (f.getResultAttr(i, Tsr::LossAttrHelper::getNameStr()))
+      return i;
+  return -1;
 }
 
 } // namespace tsr

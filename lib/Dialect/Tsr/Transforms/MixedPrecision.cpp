@@ -65,12 +65,7 @@ struct MixedPrecisionPass
   void runOnOperation() override {
     func::FuncOp forward = findFunction(
         getOperation(), "tsr-mixed-precision", funcName,
-        [](func::FuncOp f) {
-          for (unsigned i = 0; i < f.getNumResults(); ++i)
-            if (f.getResultAttr(i, Tsr::LossAttrHelper::getNameStr()))
-              return true;
-          return false;
-        },
+        [](func::FuncOp f) { return lossIndex(f) >= 0; },
         "several functions have a tsr.loss result; choose one with "
         "func=<name>",
         "no function has a result marked tsr.loss");
