@@ -871,9 +871,11 @@ Result Search::run() {
             });
   for (size_t i = 1; i < feasible.size() && best.runnersUp.size() < 3; ++i)
     best.runnersUp.push_back(feasible[i]);
-  for (const OpCost &op : p.ops)
-    if (op.isMatmul)
-      best.modelFlops += op.flops;
+  best.modelFlops = p.modelFlopsPerStep;
+  if (best.modelFlops <= 0)
+    for (const OpCost &op : p.ops)
+      if (op.modelFlops)
+        best.modelFlops += op.flops;
   best.mfu = best.modelFlops / (best.stepSeconds * double(p.devices) *
                                 spec.peakFlopsFor(p.mainDtype));
   best.cpuSeconds = double(std::clock() - start) / CLOCKS_PER_SEC;

@@ -10,6 +10,13 @@ of one step. Each line's flops_per_s and tokens_per_s come from the same
 step time, so flops_per_s / tokens_per_s must equal flops_per_step / N, and
 mfu must equal flops_per_s / (R x X); both are printed with 6 significant
 digits, so they agree to 1e-5 (relative). Exit 1 on a difference.
+
+  check_mfu.py TRAIN.mlir --planner-report ERR
+
+checks instead that the auto planner's report (tessera-compile --plan auto's
+stderr) counts the same model FLOPs per step as the program: it prints
+three significant digits, so the two agree to half a unit in the third
+(5e-3 relative).
 """
 import argparse
 import json
@@ -21,11 +28,14 @@ import sys
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mlir")
-    ap.add_argument("log")
-    ap.add_argument("--peak", type=float, required=True)
-    ap.add_argument("--ranks", type=int, required=True)
-    ap.add_argument("--tokens", type=int, required=True)
+    ap.add_argument("log", nargs="?")
+    ap.add_argument("--peak", type=float)
+    ap.add_argument("--ranks", type=int)
+    ap.add_argument("--tokens", type=int)
+    ap.add_argument("--planner-report")
     a = ap.parse_args()
+    if not a.planner_report and None in (a.log, a.peak, a.ranks, a.tokens):
+        ap.error("LOG, --peak, --ranks and --tokens are required")
     m = re.search(r"tsr\.flops_per_step = (0x[0-9A-Fa-f]+|[0-9.e+-]+) : f64",
                   open(a.mlir).read())
     if not m:
@@ -36,6 +46,20 @@ def main():
     text = m.group(1)
     flops = (struct.unpack(">d", bytes.fromhex(text[2:]))[0]
              if text.startswith("0x") else float(text))
+    if a.planner_report:
+        r = re.search(r"\(([0-9.e+-]+) model FLOPs per step\)",
+                      open(a.planner_report).read())
+        if not r:
+            print(f"FAIL {a.planner_report} has no planner report")
+            return 1
+        planned = float(r.group(1))
+        if abs(planned - flops) > 5e-3 * flops:
+            print(f"FAIL the planner counts {planned:.3g} model FLOPs per step, "
+                  f"the program {flops:.6g}")
+            return 1
+        print(f"ok the planner counts {planned:.3g} model FLOPs per step, "
+              f"the program {flops:.6g}")
+        return 0
     lines = [json.loads(x) for x in open(a.log) if x.strip()]
     bad = []
     for j in lines:

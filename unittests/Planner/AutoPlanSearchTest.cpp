@@ -69,7 +69,7 @@ Problem randomProblem(uint64_t seed) {
         op.allReduceBytes = r.logUniform(1e5, 1e9);
       if (r.coin(0.3))
         op.allGatherBytes = r.logUniform(1e5, 1e9);
-      op.isMatmul = r.coin(0.7);
+      op.modelFlops = r.coin(0.7);
       p.ops.push_back(op);
     }
     if (u + 1 < n)

@@ -38,7 +38,9 @@ struct OpCost {
   /// over tp; bytes of tp-split operands a replicated op gathers.
   double allReduceBytes = 0;
   double allGatherBytes = 0;
-  bool isMatmul = false; ///< counted in the model FLOPs (MFU)
+  /// Counted in the model FLOPs (MFU): a forward or backward op, as the
+  /// runtime's tsr.flops_per_step counts them (not the optimizer update).
+  bool modelFlops = false;
   /// The runtime makes its result a view of its operand (a reshape): no
   /// time, not even the spec's op overhead.
   bool view = false;
@@ -110,6 +112,10 @@ struct Problem {
   /// state (implies zero1), each gathered whole while its op runs.
   bool zero3 = false;
   std::string mainDtype = "fp32";
+  /// The model FLOPs of a step for the reported MFU: tsr-optimizer's
+  /// tsr.flops_per_step, the count the runtime's MFU uses; 0 (a module
+  /// without it) sums the ops' modelFlops.
+  double modelFlopsPerStep = 0;
   /// A profile database file (docs/planner.md), "" for none: a measured
   /// time for an op's name, dtype and local operand shapes replaces its
   /// roofline estimate (collectives are still added).

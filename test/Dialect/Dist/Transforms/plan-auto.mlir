@@ -13,7 +13,7 @@
 // DP: tsr.matmul {{.*}}dist.split = {_0 = "dp"}
 // DPREPORT: dist-plan: auto plan for train_step_adamw on 4 x cpu (1 GiB each): mesh [dp = 4, tp = 1, pp = 1], 1 micro-batch(es) of 1, schedule 1f1b
 // DPREPORT-NEXT: stage 0: units (before the layers) .. (after the layers) (4 of 4), 0.000683 GiB per device (1 micro-batch(es) in flight), {{.*}} per micro-batch
-// DPREPORT-NEXT: predicted step {{[0-9.]+}} {{u|m}}s, bubble 0.0%, MFU {{[0-9.]+}}% (2.41e+07 model FLOPs per step)
+// DPREPORT-NEXT: predicted step {{[0-9.]+}} {{u|m}}s, bubble 0.0%, MFU {{[0-9.]+}}% (2.55e+07 model FLOPs per step)
 // DPREPORT: also fits: [dp = 2, tp = 1, pp = 2]
 // DPREPORT: planner: 11 candidate(s), {{[0-9]+}} fit, {{[0-9]+}} planner run(s), {{[0-9.]+}} s CPU
 

@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""The auto planner's memory model vs the program's replay, per plan kind.
+
+    bench/plans/memory.py [--build DIR] [--out FILE.md]
+
+Exports the 2-layer GPT of the equivalence tests (4 heads, width 64,
+context 32, batch 8, no biases), compiles it under each plan of PLANS with
+--no-build, and compares per rank the memory the planner's model predicts
+(the `predicted step ..., memory A, B GiB per device by stage` line every
+plan prints) with the replayed peak of the emitted step (memory.json, which
+the runtime measures within 0.1 %: test/E2E/*peak*). Ranks are row-major
+with pp innermost, so rank r is on stage r % pp. The model prints three
+significant digits, so each ratio is good to about 0.3 %.
+
+Compiles only (about a second a plan); no GPU, no MPI run.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+# (label, devices, pp, tessera-compile flags)
+PLANS = [
+    ("dp2", 2, 1, ["--plan", "dp"]),
+    ("dp2 ZeRO-1", 2, 1, ["--plan", "dp", "--zero1"]),
+    ("dp2 ZeRO-3", 2, 1, ["--plan", "dp", "--zero3"]),
+    ("dp2 recompute h.0, h.1", 2, 1,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-recompute.json")]),
+    ("tp2", 2, 1, ["--plan", "tp"]),
+    ("dp2xtp2", 4, 1, ["--plan", "dp2xtp2"]),
+    ("pp2 1F1B mb4", 2, 2, ["--plan", "pp", "--micro-batches", "4"]),
+    ("pp2 GPipe mb4", 2, 2,
+     ["--plan", "pp", "--micro-batches", "4", "--schedule", "gpipe"]),
+    ("pp4 1F1B mb4", 4, 4, ["--plan", "pp", "--micro-batches", "4"]),
+    ("one device mb4", 1, 1, ["--micro-batches", "4"]),
+]
+
+PREDICT = re.compile(r"predicted step .*?, memory ([0-9.e+-]+(?:, [0-9.e+-]+)*)"
+                     r" GiB per device")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(REPO, "build"))
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    compile_ = os.path.join(a.build, "bin", "tessera-compile")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "model")
+        subprocess.run(["/usr/bin/python3",
+                        os.path.join(REPO, "examples/gpt/export.py"),
+                        "--layers", "2", "--heads", "4", "--width", "64",
+                        "--context", "32", "--batch", "8", "--no-bias",
+                        "--out", model, "--quiet", "--no-final"], check=True)
+        for label, devices, pp, flags in PLANS:
+            out = os.path.join(tmp, re.sub(r"[^a-z0-9]+", "_", label.lower()))
+            cmd = [compile_, os.path.join(model, "model.onnx"), "-o", out,
+                   "--no-build", "--devices", str(devices)] + flags
+            # One device and one micro-batch is not distributed: dist-plan
+            # (and its prediction) runs only with micro-batches or devices.
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"{label}: tessera-compile failed:\n{r.stderr}")
+            m = PREDICT.search(r.stderr)
+            if not m:
+                sys.exit(f"{label}: no memory prediction in:\n{r.stderr}")
+            stages = [float(x) * 2**30 for x in m.group(1).split(", ")]
+            replay = json.load(open(os.path.join(out, "memory.json")))["adamw"]
+            diffs = []
+            for rank, measured in enumerate(replay):
+                model_bytes = stages[rank % pp] if len(stages) > 1 else stages[0]
+                diffs.append((rank, model_bytes, measured,
+                              (model_bytes - measured) / measured))
+            rows.append((label, diffs))
+    lines = ["| plan | rank | model (bytes) | replay (bytes) | model vs replay |",
+             "|---|---|---|---|---|"]
+    for label, diffs in rows:
+        seen = set()
+        for rank, model_bytes, measured, d in diffs:
+            # Ranks of one stage with equal figures are one row.
+            key = (round(model_bytes), measured)
+            if key in seen:
+                continue
+            seen.add(key)
+            lines.append(f"| {label} | {rank} | {model_bytes:.0f} | "
+                         f"{measured} | {100 * d:+.1f} % |")
+    text = "\n".join(lines)
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write("# Memory: the auto planner's model vs the replay\n\n")
+            f.write("Produced by `bench/plans/memory.py` (the 2-layer GPT of "
+                    "the equivalence tests, batch 8, AdamW).\n\n")
+            f.write(f"machine: {platform.machine()}, {os.cpu_count()} CPU(s); "
+                    f"date: {datetime.date.today()}\n\n{text}\n")
+
+
+if __name__ == "__main__":
+    main()
