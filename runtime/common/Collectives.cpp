@@ -15,13 +15,8 @@
 namespace tessera {
 namespace rt {
 
-namespace {
-
-/// x cut into n pieces along `dim`, laid out piece after piece (what the
-/// backends send; x itself when it already is, outer == 1), and the shape of
-/// one piece.
-std::pair<Tensor, Shape> packPieces(const Tensor &x, int64_t dim, int64_t n,
-                                    const std::string &where) {
+std::pair<Tensor, Shape> comm::packPieces(const Tensor &x, int64_t dim,
+                                          int64_t n, const std::string &where) {
   comm::Pieces p = comm::splitPieces(x, dim, n, where);
   Shape pieceShape = x.shape();
   pieceShape[dim] /= n;
@@ -33,6 +28,8 @@ std::pair<Tensor, Shape> packPieces(const Tensor &x, int64_t dim, int64_t n,
                    p.run, p.outer, where);
   return {out, pieceShape};
 }
+
+namespace {
 
 /// The inverse of packPieces: n pieces of `pieceShape`, one after the other
 /// in `packed`, concatenated along `dim`.
@@ -86,9 +83,9 @@ Tensor reduce_scatter(const Tensor &xIn, const std::vector<int64_t> &ranks,
   dim = comm::normalizeDim(x, dim, where);
   if (g.size == 1)
     return clone(x);
-  auto [packed, pieceShape] = packPieces(x, dim, g.size, where);
+  comm::splitPieces(x, dim, g.size, where);
   watchdog::Scope blocked(where);
-  return comm::reduceScatterPacked(g, packed, pieceShape, kind, where);
+  return comm::reduceScatter(g, x, dim, kind, where);
 }
 
 Tensor all_to_all(const Tensor &xIn, const std::vector<int64_t> &ranks,
@@ -100,7 +97,7 @@ Tensor all_to_all(const Tensor &xIn, const std::vector<int64_t> &ranks,
   concatDim = comm::normalizeDim(x, concatDim, where);
   if (g.size == 1)
     return clone(x);
-  auto [packed, pieceShape] = packPieces(x, splitDim, g.size, where);
+  auto [packed, pieceShape] = comm::packPieces(x, splitDim, g.size, where);
   Tensor received;
   {
     watchdog::Scope blocked(where);

@@ -110,6 +110,11 @@ Pieces splitPieces(const Tensor &x, int64_t dim, int64_t n,
 /// n pieces of `pieceShape` concatenated along `dim` into `shape`.
 Pieces concatPieces(const Shape &pieceShape, int64_t dim, int64_t n,
                     int64_t elemSize, Shape &shape);
+/// x cut into n pieces along `dim`, laid out piece after piece (x itself,
+/// viewed flat, when it already is: outer == 1), and the shape of one
+/// piece. Uses the backend's copyRuns (Collectives.cpp).
+std::pair<Tensor, Shape> packPieces(const Tensor &x, int64_t dim, int64_t n,
+                                    const std::string &where);
 /// The position of world rank `root` in `ranks`; an error unless it is in.
 int rootPosition(const std::vector<int64_t> &ranks, int64_t root,
                  const std::string &where);
@@ -156,10 +161,11 @@ Tensor allReduce(const GroupInfo &g, const Tensor &x, ReduceKind kind,
 /// The members' x one after the other, as a flat tensor of g.size * numel.
 Tensor allGatherPacked(const GroupInfo &g, const Tensor &x,
                        const std::string &where);
-/// Piece g.pos of `packed` reduced over the group, shaped `pieceShape`.
-Tensor reduceScatterPacked(const GroupInfo &g, const Tensor &packed,
-                           const Shape &pieceShape, ReduceKind kind,
-                           const std::string &where);
+/// Piece g.pos of x (x cut into g.size pieces along `dim`, checked by
+/// the caller) reduced over the group. The backend lays the pieces out as
+/// it needs: the MPI backend sends them from x as they are, NCCL packs them.
+Tensor reduceScatter(const GroupInfo &g, const Tensor &x, int64_t dim,
+                     ReduceKind kind, const std::string &where);
 /// Piece j of `packed` to member j; the pieces received, one after the
 /// other, as a flat tensor.
 Tensor allToAllPacked(const GroupInfo &g, const Tensor &packed,

@@ -358,12 +358,12 @@ Tensor allGatherPacked(const GroupInfo &g, const Tensor &x,
   return packed;
 }
 
-Tensor reduceScatterPacked(const GroupInfo &g, const Tensor &packed,
-                           const Shape &pieceShape, ReduceKind kind,
-                           const std::string &where) {
+Tensor reduceScatter(const GroupInfo &g, const Tensor &x, int64_t dim,
+                     ReduceKind kind, const std::string &where) {
   if (state().staged)
-    return toDevice(mpi::host::reduceScatterPacked(g, toHost(packed),
-                                                   pieceShape, kind, where));
+    return toDevice(mpi::host::reduceScatter(g, toHost(x), dim, kind, where));
+  // ncclReduceScatter reads the pieces one after the other.
+  auto [packed, pieceShape] = packPieces(x, dim, g.size, where);
   Tensor out(pieceShape, packed.dtype());
   if (out.numel()) {
     commAfterCompute(where);

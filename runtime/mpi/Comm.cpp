@@ -66,10 +66,9 @@ Tensor allToAllPacked(const GroupInfo &g, const Tensor &packed,
   return mpi::host::allToAllPacked(g, packed, where);
 }
 
-Tensor reduceScatterPacked(const GroupInfo &g, const Tensor &packed,
-                           const Shape &pieceShape, ReduceKind kind,
-                           const std::string &where) {
-  return mpi::host::reduceScatterPacked(g, packed, pieceShape, kind, where);
+Tensor reduceScatter(const GroupInfo &g, const Tensor &x, int64_t dim,
+                     ReduceKind kind, const std::string &where) {
+  return mpi::host::reduceScatter(g, x, dim, kind, where);
 }
 
 Tensor broadcastFrom(const GroupInfo &g, const Tensor &x, int rootPos,

@@ -151,6 +151,45 @@ void fold(const void *src, int64_t n, int64_t count, void *dst, DType dtype,
   }
 }
 
+/// One step of fold() done a piece at a time: acc[i] = src[i] (first) or
+/// acc[i] op src[i], over `rows` runs of `run` elements, run o of src at
+/// element o * pitch. Store is what acc holds between steps: T itself,
+/// f32 for bf16 (widened and rounded once at the end by the caller), and a
+/// byte for i1.
+template <typename T, typename Acc = T, typename Store = T>
+void foldPieceTyped(void *accV, const void *srcV, int64_t rows, int64_t run,
+                    int64_t pitch, bool first, ReduceKind kind) {
+  Store *acc = static_cast<Store *>(accV);
+  const T *src = static_cast<const T *>(srcV);
+  for (int64_t o = 0; o < rows; ++o)
+    for (int64_t i = 0; i < run; ++i) {
+      Acc v = static_cast<Acc>(src[o * pitch + i]);
+      Store &a = acc[o * run + i];
+      a = static_cast<Store>(first ? v : combine(static_cast<Acc>(a), v, kind));
+    }
+}
+
+void foldPiece(void *acc, const void *src, int64_t rows, int64_t run,
+               int64_t pitch, bool first, DType dtype, ReduceKind kind) {
+  switch (dtype) {
+  case DType::f32:
+    return foldPieceTyped<float>(acc, src, rows, run, pitch, first, kind);
+  case DType::f64:
+    return foldPieceTyped<double>(acc, src, rows, run, pitch, first, kind);
+  case DType::i32:
+    return foldPieceTyped<int32_t>(acc, src, rows, run, pitch, first, kind);
+  case DType::i64:
+    return foldPieceTyped<int64_t>(acc, src, rows, run, pitch, first, kind);
+  case DType::i1:
+    // As foldBool: min is "and", sum and max are "or".
+    return foldPieceTyped<uint8_t, bool>(acc, src, rows, run, pitch, first,
+                                         kind);
+  case DType::bf16:
+    return foldPieceTyped<detail::BFloat16, float, float>(acc, src, rows, run,
+                                                          pitch, first, kind);
+  }
+}
+
 /// Below this many bytes gathered per rank, all_reduce gathers whole tensors
 /// and folds them (one collective, latency-bound sizes); above, each rank
 /// folds one chunk (bandwidth-bound sizes). Both fold in the same order, so
@@ -243,14 +282,79 @@ Tensor allToAllPacked(const comm::GroupInfo &g, const Tensor &packed,
   return received;
 }
 
-Tensor reduceScatterPacked(const comm::GroupInfo &g, const Tensor &packed,
-                           const Shape &pieceShape, ReduceKind kind,
-                           const std::string &where) {
-  // Every member's piece j to member j, then folded in member order.
-  Tensor received = host::allToAllPacked(g, packed, where);
-  Tensor out(pieceShape, packed.dtype(), Device::host);
-  fold(received.rawData(), g.size, out.numel(), out.rawData(), packed.dtype(),
-       kind);
+Tensor reduceScatter(const comm::GroupInfo &g, const Tensor &x, int64_t dim,
+                     ReduceKind kind, const std::string &where) {
+  // MPI_Reduce_scatter_block would need the pieces packed (a second
+  // whole-size buffer for a dimension that is not outermost) and gives no
+  // fold order; this sends each piece from x as it lies and folds the
+  // pieces one at a time in member order, as fold() does, so the results
+  // are the same bit for bit and the scratch is one piece.
+  MPI_Comm c = commOf(g);
+  int64_t n = g.size;
+  comm::Pieces p = comm::splitPieces(x, dim, n, where);
+  Shape pieceShape = x.shape();
+  pieceShape[dim] /= n;
+  DType dtype = x.dtype();
+  Tensor out(pieceShape, dtype, Device::host);
+  int64_t numel = out.numel();
+  if (!numel)
+    return out;
+  int64_t esize = dtypeSize(dtype), run = p.run / esize, rows = p.outer;
+  int count = toCount(numel, where);
+  MPI_Datatype elem = mpi::datatype(dtype);
+  // Piece j: `rows` runs of `run` elements, n * run apart, from element
+  // j * run of x.
+  MPI_Datatype piece = elem;
+  int pieceCount = count;
+  if (rows > 1) {
+    mpi::check(MPI_Type_vector(toCount(rows, where), toCount(run, where),
+                               toCount(n * run, where), elem, &piece),
+               where + ": MPI_Type_vector");
+    mpi::check(MPI_Type_commit(&piece), where + ": MPI_Type_commit");
+    pieceCount = 1;
+  }
+  const char *base = static_cast<const char *>(x.rawData());
+  // One tag suffices: the group's communicator carries nothing else point
+  // to point, and every member calls its collectives in the same order.
+  constexpr int kTag = 0;
+  std::vector<MPI_Request> sends;
+  for (int64_t j = 0; j < n; ++j) {
+    if (j == g.pos)
+      continue;
+    sends.emplace_back(MPI_REQUEST_NULL);
+    mpi::check(MPI_Isend(base + j * p.run, pieceCount, piece,
+                         static_cast<int>(j), kTag, c, &sends.back()),
+               where + ": MPI_Isend");
+  }
+  Tensor received(pieceShape, dtype, Device::host);
+  // bf16 folds in f32 and rounds once, as fold() does.
+  Tensor wide = dtype == DType::bf16
+                    ? Tensor(pieceShape, DType::f32, Device::host)
+                    : Tensor();
+  for (int64_t j = 0; j < n; ++j) {
+    const void *src = base + j * p.run;
+    int64_t pitch = n * run;
+    if (j != g.pos) {
+      mpi::check(MPI_Recv(received.rawData(), count, elem, static_cast<int>(j),
+                          kTag, c, MPI_STATUS_IGNORE),
+                 where + ": MPI_Recv");
+      src = received.rawData();
+      pitch = run;
+    }
+    foldPiece(dtype == DType::bf16 ? wide.rawData() : out.rawData(), src, rows,
+              run, pitch, j == 0, dtype, kind);
+  }
+  if (dtype == DType::bf16) {
+    const float *w = static_cast<const float *>(wide.rawData());
+    auto *o = static_cast<detail::BFloat16 *>(out.rawData());
+    for (int64_t i = 0; i < numel; ++i)
+      o[i] = detail::BFloat16(w[i]);
+  }
+  mpi::check(MPI_Waitall(static_cast<int>(sends.size()), sends.data(),
+                         MPI_STATUSES_IGNORE),
+             where + ": MPI_Waitall");
+  if (rows > 1)
+    mpi::check(MPI_Type_free(&piece), where + ": MPI_Type_free");
   return out;
 }
 

@@ -41,9 +41,13 @@ Tensor allGatherPacked(const comm::GroupInfo &g, const Tensor &x,
                        const std::string &where);
 Tensor allToAllPacked(const comm::GroupInfo &g, const Tensor &packed,
                       const std::string &where);
-Tensor reduceScatterPacked(const comm::GroupInfo &g, const Tensor &packed,
-                           const Shape &pieceShape, ReduceKind kind,
-                           const std::string &where);
+/// Piece g.pos of x cut along `dim`, reduced over the group in member
+/// order. Each piece goes from x to its member as it lies (strided runs are
+/// one MPI vector datatype: nothing is packed), and the receiver folds the
+/// pieces one at a time, so its only buffers beside the result are one
+/// piece (and, for bf16, an f32 accumulator of one piece).
+Tensor reduceScatter(const comm::GroupInfo &g, const Tensor &x, int64_t dim,
+                     ReduceKind kind, const std::string &where);
 Tensor broadcastFrom(const comm::GroupInfo &g, const Tensor &x, int rootPos,
                      const std::string &where);
 

@@ -54,9 +54,9 @@ int64_t outerOf(ArrayRef<int64_t> shape, int64_t dim) {
 /// result: the CPU backend's packing and receive buffers (runtime/common/
 /// Collectives.cpp packs pieces that are not contiguous; runtime/mpi/
 /// HostComm.cpp gathers a small all-reduce whole and folds it, exchanges
-/// chunks of a large one, and receives a reduce-scatter's or all-to-all's
-/// pieces before folding or unpacking them). At the op's moment they add
-/// to what is live.
+/// chunks of a large one, receives an all-to-all's pieces before unpacking
+/// them, and folds a reduce-scatter's pieces one at a time). At the op's moment
+/// they add to what is live.
 SmallVector<int64_t, 2> scratchPieces(Operation *op) {
   auto bytes = [](Value v) { return tessera::tensorBytes(v.getType()); };
   auto shape = [](Value v) {
@@ -82,11 +82,17 @@ SmallVector<int64_t, 2> scratchPieces(Operation *op) {
         outerOf(shape(ag.getResult()), ag.getDim()) > 1)
       pieces.push_back(bytes(ag.getResult()));
   } else if (auto rs = dyn_cast<ReduceScatterOp>(op)) {
-    if (rs.getGroupSize() >= 2) {
-      int64_t b = bytes(rs.getInput());
-      pieces.push_back(b);
-      if (outerOf(shape(rs.getInput()), rs.getDim()) > 1)
-        pieces.push_back(b);
+    // The MPI backend sends the pieces from the input as they lie and folds
+    // the received ones one at a time: one piece's receive buffer, and an
+    // f32 accumulator of one piece for bf16. (NCCL, on CUDA, reads packed
+    // pieces: a whole-size buffer where the dimension is not outermost,
+    // which this CPU model does not count.)
+    if (int64_t n = rs.getGroupSize(); n >= 2) {
+      int64_t piece = bytes(rs.getResult());
+      pieces.push_back(piece);
+      auto type = cast<RankedTensorType>(rs.getResult().getType());
+      if (type.getElementType().isBF16())
+        pieces.push_back(type.getNumElements() * 4);
     }
   } else if (auto a2a = dyn_cast<AllToAllOp>(op)) {
     if (a2a.getGroupSize() >= 2) {
