@@ -87,6 +87,10 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
                  autoplan::Problem &problem) {
   std::vector<Storage> storages;
   llvm::DenseMap<Value, int> storageOf;
+  // Recomputed storages whose forward op reads each recomputed storage:
+  // dist-recompute copies a value where its own copy or a dependent's copy
+  // is first needed (the dependent's copy is computed from it).
+  std::vector<SmallVector<int, 2>> dependents;
   std::vector<Operation *> order;
   for (Operation &op : body)
     order.push_back(&op);
@@ -131,6 +135,31 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
                      });
       storageOf[r] = int(storages.size());
       storages.push_back(s);
+      dependents.emplace_back();
+    }
+    if (forward)
+      for (Value v : op->getOperands())
+        if (auto in = storageOf.find(v);
+            in != storageOf.end() && storages[in->second].recomputed)
+          for (Value r : op->getResults())
+            if (int k = storageOf.lookup(r);
+                k != in->second && storages[k].recomputed)
+              dependents[in->second].push_back(k);
+  }
+  // When each recomputed storage's copy is made (its first backward use or
+  // the earliest copy of a dependent), and until when a dependent's copy
+  // may still read it. Dependents come later in program order.
+  for (int k = int(storages.size()) - 1; k >= 0; --k) {
+    Storage &s = storages[k];
+    if (!s.recomputed)
+      continue;
+    for (int d : dependents[k]) {
+      const Storage &dep = storages[d];
+      if (dep.firstBackwardUse < 0)
+        continue;
+      if (s.firstBackwardUse < 0 || dep.firstBackwardUse < s.firstBackwardUse)
+        s.firstBackwardUse = dep.firstBackwardUse;
+      s.lastUse = std::max(s.lastUse, dep.firstBackwardUse);
     }
   }
   // Kept activations per unit.

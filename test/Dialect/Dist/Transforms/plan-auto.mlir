@@ -63,7 +63,7 @@
 // recomputes every layer group (the embedding and the head excepted) and
 // searches again; below the least with it, the error names both.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.00033 report=true" 2>&1 | FileCheck %s --check-prefix=RECOMPUTE
-// RECOMPUTE: mesh [dp = 1, tp = 2, pp = 2], 1 micro-batch(es)
+// RECOMPUTE: mesh [dp = 1, tp = 2, pp = 2], 2 micro-batch(es)
 // RECOMPUTE: recompute: every layer group (no plan fits in memory without)
 // RECOMPUTE: tsr.matmul {{.*}}dist.recompute
 // RECOMPUTE-NOT: tsr.backward{{.*}}dist.recompute
