@@ -80,6 +80,15 @@ double collective(cost::Collective kind, double bytes, int64_t ranks,
   return cost::bestCollectiveTime(kind, bytes, static_cast<int>(ranks), link);
 }
 
+/// `count` collectives of `kind` that move `bytes` in all (the runtime's
+/// one per parameter): each pays the link's latency.
+double collectives(cost::Collective kind, double bytes, int count,
+                   int64_t ranks, const cost::LinkSpec &link) {
+  if (count <= 1)
+    return collective(kind, bytes, ranks, link);
+  return double(count) * collective(kind, bytes / count, ranks, link);
+}
+
 /// Per-unit costs of one candidate (tp, dp, micro-batches).
 struct UnitCosts {
   std::vector<double> micro; ///< forward + backward per micro-batch
@@ -89,6 +98,7 @@ struct UnitCosts {
   std::vector<double> memA;  ///< activations per in-flight micro-batch
   std::vector<double> memB;  ///< parameters, gradients, optimizer state
   std::vector<double> grads; ///< gradient bytes per device (dp sync)
+  std::vector<int> gradCount; ///< their tensors (one collective each)
   size_t profiled = 0;       ///< ops timed by the profile database
   // The stage memory model's terms per unit (bytes per device; see
   // StageMemory).
@@ -202,6 +212,11 @@ private:
                 std::vector<StagePrediction> &stages, double &micro,
                 double &step) const;
   double boundaryBytes(size_t a, size_t b, double edgeScale) const;
+  /// A stage's once-per-step data-parallel communication: the gradient
+  /// all-reduce before the update (ZeRO-1: reduce-scatter and all-gather,
+  /// the same bytes) and ZeRO-3's gathers, one collective per parameter.
+  double dpSync(double grads, int count, int64_t d,
+                const cost::LinkSpec &link) const;
   bool fitsMemory(const std::vector<StagePrediction> &stages) const;
   /// The step time with the schedule library's fill and drain (the closed
   /// form when pp == 1); "" or the schedule library's error.
@@ -234,6 +249,7 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
         &c.grads, &c.resident, &c.fixedHeld, &c.inputs, &c.largest, &c.liveF,
         &c.liveB})
     v->assign(n, 0);
+  c.gradCount.assign(n, 0);
   // The fraction of the global batch one micro-batch of one replica holds.
   double s = 1.0 / double(d * m);
   const cost::LinkSpec &tpLink = groupLink(spec, planMesh(d, t, pp), kTp);
@@ -291,6 +307,14 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     c.liveF[u] = live(unit.forwardLive) + gathered;
     c.liveB[u] = live(unit.backwardLive) + gathered;
     c.grads[u] = params;
+    c.gradCount[u] = unit.params;
+    // The training driver's work around each step (runtime/common/
+    // Driver.cpp), once per step on the ranks that hold the unit: each
+    // argument passed in and each result taken back by name (an op's
+    // fixed cost each), and the check that every updated parameter is
+    // finite (one read of them).
+    c.step[u] += 2.0 * unit.stepValues * spec.opOverhead +
+                 (zero3 ? params / double(d) : params) / spec.memoryBandwidth;
     // The planner library's additive memory (cut()): a lower bound of the
     // stage memory, so that it rejects no cut that fits; the search checks
     // every cut with stageMemory() afterwards.
@@ -357,6 +381,16 @@ double Search::leastMemory(const UnitCosts &c, int64_t pp, int64_t m) const {
     (fits(mid) ? hi : lo) = mid;
   }
   return hi;
+}
+
+double Search::dpSync(double grads, int count, int64_t d,
+                      const cost::LinkSpec &link) const {
+  double t = collectives(cost::Collective::AllReduce, grads, count, d, link);
+  // ZeRO-3 gathers every parameter twice a step: for the forward and again
+  // for the backward (dist-partition).
+  if (p.zero3 && d > 1)
+    t += 2 * collectives(cost::Collective::AllGather, grads, count, d, link);
+  return t;
 }
 
 double Search::boundaryBytes(size_t a, size_t b, double edgeScale) const {
@@ -515,11 +549,13 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
   std::vector<double> thresholds;
   for (size_t a = 0; a < n; ++a) {
     double mi = 0, st = 0, grads = 0, crossing = 0;
+    int count = 0;
     StageMemory mem(c);
     for (size_t b = a; b < n; ++b) {
       mi += c.micro[b];
       st += c.step[b];
       grads += c.grads[b];
+      count += c.gradCount[b];
       mem.add(b);
       for (auto [other, bytes] : incident[b])
         crossing += other >= a && other < b ? -bytes : other == b ? 0 : bytes;
@@ -531,8 +567,7 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
         x += 2 * collective(cost::Collective::SendRecv, crossing * edgeScale, 2,
                             ppLink);
       micro[a * n + b] = x;
-      step[a * n + b] =
-          st + collective(cost::Collective::AllReduce, grads, d, dpLink);
+      step[a * n + b] = st + dpSync(grads, count, d, dpLink);
       thresholds.push_back(step[a * n + b]);
     }
   }
@@ -610,7 +645,9 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
     s.inFlight = inFlight(static_cast<int>(i), pp, m);
     s.memoryBytes = stageMemory(c, s.firstUnit, s.lastUnit, s.inFlight);
     double grads = 0;
+    int count = 0;
     for (size_t u = s.firstUnit; u <= s.lastUnit; ++u) {
+      count += c.gradCount[u];
       s.microSeconds += c.micro[u];
       s.stepSeconds += c.step[u];
       s.microCompute += c.micro[u] - c.microComm[u];
@@ -623,14 +660,7 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
           2 * collective(cost::Collective::SendRecv,
                          boundaryBytes(s.firstUnit, s.lastUnit, edgeScale), 2,
                          ppLink);
-    // The gradient all-reduce before the update (ZeRO-1: reduce-scatter
-    // and all-gather, the same bytes).
-    s.stepSeconds += collective(cost::Collective::AllReduce, grads, d, dpLink);
-    // ZeRO-3 gathers every parameter twice a step: for the forward and
-    // again for the backward (dist-partition).
-    if (p.zero3 && d > 1)
-      s.stepSeconds +=
-          2 * collective(cost::Collective::AllGather, grads, d, dpLink);
+    s.stepSeconds += dpSync(grads, count, d, dpLink);
     micro = std::max(micro, s.microSeconds);
     step = std::max(step, s.stepSeconds);
     stages.push_back(s);

@@ -74,6 +74,14 @@ struct Unit {
   double inputBytes = 0;
   /// The largest parameter first used in the unit (the update's scratch).
   double largestParamBytes = 0;
+  /// Parameters first used in the unit: the runtime reduces (and ZeRO-3
+  /// gathers) each with a collective of its own, each paying the link's
+  /// latency.
+  int params = 0;
+  /// The step's arguments first used in the unit (parameters, optimizer
+  /// state, data inputs): the training driver hands each to the step and
+  /// takes each result back, every step.
+  int stepValues = 0;
   /// Bytes live while one of the unit's forward (backward) ops runs, beyond
   /// the parameters and state, the activations other units keep and the
   /// gradients of other units' parameters: one entry per op, from a replay
@@ -122,7 +130,7 @@ struct Problem {
   std::string profileDatabase;
   /// Cut the units into stages exactly (a dynamic program on the step time)
   /// where that is cheap, else with the planner library (Piper's objective,
-  /// the slowest stage, which can miss the best step time: within 9.5 % on
+  /// the slowest stage, which can miss the best step time: within 10.9 % on
   /// the unit test's random instances). false: always the planner.
   bool exactCuts = true;
 };

@@ -414,12 +414,15 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
     if (auto name = getArgAttr<Tsr::ParamAttrHelper>(f, i)) {
       autoplan::Unit &unit = problem.units[paramUnit[name.getValue()]];
       (split ? unit.paramBytesSplit : unit.paramBytes) += bytes;
+      ++unit.params;
+      ++unit.stepValues;
       if (mainDtype.empty())
         mainDtype = dtypeName(arg.getType());
     } else if (auto st = getArgAttr<Tsr::StateAttrHelper>(f, i)) {
       int u = paramUnit.lookup(st.getValue().split('/').second);
       autoplan::Unit &unit = problem.units[u];
       (split ? unit.stateBytesSplit : unit.stateBytes) += bytes;
+      ++unit.stepValues;
       unitOfValue[arg] = u;
     }
   }
@@ -437,6 +440,7 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
         if (llvm::is_contained(op->getOperands(), arg)) {
           problem.units[unitOf[op]].inputBytes +=
               tessera::tensorBytes(arg.getType());
+          ++problem.units[unitOf[op]].stepValues;
           break;
         }
     }

@@ -5,13 +5,13 @@
 // predicted the same step time and memory.
 // RUN: tessera-translate --import-onnx %tessera_src/examples/gpt/tiny/model.onnx --mlir-print-debuginfo | tessera-opt -tsr-autodiff -tsr-decompose-means -tsr-optimizer=optimizer=adamw -inline -symbol-dce -canonicalize -cse -mlir-print-debuginfo -o %t.mlir
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.00055 report=true" -o /dev/null 2> %t.both
-// RUN: tessera-opt %t.mlir -dist-plan="plan=dp2xpp2 devices=4 memory-gib=0.00055 predict=true" >> %t.both
+// RUN: tessera-opt %t.mlir -dist-plan="plan=tp2xpp2 devices=4 memory-gib=0.00055 predict=true" >> %t.both
 // RUN: FileCheck %s < %t.both
-// CHECK: mesh [dp = 2, tp = 1, pp = 2], 1 micro-batch(es)
+// CHECK: mesh [dp = 1, tp = 2, pp = 2], 1 micro-batch(es)
 // CHECK: stage 0: {{.*}}, [[M0:[0-9.]+]] GiB per device
 // CHECK: stage 1: {{.*}}, [[M1:[0-9.]+]] GiB per device
 // CHECK: predicted step [[T:[0-9.]+ [um]?s]], bubble 50.0%
-// CHECK: dist.plan_report = ["pp cuts 4 layer groups into 2 stages", "  stage 0: (before the layers) .. h.0 ({{[0-9]+}}% of the forward FLOPs)", "  stage 1: h.1 .. (after the layers) ({{[0-9]+}}% of the forward FLOPs)", "predicted step [[T]], bubble 50.0%, memory [[M0]], [[M1]] GiB per device by stage (cpu, the auto planner's model; fits in 0.00055 GiB per device)"]
+// CHECK: dist.plan_report = ["tp splits {{.*}}", "pp cuts 4 layer groups into 2 stages", "  stage 0: (before the layers) .. h.0 ({{[0-9]+}}% of the forward FLOPs)", "  stage 1: h.1 .. (after the layers) ({{[0-9]+}}% of the forward FLOPs)", "predicted step [[T]], bubble 50.0%, memory [[M0]], [[M1]] GiB per device by stage (cpu, the auto planner's model; fits in 0.00055 GiB per device)"]
 //
 // Another device spec, and a plan that does not fit the memory given.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=dp devices=4 device-spec=h100 memory-gib=0.0001 predict=true" | FileCheck %s --check-prefix=H100
