@@ -95,11 +95,11 @@ struct UnitCosts {
   std::vector<double> step;  ///< once per step
   /// The tp collectives within micro and step.
   std::vector<double> microComm, stepComm;
-  std::vector<double> memA;  ///< activations per in-flight micro-batch
-  std::vector<double> memB;  ///< parameters, gradients, optimizer state
-  std::vector<double> grads; ///< gradient bytes per device (dp sync)
+  std::vector<double> memA;   ///< activations per in-flight micro-batch
+  std::vector<double> memB;   ///< parameters, gradients, optimizer state
+  std::vector<double> grads;  ///< gradient bytes per device (dp sync)
   std::vector<int> gradCount; ///< their tensors (one collective each)
-  size_t profiled = 0;       ///< ops timed by the profile database
+  size_t profiled = 0;        ///< ops timed by the profile database
   // The stage memory model's terms per unit (bytes per device; see
   // StageMemory).
   std::vector<double> resident;     ///< parameters and optimizer state
@@ -234,6 +234,43 @@ private:
   double sharedCompute(const std::vector<StagePrediction> &stages, int64_t m,
                        double span) const;
 
+  /// The stage a constrained plan pins unit `u` to, or -1.
+  int64_t pinOf(size_t u) const {
+    return u < p.unitStages.size() ? p.unitStages[u] : -1;
+  }
+  /// Whether units [a, b] may form stage `stage` under the pins.
+  bool pinsAllow(size_t a, size_t b, int64_t stage) const {
+    for (size_t u = a; u <= b && u < p.unitStages.size(); ++u)
+      if (p.unitStages[u] >= 0 && p.unitStages[u] != stage)
+        return false;
+    return true;
+  }
+  /// Whether some cut into pp stages keeps every pin: each stage needs a
+  /// unit, so between two pinned units (and the chain's ends) there are at
+  /// least as many units as stages.
+  bool pinsFeasible(int64_t pp) const {
+    int64_t prevUnit = -1, prevStage = -1;
+    for (size_t u = 0; u < p.unitStages.size(); ++u) {
+      int64_t s = p.unitStages[u];
+      if (s < 0)
+        continue;
+      if (s < prevStage || int64_t(u) - prevUnit < s - prevStage)
+        return false;
+      prevUnit = int64_t(u);
+      prevStage = s;
+    }
+    return int64_t(p.units.size()) - prevUnit >= pp - prevStage;
+  }
+  bool pinsAllow(const std::vector<size_t> &starts) const {
+    size_t n = p.units.size();
+    for (size_t i = 0; i < starts.size(); ++i)
+      if (!pinsAllow(starts[i],
+                     i + 1 < starts.size() ? starts[i + 1] - 1 : n - 1,
+                     int64_t(i)))
+        return false;
+    return true;
+  }
+
   const Problem &p;
   const cost::DeviceSpec &spec;
   const cost::ProfileDatabase *profile; ///< null: the roofline only
@@ -353,10 +390,16 @@ std::vector<size_t> Search::greedyCut(const UnitCosts &c, int64_t pp, int64_t m,
   for (int64_t k = pp - 1; k >= 0; --k) {
     int y = inFlight(static_cast<int>(k), pp, m);
     size_t a = end;
-    while (a > size_t(k) && stageMemory(c, a - 1, end - 1, y) <= limit)
+    // A constrained plan's pins: a unit pinned to another stage ends the
+    // stage, and none pinned to this one may be left below it.
+    while (a > size_t(k) && (pinOf(a - 1) < 0 || pinOf(a - 1) == k) &&
+           stageMemory(c, a - 1, end - 1, y) <= limit)
       --a;
     if (a == end)
       return {};
+    for (size_t u = 0; u < a; ++u)
+      if (pinOf(u) >= k)
+        return {};
     starts[k] = a;
     end = a;
   }
@@ -508,6 +551,10 @@ std::vector<size_t> Search::cut(const UnitCosts &c, int64_t t, int64_t pp,
   std::vector<size_t> starts;
   for (auto &r : ranges)
     starts.push_back(r.first);
+  // The planner knows no pins: a cut that breaks one is no cut (the caller
+  // then takes the least-memory cut, which keeps them).
+  if (!pinsAllow(starts))
+    return {};
   return starts;
 }
 
@@ -550,8 +597,15 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
   for (size_t a = 0; a < n; ++a) {
     double mi = 0, st = 0, grads = 0, crossing = 0;
     int count = 0;
+    // The stages the range's pinned units ask for (a constrained plan):
+    // lo > hi while none is pinned; a range pinned to two is no stage.
+    int64_t pinLo = std::numeric_limits<int64_t>::max(), pinHi = -1;
     StageMemory mem(c);
     for (size_t b = a; b < n; ++b) {
+      if (int64_t pin = pinOf(b); pin >= 0) {
+        pinLo = std::min(pinLo, pin);
+        pinHi = std::max(pinHi, pin);
+      }
       mi += c.micro[b];
       st += c.step[b];
       grads += c.grads[b];
@@ -561,7 +615,8 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
         crossing += other >= a && other < b ? -bytes : other == b ? 0 : bytes;
       double sent = pp > 1 ? crossing * c.sendScale : 0;
       for (int64_t i = 0; i < pp; ++i)
-        fits[(i * n + a) * n + b] = mem.bytes(y[i], sent) <= limit;
+        fits[(i * n + a) * n + b] = mem.bytes(y[i], sent) <= limit &&
+                                    (pinHi < 0 || (pinLo == i && pinHi == i));
       double x = mi;
       if (pp > 1)
         x += 2 * collective(cost::Collective::SendRecv, crossing * edgeScale, 2,
@@ -576,8 +631,14 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
                    thresholds.end());
   if (double(thresholds.size()) * double(pp) * double(n) * double(n) / 2 >
       kExactCutWork) {
-    tooLarge = true;
-    return {};
+    // The planner library knows no pins: a constrained plan keeps the
+    // dynamic program with one threshold (the slowest stage alone, the
+    // planner's own objective) rather than lose its pins.
+    if (p.unitStages.empty()) {
+      tooLarge = true;
+      return {};
+    }
+    thresholds = {thresholds.back()};
   }
   double k = double(m + pp - 1);
   // f[i][b]: the least slowest-stage time of stages 0..i over units 0..b,
@@ -783,15 +844,21 @@ Result Search::run() {
   size_t n = p.units.size();
   double leastNeeded = kInf;
   std::vector<Candidate> feasible;
+  int64_t lastPinned = -1; ///< the largest stage a unit is pinned to
+  for (int64_t s : p.unitStages)
+    lastPinned = std::max(lastPinned, s);
   for (int64_t t : p.tpDegrees) {
     if (p.devices % t != 0 || (p.fixedTp && t != p.fixedTp))
       continue;
     for (int64_t d = 1; d <= p.devices / t; ++d) {
       if ((p.devices / t) % d != 0 || p.batch % d != 0 ||
-          (p.fixedDp && d != p.fixedDp))
+          (p.fixedDp && d != p.fixedDp) ||
+          (!p.dpDegrees.empty() &&
+           !std::count(p.dpDegrees.begin(), p.dpDegrees.end(), d)))
         continue;
       int64_t pp = p.devices / (t * d);
-      if (pp > int64_t(n) || (p.fixedPp && pp != p.fixedPp))
+      if (pp > int64_t(n) || (p.fixedPp && pp != p.fixedPp) ||
+          pp <= lastPinned || !pinsFeasible(pp))
         continue;
       int64_t perReplica = p.batch / d;
       for (int64_t m = 1; m <= perReplica; ++m) {
@@ -863,22 +930,32 @@ Result Search::run() {
       std::string tps;
       for (int64_t t : p.tpDegrees)
         tps += (tps.empty() ? "" : ", ") + std::to_string(t);
-      best.error = "no plan satisfies the constraints " + p.constraints +
-                   " on " + std::to_string(p.devices) +
-                   " device(s): tp must be one of " + tps +
-                   " (dividing the attention heads), dp and the "
-                   "micro-batches must divide the batch (" +
-                   std::to_string(p.batch) + "), pp at most the " +
-                   std::to_string(n) + " layer group(s)";
+      std::string dps;
+      for (int64_t d : p.dpDegrees)
+        dps += (dps.empty() ? "" : ", ") + std::to_string(d);
+      best.error =
+          "no plan satisfies the constraints " + p.constraints + " on " +
+          std::to_string(p.devices) + " device(s): tp must be one of " + tps +
+          " (dividing the attention heads" +
+          (p.transConstrained ? " and the trans entries' dimensions" : "") +
+          "), " + (dps.empty() ? "" : "dp one of " + dps + ", ") +
+          "dp and the micro-batches must divide the batch (" +
+          std::to_string(p.batch) + "), pp at most the " + std::to_string(n) +
+          " layer group(s)" +
+          (lastPinned >= 0 ? " and above the last stage assigned (" +
+                                 std::to_string(lastPinned) + ")"
+                           : "");
     } else if (leastNeeded < kInf) {
       best.leastBytes = leastNeeded;
       std::snprintf(buf, sizeof buf, "%.3g", leastNeeded / double(1 << 30));
       char have[64];
       std::snprintf(have, sizeof have, "%.3g", p.memoryBytes / double(1 << 30));
-      best.error = std::string("no plan fits in ") + have +
-                   " GiB per device: the step needs at least " + buf +
-                   " GiB per device on " + std::to_string(p.devices) +
-                   " device(s)";
+      best.error =
+          std::string("no plan fits in ") + have +
+          " GiB per device: the step needs at least " + buf +
+          " GiB per device on " + std::to_string(p.devices) + " device(s)" +
+          (p.constraints.empty() ? ""
+                                 : " under the constraints " + p.constraints);
     } else {
       best.error = "no mesh of " + std::to_string(p.devices) +
                    " devices divides the batch (" + std::to_string(p.batch) +

@@ -123,6 +123,21 @@ std::string describe(const PlanShape &c) {
   return s;
 }
 
+/// Whether every unit a constrained plan pins lies in its stage.
+bool keepsPins(const Problem &p, const PlanShape &c) {
+  for (size_t u = 0; u < p.unitStages.size(); ++u) {
+    if (p.unitStages[u] < 0)
+      continue;
+    int64_t stage = 0;
+    for (size_t i = 0; i < c.stageStarts.size(); ++i)
+      if (c.stageStarts[i] <= u)
+        stage = int64_t(i);
+    if (stage != p.unitStages[u])
+      return false;
+  }
+  return true;
+}
+
 /// Every mesh and micro-batch count the search tries, every cut.
 BruteForce bruteForce(const Problem &p) {
   BruteForce out;
@@ -132,7 +147,10 @@ BruteForce bruteForce(const Problem &p) {
       continue;
     for (int64_t d = 1; d <= p.devices / t; ++d) {
       if ((p.devices / t) % d != 0 || p.batch % d != 0 ||
-          (p.fixedDp && d != p.fixedDp))
+          (p.fixedDp && d != p.fixedDp) ||
+          (!p.dpDegrees.empty() &&
+           std::find(p.dpDegrees.begin(), p.dpDegrees.end(), d) ==
+               p.dpDegrees.end()))
         continue;
       int64_t pp = p.devices / (t * d);
       if (pp > n || (p.fixedPp && pp != p.fixedPp))
@@ -155,6 +173,8 @@ BruteForce bruteForce(const Problem &p) {
           for (int64_t u = 1; u < n; ++u)
             if (mask & (1u << (u - 1)))
               c.stageStarts.push_back(size_t(u));
+          if (!keepsPins(p, c))
+            continue;
           StepEvaluation e = evaluatePlan(p, c);
           EXPECT_EQ(e.error, "");
           ++out.plans;
@@ -289,6 +309,99 @@ TEST(AutoPlanSearch, ConstraintsAreKeptAndCostNothingElse) {
   EXPECT_GT(feasible, kInstances / 10);
   EXPECT_GT(infeasible, kInstances / 10);
   EXPECT_GT(unconstrainedSatisfies, 0);
+}
+
+/// A constrained plan file's assign entries pin layer groups to stages and
+/// its trans entries narrow the tp and dp degrees: on random problems with
+/// random pins (monotone or not) and degrees, the search finds a plan
+/// exactly when the brute force over the plans that keep them does, its
+/// plan keeps them, it is as fast as the best of them (exact cuts; the
+/// planner library's cuts, which know no pins, fall back to a cut that
+/// keeps them and are checked for that alone), and the unconstrained
+/// plan, where it keeps them, is no faster.
+TEST(AutoPlanSearch, PinnedStagesAndSplitDegreesAreKept) {
+  constexpr int kInstances = 300;
+  int feasible = 0, infeasible = 0, unconstrainedKeeps = 0, pinned = 0;
+  for (int seed = 0; seed < kInstances; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Problem free = randomProblem(uint64_t(seed));
+    Rng r(uint64_t(seed) + 7000001);
+    Problem p = free;
+    size_t n = p.units.size();
+    p.unitStages.assign(n, -1);
+    // Mostly pins some cut could keep: units pinned to their stage in a
+    // random cut into 1-4 stages; else any stage (often a conflict).
+    bool anyStage = r.coin(0.2);
+    int64_t stages = std::min<int64_t>(int64_t(n), r.pick({1, 2, 3, 4}));
+    std::vector<int64_t> stageOf(n, 0);
+    for (size_t u = 1, s = 0; u < n; ++u) {
+      if (int64_t(s) + 1 < stages &&
+          (r.coin(0.5) || int64_t(n - u) == stages - int64_t(s) - 1))
+        ++s;
+      stageOf[u] = int64_t(s);
+    }
+    for (size_t u = 0; u < n; ++u)
+      if (r.coin(0.35)) {
+        p.unitStages[u] = anyStage ? r.pick({0, 1, 2, 3}) : stageOf[u];
+        ++pinned;
+      }
+    if (r.coin(0.3)) {
+      p.dpDegrees = {r.pick({1, 2}), r.pick({2, 4})};
+      p.transConstrained = true;
+    }
+    if (r.coin(0.3)) {
+      std::vector<int64_t> tps;
+      for (int64_t t : p.tpDegrees)
+        if (t > 1)
+          tps.push_back(t);
+      p.tpDegrees = tps;
+      p.transConstrained = true;
+    }
+    p.constraints = "(random)";
+    BruteForce bf = bruteForce(p);
+    for (bool exact : {true, false}) {
+      SCOPED_TRACE(exact ? "exact cuts" : "planner cuts");
+      p.exactCuts = exact;
+      Result c = searchAutoPlan(p);
+      if (bf.best == kInf) {
+        EXPECT_NE(c.error, "");
+        continue;
+      }
+      ASSERT_EQ(c.error, "");
+      EXPECT_TRUE(keepsPins(p, c.shape)) << describe(c.shape);
+      EXPECT_NE(std::find(p.tpDegrees.begin(), p.tpDegrees.end(), c.shape.tp),
+                p.tpDegrees.end());
+      if (!p.dpDegrees.empty())
+        EXPECT_NE(std::find(p.dpDegrees.begin(), p.dpDegrees.end(), c.shape.dp),
+                  p.dpDegrees.end());
+      StepEvaluation e = evaluatePlan(p, c.shape);
+      ASSERT_EQ(e.error, "");
+      EXPECT_TRUE(e.fits);
+      if (exact)
+        EXPECT_LE(c.stepSeconds, bf.best * (1 + 1e-9))
+            << "search " << describe(c.shape) << ", brute force "
+            << describe(bf.bestChoice);
+    }
+    (bf.best == kInf ? infeasible : feasible) += 1;
+    if (bf.best == kInf)
+      continue;
+    p.exactCuts = true;
+    Result c = searchAutoPlan(p);
+    Result u = searchAutoPlan(free);
+    if (u.error.empty() && keepsPins(p, u.shape) &&
+        std::count(p.tpDegrees.begin(), p.tpDegrees.end(), u.shape.tp) &&
+        (p.dpDegrees.empty() ||
+         std::count(p.dpDegrees.begin(), p.dpDegrees.end(), u.shape.dp))) {
+      ++unconstrainedKeeps;
+      EXPECT_LE(c.stepSeconds, u.stepSeconds * (1 + 1e-9));
+    }
+  }
+  std::printf("[auto-plan] pins: %d instances (%d units pinned), %d feasible, "
+              "%d infeasible, %d where the free plan keeps them\n",
+              kInstances, pinned, feasible, infeasible, unconstrainedKeeps);
+  EXPECT_GT(feasible, kInstances / 10);
+  EXPECT_GT(infeasible, kInstances / 10);
+  EXPECT_GT(unconstrainedKeeps, 0);
 }
 
 TEST(AutoPlanSearch, ConstraintsThatExcludeEveryMeshAreNamed) {

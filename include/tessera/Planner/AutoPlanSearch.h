@@ -109,6 +109,15 @@ struct Problem {
   int64_t fixedMicroBatches = 0; ///< 0: chosen
   /// Mesh axis sizes the plan must have (a constrained plan file); 0: chosen.
   int64_t fixedDp = 0, fixedTp = 0, fixedPp = 0;
+  /// A constrained plan file's assign entries: the pipeline stage each unit
+  /// must be cut into, -1 where the search chooses (empty: every unit
+  /// free). pp is then larger than every stage given.
+  std::vector<int64_t> unitStages;
+  /// A constrained plan file's trans entries over dp: the dp degrees they
+  /// allow (empty: any). Those over tp narrow tpDegrees instead.
+  std::vector<int64_t> dpDegrees;
+  /// tpDegrees (and dpDegrees) were narrowed by trans entries: errors say so.
+  bool transConstrained = false;
   /// The constraints in words ("mesh.pp = 2, micro_batches = 4"), named by
   /// the error when no plan satisfies them.
   std::string constraints;

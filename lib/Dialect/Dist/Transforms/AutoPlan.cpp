@@ -28,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <map>
 #include <numeric>
 
 using namespace mlir;
@@ -279,6 +280,170 @@ struct StepModel {
   Units units;
   int64_t batch = 0;
 };
+
+/// A mesh axis size that a trans entry's split over it allows: at least 2
+/// (the entry asks for the split) and dividing each dimension it splits.
+std::string splitLimits(func::FuncOp f, const PlanFile::Trans &t,
+                        const SmallVector<Operation *> &ops, StringRef axis,
+                        int64_t devices, std::vector<int64_t> &allowed) {
+  std::string dims;
+  for (int64_t size = 2; size <= devices; ++size) {
+    if (devices % size != 0)
+      continue;
+    bool ok = true;
+    for (Operation *op : ops) {
+      auto iface = dyn_cast<DimAnnotationOpInterface>(op);
+      if (!iface)
+        return "matches '" + tsr::opNameOrKind(op) +
+               "', which has no dimension annotation";
+      auto bound = bindOpAnnotation(iface);
+      if (!bound)
+        return bound.message();
+      std::map<std::string, int64_t> factors;
+      for (auto &[dim, ax] : t.split)
+        if (ax == axis)
+          factors[dim] = size;
+      ok = ok && bool(annotation::split(*bound, factors));
+    }
+    if (ok)
+      allowed.push_back(size);
+  }
+  return "";
+}
+
+/// A constrained plan file's assign and trans entries as constraints on the
+/// search (docs/plans.md, "policy": "auto"): each layer group whose forward
+/// ops entries put on one stage is pinned there, and each axis a trans
+/// entry splits over gets the sizes (>= 2) that divide what it splits.
+/// Entries that no cut can satisfy are errors naming them.
+LogicalResult applyConstraints(StepModel &model, const AutoPlanOptions &options,
+                               StringRef policy) {
+  if (options.assign.empty() && options.trans.empty())
+    return success();
+  func::FuncOp f = model.step;
+  autoplan::Problem &problem = model.problem;
+  const Units &units = model.units;
+  auto fail = [&](const Twine &why) {
+    return mlir::emitError(f.getLoc(), "dist-plan: plan '")
+           << policy << "': " << why;
+  };
+  llvm::DenseMap<Operation *, size_t> unitOf;
+  for (auto [i, op] : llvm::enumerate(units.forward))
+    unitOf[op] = size_t(units.unitOf[i]);
+  SelectionContext cx = selectionContext(f);
+  std::string words = problem.constraints;
+  auto say = [&](const std::string &w) {
+    words += (words.empty() ? "" : ", ") + w;
+  };
+
+  // Pins: per unit, the stages (and the entries) its forward ops go to.
+  size_t n = units.names.size();
+  std::vector<std::map<int64_t, size_t>> stagesOf(n);
+  for (const PlanFile::Assign &a : options.assign) {
+    if (a.select.backward)
+      continue; // backward ops only: the forward stays where the cut puts it
+    SmallVector<Operation *> ops = selectOps(f, a.select, cx);
+    if (ops.empty())
+      return matchesNothing(f, "assign", a.index, a.select);
+    if (options.fixedPp && a.stage >= options.fixedPp)
+      return fail("the constraints assign[" + Twine(a.index) + "] (stage " +
+                  Twine(a.stage) + ") and mesh.pp = " + Twine(options.fixedPp) +
+                  " conflict: stages are numbered from 0");
+    for (Operation *op : ops)
+      if (auto it = unitOf.find(op); it != unitOf.end())
+        stagesOf[it->second].try_emplace(a.stage, a.index);
+    say("assign[" + std::to_string(a.index) + "] (stage " +
+        std::to_string(a.stage) + ")");
+  }
+  // A group split over several stages by its entries is placed op by op;
+  // the search pins only groups that go to one stage.
+  problem.unitStages.assign(n, -1);
+  int64_t prevStage = -1, prevUnit = -1;
+  size_t prevEntry = 0;
+  for (size_t u = 0; u < n; ++u) {
+    if (stagesOf[u].size() != 1)
+      continue;
+    auto [stage, entry] = *stagesOf[u].begin();
+    problem.unitStages[u] = stage;
+    if (prevUnit >= 0 && stage < prevStage)
+      return fail("the constraints assign[" + Twine(prevEntry) + "] (" +
+                  units.names[prevUnit] + " on stage " + Twine(prevStage) +
+                  ") and assign[" + Twine(entry) + "] (" + units.names[u] +
+                  " on stage " + Twine(stage) +
+                  ") conflict: the search cuts the layer groups into stages "
+                  "in order, and " +
+                  units.names[u] + " comes after " + units.names[prevUnit]);
+    if (int64_t(u) - prevUnit < stage - prevStage)
+      return fail("the constraint assign[" + Twine(entry) + "] (" +
+                  units.names[u] + " on stage " + Twine(stage) + ") leaves " +
+                  Twine(stage - prevStage - 1) + " stage(s) " +
+                  (prevUnit < 0 ? Twine("before it")
+                                : "between it and assign[" + Twine(prevEntry) +
+                                      "] (" + units.names[prevUnit] +
+                                      " on stage " + Twine(prevStage) + ")") +
+                  " with " + Twine(int64_t(u) - prevUnit - 1) +
+                  " layer group(s) to share: every stage needs one");
+    prevStage = stage;
+    prevUnit = int64_t(u);
+    prevEntry = entry;
+  }
+
+  // Splits: the axis sizes each trans entry allows.
+  bool dpNarrowed = false;
+  for (const PlanFile::Trans &t : options.trans) {
+    if (t.select.backward)
+      continue;
+    SmallVector<Operation *> ops = selectOps(f, t.select, cx);
+    if (ops.empty())
+      return matchesNothing(f, "trans", t.index, t.select);
+    for (StringRef axis : {"dp", "tp"}) {
+      if (llvm::none_of(t.split, [&](auto &e) { return e.second == axis; }))
+        continue;
+      std::vector<int64_t> allowed;
+      std::string error =
+          splitLimits(f, t, ops, axis, options.devices, allowed);
+      if (!error.empty())
+        return fail("plan entry trans[" + Twine(t.index) + "] " + error);
+      // tp: the attention heads' divisors so far; dp: any size until the
+      // first entry over dp.
+      std::vector<int64_t> &degrees =
+          axis == "tp" ? problem.tpDegrees : problem.dpDegrees;
+      if (axis == "dp" && !dpNarrowed)
+        degrees = allowed;
+      else
+        llvm::erase_if(degrees, [&](int64_t d) {
+          return !llvm::is_contained(allowed, d);
+        });
+      dpNarrowed = dpNarrowed || axis == "dp";
+      problem.transConstrained = true;
+      if (degrees.empty() && !allowed.empty()) {
+        std::string sizes;
+        for (int64_t d : allowed)
+          sizes += (sizes.empty() ? "" : ", ") + std::to_string(d);
+        return fail("the constraint trans[" + Twine(t.index) + "] allows " +
+                    axis + " = " + sizes + ", but " +
+                    (axis == "tp" ? "the attention heads and the trans "
+                                    "entries before it allow none of them"
+                                  : "the trans entries before it allow "
+                                    "none of them"));
+      }
+      int64_t fixed = axis == "tp" ? options.fixedTp : options.fixedDp;
+      if (fixed && !llvm::is_contained(allowed, fixed))
+        return fail("the constraints trans[" + Twine(t.index) +
+                    "] (splits over " + axis + ") and mesh." + axis + " = " +
+                    Twine(fixed) + " conflict: the split needs " + axis +
+                    " >= 2 dividing the dimensions it splits");
+      if (allowed.empty())
+        return fail("the constraint trans[" + Twine(t.index) +
+                    "] splits over " + axis + ", but no " + axis +
+                    " >= 2 that divides --devices " + Twine(options.devices) +
+                    " divides the dimensions it splits");
+      say("trans[" + std::to_string(t.index) + "] (over " + axis.str() + ")");
+    }
+  }
+  problem.constraints = words;
+  return success();
+}
 
 LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
                              StringRef policy, StepModel &model) {
@@ -558,7 +723,7 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
     }
   }
   replayUnits(body, opUnit, batchFlow, tpValues, forwardUnit, problem);
-  return success();
+  return applyConstraints(model, options, policy);
 }
 
 } // namespace

@@ -290,6 +290,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         given += std::string(given.empty() ? "" : ", ") +
                  "micro_batches = " + std::to_string(*file->microBatches);
       options.constraints = given;
+      options.assign = file->assign;
+      options.trans = file->trans;
       // Axes that cannot share the devices are a conflict between the
       // entries themselves, before any search.
       int64_t fixed = std::max<int64_t>(options.fixedDp, 1) *
@@ -401,106 +403,6 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     return applyOrder(f, spec);
   }
 
-  /// What a selector reads of the step: each forward op's layer group, the
-  /// backward ops' forward op names, the parameters' names.
-  struct SelectionContext {
-    llvm::DenseMap<Operation *, std::string> groupOf; ///< forward ops
-    llvm::StringMap<std::string> groupOfName;         ///< forward op names
-    llvm::DenseMap<Value, std::string> paramName;     ///< block arguments
-  };
-
-  static SelectionContext selectionContext(func::FuncOp f) {
-    SelectionContext cx;
-    Block &body = f.getBody().front();
-    Units units = groupUnits(body);
-    for (auto [i, op] : llvm::enumerate(units.forward)) {
-      const std::string &group = units.names[units.unitOf[i]];
-      cx.groupOf[op] = group;
-      std::string name = tsr::opName(op);
-      if (!name.empty())
-        cx.groupOfName.try_emplace(name, group);
-    }
-    for (BlockArgument arg : body.getArguments())
-      if (auto param = getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber()))
-        cx.paramName[arg] = param.getValue().str();
-    return cx;
-  }
-
-  /// The value `v` is a view of (through transposes, reshapes and casts),
-  /// or `v`; the views on the way go to `chain`.
-  static Value
-  sourceThroughViews(Value v, SmallVectorImpl<Operation *> *chain = nullptr) {
-    while (Operation *def = v.getDefiningOp()) {
-      if (!isa<tsr::TransposeOp, tsr::ReshapeOp, tsr::CastOp>(def))
-        break;
-      if (chain)
-        chain->push_back(def);
-      v = def->getOperand(0);
-    }
-    return v;
-  }
-
-  /// The name of the forward op a backward op differentiates, or "".
-  static StringRef forwardNameOf(Operation *op) {
-    auto of =
-        dyn_cast_or_null<StringAttr>(getAttr<Tsr::BackwardAttrHelper>(op));
-    return of ? of.getValue() : StringRef();
-  }
-
-  /// The ops of `f` that `sel` selects, in program order.
-  static SmallVector<Operation *> selectOps(func::FuncOp f,
-                                            const PlanFile::Selector &sel,
-                                            const SelectionContext &cx) {
-    auto whole = [](const std::optional<std::string> &p) {
-      return llvm::Regex(p ? "^(" + *p + ")$" : "");
-    };
-    llvm::Regex opsRe(sel.ops.value_or("")), paramsRe = whole(sel.params),
-                                             groupRe = whole(sel.group);
-    // A parameter read directly or through views of it.
-    auto readsParam = [&](Operation &op) {
-      for (Value v : op.getOperands()) {
-        auto it = cx.paramName.find(sourceThroughViews(v));
-        if (it != cx.paramName.end() && paramsRe.match(it->second))
-          return true;
-      }
-      return false;
-    };
-    SmallVector<Operation *> out;
-    for (Operation &op : f.getBody().front()) {
-      if (isa<func::ReturnOp, tsr::ConstantOp>(op))
-        continue;
-      // A backward op is known by the forward op it differentiates.
-      std::string name, group;
-      if (sel.backward) {
-        name = forwardNameOf(&op).str();
-        if (name.empty())
-          continue;
-        group = cx.groupOfName.lookup(name);
-      } else {
-        if (!tsr::isForward(&op))
-          continue;
-        name = tsr::opName(&op);
-        group = cx.groupOf.lookup(&op);
-      }
-      if ((sel.kind && op.getName().getStringRef() != *sel.kind) ||
-          (sel.ops && !opsRe.match(name)) ||
-          (sel.group && !groupRe.match(group)) ||
-          (sel.params && !readsParam(op)))
-        continue;
-      out.push_back(&op);
-    }
-    return out;
-  }
-
-  /// The error of a plan-file entry whose selector matches no op.
-  static LogicalResult matchesNothing(func::FuncOp f, StringRef entry,
-                                      size_t index,
-                                      const PlanFile::Selector &select) {
-    return f.emitError("dist-plan: plan entry ")
-           << entry << "[" << index << "] (" << select.str() << ") matches no "
-           << (select.backward ? "backward" : "forward") << " op";
-  }
-
   LogicalResult applyPlanFile(func::FuncOp f, const PlanSpec &spec) {
     // The plan-file reader checked the patterns and the axes.
     if (spec.trans.empty() && spec.assign.empty())
@@ -544,6 +446,27 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
           return op->emitError("dist-plan: plan entry trans[")
                  << t.index << "] cannot split '" << name << "' ("
                  << bound->annotation.str() << "): " << split.message();
+        // One dimension per mesh axis per op: a split the policy (the
+        // batch over dp, Megatron over tp) or an earlier entry already made
+        // along another dimension would otherwise win silently.
+        if (auto old = getAttr<Dist::SplitAttrHelper>(op))
+          for (auto &[dim, axis] : t.split)
+            for (NamedAttribute e : old) {
+              if (cast<StringAttr>(e.getValue()).getValue() != axis ||
+                  e.getName().getValue() == dim)
+                continue;
+              auto batch = getAttr<Dist::BatchAttrHelper>(op);
+              bool isBatch =
+                  batch && batch.getValue() == e.getName().getValue();
+              return op->emitError("dist-plan: plan entry trans[")
+                     << t.index << "] splits '" << dim << "' of '" << name
+                     << "' over " << axis << ", but " << axis
+                     << " already splits its dimension '"
+                     << e.getName().getValue() << "'"
+                     << (isBatch ? " (the batch)" : "")
+                     << " there: an op is split along one dimension per "
+                        "mesh axis";
+            }
         for (auto &[dim, axis] : t.split)
           addSplit(op, dim, axis);
         if (!t.select.backward)

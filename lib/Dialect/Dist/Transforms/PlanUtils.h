@@ -12,6 +12,7 @@
 #define TESSERA_LIB_DIALECT_DIST_TRANSFORMS_PLANUTILS_H
 
 #include "tessera/Annotation/Annotation.h"
+#include "tessera/Dialect/Dist/Transforms/PlanFile.h"
 #include "tessera/Planner/PlanShape.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,6 +22,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <string>
 #include <vector>
@@ -62,6 +64,35 @@ Units groupUnits(mlir::Block &body);
 /// `unitOf`: each forward op's unit, as groupUnits gives it.
 bool isRecomputed(mlir::Value v,
                   const llvm::DenseMap<mlir::Operation *, int64_t> &unitOf);
+
+/// What a plan-file selector reads of a step (PlanSelect.cpp): each
+/// forward op's layer group, the backward ops' forward op names, the
+/// parameters' names.
+struct SelectionContext {
+  llvm::DenseMap<mlir::Operation *, std::string> groupOf; ///< forward ops
+  llvm::StringMap<std::string> groupOfName;               ///< forward names
+  llvm::DenseMap<mlir::Value, std::string> paramName;     ///< arguments
+};
+SelectionContext selectionContext(mlir::func::FuncOp f);
+
+/// The value `v` is a view of (through transposes, reshapes and casts), or
+/// `v`; the views on the way go to `chain`.
+mlir::Value
+sourceThroughViews(mlir::Value v,
+                   llvm::SmallVectorImpl<mlir::Operation *> *chain = nullptr);
+
+/// The name of the forward op a backward op differentiates, or "".
+llvm::StringRef forwardNameOf(mlir::Operation *op);
+
+/// The ops of `f` that `sel` selects, in program order.
+llvm::SmallVector<mlir::Operation *> selectOps(mlir::func::FuncOp f,
+                                               const PlanFile::Selector &sel,
+                                               const SelectionContext &cx);
+
+/// The error of a plan-file entry (`entry`[`index`]) that selects no op.
+mlir::LogicalResult matchesNothing(mlir::Operation *where,
+                                   llvm::StringRef entry, size_t index,
+                                   const PlanFile::Selector &select);
 
 /// Megatron's seeds: the head dimension of each reshape that splits the
 /// hidden dimension into heads, and the hidden dimension at the input of
@@ -122,6 +153,12 @@ struct AutoPlanOptions {
   int64_t fixedDp = 0, fixedTp = 0, fixedPp = 0;
   bool microBatchesFixed = false;
   std::string constraints;
+  /// The file's assign and trans entries, which the search also keeps: a
+  /// layer group whose forward ops entries assign to one stage is cut into
+  /// that stage, and a mesh axis that trans entries split over has a size
+  /// > 1 that divides every dimension they split over it.
+  std::vector<PlanFile::Assign> assign;
+  std::vector<PlanFile::Trans> trans;
 };
 
 /// The auto policy (AutoPlan.cpp): models the largest train step of
