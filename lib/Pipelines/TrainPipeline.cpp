@@ -3,6 +3,7 @@
 #include "tessera/Pipelines/TrainPipeline.h"
 
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
+#include "tessera/Dialect/Dist/Transforms/PlanFile.h"
 #include "tessera/Dialect/Tsr/Transforms/Passes.h"
 #include "tessera/Support/InputFile.h"
 
@@ -15,16 +16,37 @@ using namespace mlir;
 
 namespace tessera {
 
-bool TrainPipelineOptions::namesTensorParallel() const {
-  if (plan == "tp")
+/// Whether a built-in policy name splits over tp on `devices` devices.
+static bool policyNamesTensorParallel(llvm::StringRef policy, int64_t devices) {
+  if (policy == "tp")
     return devices > 1;
   llvm::SmallVector<llvm::StringRef> parts;
-  llvm::StringRef(plan).split(parts, 'x');
+  policy.split(parts, 'x');
   for (llvm::StringRef part : parts) {
     int64_t n = 0;
     if (part.consume_front("tp") && !part.getAsInteger(10, n) && n > 1)
       return true;
   }
+  return false;
+}
+
+bool TrainPipelineOptions::namesTensorParallel() const {
+  if (!llvm::StringRef(plan).ends_with(".json"))
+    return policyNamesTensorParallel(plan, devices);
+  // A plan file names tp by its policy, its mesh or (a constrained auto
+  // plan) a split over tp; one that does not read is dist-plan's error.
+  std::string error;
+  std::optional<dist::PlanFile> file = dist::readPlanFile(plan, error);
+  if (!file)
+    return false;
+  if (file->policy && *file->policy != "auto")
+    return policyNamesTensorParallel(*file->policy, devices);
+  if (file->mesh && file->mesh->tp > 1)
+    return true;
+  for (const dist::PlanFile::Trans &t : file->trans)
+    for (const auto &[dim, axis] : t.split)
+      if (axis == "tp")
+        return true;
   return false;
 }
 
@@ -127,6 +149,8 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
     plan.stagesPerDevice = 2;
   plan.vShape = o.schedule == "zb-v";
   pm.addPass(dist::createDistPlan(plan));
+  // A plan's co-shard, before recomputation copies the pieces' forward.
+  pm.addPass(dist::createDistCoshard());
   // A plan's activation recomputation, before the schedule weighs the
   // blocks' work.
   pm.addPass(dist::createDistRecompute());

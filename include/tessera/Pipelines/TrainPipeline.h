@@ -127,8 +127,9 @@ struct TrainPipelineOptions
     return autoPlan() || llvm::StringRef(plan).ends_with(".json");
   }
   /// Whether the plan names tensor parallelism over several ranks: `tp`
-  /// with devices > 1, or a product with a tp factor above 1 (not auto or
-  /// a plan file, whose tp is decided later).
+  /// with devices > 1, a product with a tp factor above 1, or a plan file
+  /// whose policy does, whose mesh has tp > 1 or whose trans entries split
+  /// over tp (not plain auto, whose tp is decided later).
   bool namesTensorParallel() const;
 };
 

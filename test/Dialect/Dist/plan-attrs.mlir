@@ -171,7 +171,7 @@ func.func @rvd_not_string(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @unknown(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.recompute, dist.rank, dist.rvd, dist.batch, dist.pipeline, dist.weight_grad, dist.origin, dist.ranks, dist.rank_values, dist.zero3, dist.shard, dist.arena, dist.arena_bytes and dist.plan_report}}
+  // expected-error @+1 {{unknown attribute 'dist.splt': dist defines dist.mesh, dist.split, dist.stage, dist.order_after, dist.recompute, dist.coshard, dist.rank, dist.rvd, dist.batch, dist.pipeline, dist.weight_grad, dist.origin, dist.ranks, dist.rank_values, dist.zero3, dist.shard, dist.arena, dist.arena_bytes and dist.plan_report}}
   %0 = tsr.relu %x {dist.splt = {b = "dp"}} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -324,4 +324,13 @@ func.func @rc(%x: tensor<4xf32>) -> tensor<4xf32> {
 // expected-error @+1 {{'dist.recompute' belongs on an op in a function body, not on argument 0 of 'func.func'}}
 func.func @rc_arg(%x: tensor<4xf32> {dist.recompute}) -> tensor<4xf32> {
   return %x : tensor<4xf32>
+}
+
+// -----
+
+// dist.coshard (set by dist-plan from a plan file's coshard entries).
+func.func @cs(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'dist.coshard' must be an i64 >= 2, found "2"}}
+  %0 = tsr.relu %x {dist.coshard = "2"} : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

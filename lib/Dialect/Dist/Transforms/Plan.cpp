@@ -61,6 +61,7 @@ struct PlanSpec {
   std::vector<PlanFile::Trans> trans;
   std::vector<PlanFile::Assign> assign;
   std::vector<PlanFile::Recompute> recompute;
+  std::vector<PlanFile::Coshard> coshard;
   std::vector<std::pair<std::string, std::string>> order;
   std::vector<std::string> policies;
   /// The auto policy chose the mesh (plan=auto, or a plan file whose policy
@@ -330,6 +331,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     spec.trans = file->trans;
     spec.assign = file->assign;
     spec.recompute = file->recompute;
+    spec.coshard = file->coshard;
     spec.order = file->order;
     return success();
   }
@@ -395,7 +397,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       planZero3(f, spec.shape.dp);
     else if (spec.zero1 && spec.shape.dp > 1)
       planZero1(f, spec.shape.dp);
-    if (failed(applyPlanFile(f, spec)) || failed(applyRecompute(f, spec)))
+    if (failed(applyPlanFile(f, spec)) || failed(applyRecompute(f, spec)) ||
+        failed(applyCoshard(f, spec)))
       return failure();
     if (spec.shape.pp > 1 &&
         failed(planPipeline(f, spec.shape, stagesPerDevice, vShape)))
@@ -507,6 +510,73 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         return matchesNothing(f, "recompute", r.index, r.select);
       for (Operation *op : ops)
         setAttr<Dist::RecomputeAttrHelper>(op, UnitAttr::get(&getContext()));
+    }
+    return success();
+  }
+
+  /// The coshard entries: the selected forward ops that tp splits, and the
+  /// backward ops that differentiate them and tp splits, are marked
+  /// dist.coshard (dist-coshard runs them in pieces).
+  LogicalResult applyCoshard(func::FuncOp f, const PlanSpec &spec) {
+    if (spec.coshard.empty())
+      return success();
+    SelectionContext cx = selectionContext(f);
+    auto tpName = [](Operation *op) -> std::optional<std::string> {
+      if (auto split = getAttr<Dist::SplitAttrHelper>(op))
+        for (NamedAttribute e : split)
+          if (cast<StringAttr>(e.getValue()).getValue() == "tp")
+            return e.getName().str();
+      return std::nullopt;
+    };
+    for (const auto &c : spec.coshard) {
+      SmallVector<Operation *> ops = selectOps(f, c.select, cx);
+      if (ops.empty())
+        return matchesNothing(f, "coshard", c.index, c.select);
+      if (spec.shape.tp < 2)
+        return ops.front()->emitError("dist-plan: plan entry coshard[")
+               << c.index << "] runs each tp piece in parts, but the plan "
+               << "has tp = " << spec.shape.tp;
+      llvm::StringSet<> names;
+      SmallVector<Operation *> marked;
+      for (Operation *op : ops)
+        if (tpName(op)) {
+          marked.push_back(op);
+          names.insert(tsr::opName(op));
+        }
+      if (marked.empty())
+        return ops.front()->emitError("dist-plan: plan entry coshard[")
+               << c.index << "] (" << c.select.str()
+               << ") selects no op that tp splits: co-shard runs a tp piece "
+                  "in parts";
+      for (Operation &op : f.getBody().front())
+        if (!tsr::isForward(&op) && names.contains(forwardNameOf(&op)) &&
+            tpName(&op))
+          marked.push_back(&op);
+      for (Operation *op : marked) {
+        // Every piece of every rank's tp piece has whole heads (or units):
+        // tp x pieces divides the dimension.
+        auto bound = bindOpAnnotation(cast<DimAnnotationOpInterface>(op));
+        if (!bound)
+          return op->emitError("dist-plan: ") << bound.message();
+        std::string name = *tpName(op);
+        auto split =
+            annotation::split(*bound, {{name, spec.shape.tp * c.pieces}});
+        if (!split)
+          return op->emitError("dist-plan: plan entry coshard[")
+                 << c.index << "] cannot run '" << tsr::opNameOrKind(op)
+                 << "' (" << bound->annotation.str() << ") in " << c.pieces
+                 << " pieces of each of its " << spec.shape.tp
+                 << " tp pieces: " << split.message();
+        if (auto old = getAttr<Dist::CoshardAttrHelper>(op);
+            old && old.getInt() != c.pieces)
+          return op->emitError("dist-plan: plan entry coshard[")
+                 << c.index << "] runs '" << tsr::opNameOrKind(op) << "' in "
+                 << c.pieces << " pieces, but an earlier entry runs it in "
+                 << old.getInt();
+        op->setAttr(
+            Dist::CoshardAttrHelper::getNameStr(),
+            IntegerAttr::get(IntegerType::get(&getContext(), 64), c.pieces));
+      }
     }
     return success();
   }

@@ -134,6 +134,17 @@ PlanFile::Recompute readRecompute(const JsonValue &v, size_t index) {
   return PlanFile::Recompute{readSelector(o), index};
 }
 
+/// A coshard entry selects forward ops (their backward ops follow) and the
+/// number of pieces each rank's tp piece runs in.
+PlanFile::Coshard readCoshard(const JsonValue &v, size_t index) {
+  JsonObject o = v.getObject({"ops", "params", "group", "kind", "pieces"},
+                             "a coshard entry");
+  PlanFile::Selector select = readSelector(o);
+  return PlanFile::Coshard{
+      std::move(select), o.get("pieces").getInt(2, kInt64Max, "a piece count"),
+      index};
+}
+
 PlanFile parsePlan(const nlohmann::json &root, const std::string &path);
 
 PlanFile readPlan(const std::string &path) {
@@ -141,11 +152,11 @@ PlanFile readPlan(const std::string &path) {
 }
 
 PlanFile parsePlan(const nlohmann::json &root, const std::string &path) {
-  JsonObject top =
-      JsonValue(root, path)
-          .getObject({"policy", "mesh", "micro_batches", "zero1", "zero2",
-                      "zero3", "trans", "assign", "recompute", "order"},
-                     "a plan");
+  JsonObject top = JsonValue(root, path)
+                       .getObject({"policy", "mesh", "micro_batches", "zero1",
+                                   "zero2", "zero3", "trans", "assign",
+                                   "recompute", "coshard", "order"},
+                                  "a plan");
   PlanFile plan;
   if (auto policy = top.find("policy")) {
     plan.policy = policy->getString("a plan policy (e.g. \"dp2xtp2\")");
@@ -187,6 +198,12 @@ PlanFile parsePlan(const nlohmann::json &root, const std::string &path) {
         recompute->getArray("a list of recompute entries");
     for (size_t i = 0; i < entries.size(); ++i)
       plan.recompute.push_back(readRecompute(entries[i], i));
+  }
+  if (auto coshard = top.find("coshard")) {
+    std::vector<JsonValue> entries =
+        coshard->getArray("a list of coshard entries");
+    for (size_t i = 0; i < entries.size(); ++i)
+      plan.coshard.push_back(readCoshard(entries[i], i));
   }
   if (auto order = top.find("order"))
     for (const JsonValue &pair : order->getArray("a list of order entries")) {

@@ -61,10 +61,20 @@ SmallVector<Operation *> selectOps(func::FuncOp f,
   };
   llvm::Regex opsRe(sel.ops.value_or("")), paramsRe = whole(sel.params),
                                            groupRe = whole(sel.group);
-  // A parameter read directly or through views of it.
+  // A parameter read directly, through views of it, or through the slices
+  // that tsr-split-fused-projections takes of a fused weight.
+  auto source = [](Value v) {
+    while (true) {
+      v = sourceThroughViews(v);
+      auto slice = v.getDefiningOp<tsr::SliceOp>();
+      if (!slice)
+        return v;
+      v = slice.getInput();
+    }
+  };
   auto readsParam = [&](Operation &op) {
     for (Value v : op.getOperands()) {
-      auto it = cx.paramName.find(sourceThroughViews(v));
+      auto it = cx.paramName.find(source(v));
       if (it != cx.paramName.end() && paramsRe.match(it->second))
         return true;
     }

@@ -29,6 +29,11 @@ defvar Dist_DiscardableAttrs = [
     "them from the forward (activation recomputation; set by dist-plan from "
     "a plan file's `recompute` entries, applied and removed by "
     "dist-recompute)">,
+  TesseraDiscardableAttr<"coshard", "::mlir::IntegerAttr", "Op",
+    "an i64 >= 2",
+    "co-shard: the op's tp piece runs in this many pieces along the "
+    "dimension tp splits, one after another (set by dist-plan from a plan "
+    "file's `coshard` entries, applied and removed by dist-coshard)">,
   TesseraDiscardableAttr<"rank", "::mlir::IntegerAttr", "Func", "an i64",
     "marks a per-rank function: the rank (>= 0, below the mesh's rank "
     "count) that runs it">,

@@ -111,6 +111,40 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
   let dependentDialects = ["::tessera::dist::DistDialect"];
 }
 
+def DistCoshard : Pass<"dist-coshard", "::mlir::ModuleOp"> {
+  let summary = "Run co-sharded ops in pieces of their tp piece, one after "
+                "another (nnScaler's co-shard)";
+  let description = [{
+    Applies the co-shard that dist-plan marked with `dist.coshard = P` (a
+    plan file's `coshard` entries, docs/plans.md): each marked op, split
+    over `tp` along some dimension, becomes P copies that each compute one
+    P-th of every rank's tp piece along that dimension, so each rank runs
+    its piece in P parts one after another. Consecutive marked ops form a
+    run whose copies are emitted piece by piece (all of piece 0, then all
+    of piece 1, ...), and a marked op that reads a marked op's result in
+    the same dimension reads the matching piece, in this run or a later
+    one: the backward of piece j reads piece j's forward values. A value
+    from outside enters as its pieces (a reshape that splits the dimension
+    into [tp, P, rest], a slice of one index of P, a reshape back: the
+    piece lies inside every rank's tp piece, so the partitioner slices
+    locally), and a result read outside the marked ops leaves as the
+    concatenation of its pieces (the reverse). A marked op with a result
+    that does not carry the dimension (a projection that sums over it) is
+    not co-sharded: it reads its operands whole. The copies keep the
+    original's name, plan (`dist.split`, `dist.stage`, `dist.recompute`)
+    and phase; the batch plan of the new ops is traced as dist-plan traces
+    it. With activation recomputation (dist-recompute, run after this
+    pass) each piece's forward is recomputed right before its backward, so
+    only one piece's recomputed values are alive at a time: the memory
+    saving of co-shard. Results are those of the plan without co-shard up
+    to the order of float32 sums where a piece boundary splits a reduction
+    (none, for heads or MLP hidden units: every sum stays within a piece).
+    The module's `dist.plan_report` says how many ops run in how many
+    pieces.
+  }];
+  let dependentDialects = ["::tessera::dist::DistDialect"];
+}
+
 def DistRecompute : Pass<"dist-recompute", "::mlir::ModuleOp"> {
   let summary = "Recompute marked forward ops in the backward (activation "
                 "recomputation)";

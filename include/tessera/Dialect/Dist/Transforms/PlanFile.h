@@ -50,7 +50,7 @@ struct PlanFile {
     std::optional<std::string> ops;
     /// `params`: a regular expression matching a whole parameter name
     /// ("h.0.mlp.c_fc.weight"): the ops that read a matching parameter,
-    /// directly or through a transpose, reshape or cast.
+    /// directly or through a transpose, reshape, cast or slice.
     std::optional<std::string> params;
     /// `group`: a regular expression matching a whole layer-group name
     /// ("h.1", "layers.0", "(before the layers)", "(after the layers)").
@@ -81,9 +81,18 @@ struct PlanFile {
     Selector select;
     size_t index;
   };
+  /// `coshard[i]`: the selected ops that tp splits (and the backward ops
+  /// that differentiate them) run their tp piece in `pieces` parts, one
+  /// after another (nnScaler's co-shard; forward selectors only).
+  struct Coshard {
+    Selector select;
+    int64_t pieces;
+    size_t index;
+  };
   std::vector<Trans> trans;
   std::vector<Assign> assign;
   std::vector<Recompute> recompute;
+  std::vector<Coshard> coshard;
   /// `order[i]`: [before, after] op names.
   std::vector<std::pair<std::string, std::string>> order;
 };
