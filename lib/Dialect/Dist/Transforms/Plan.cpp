@@ -475,7 +475,9 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         if (!t.select.backward)
           forwardNames.insert(tsr::opName(op));
       }
-      if (!forwardNames.empty())
+      if (t.propagate)
+        propagateSplit(body, ops, t.split, spec.shape);
+      else if (!forwardNames.empty())
         followIntoBackward(body, ops, t.split, spec.shape, forwardNames, cx);
     }
     // Both factors are >= 1; an overflowing product admits every stage.
@@ -579,6 +581,42 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       }
     }
     return success();
+  }
+
+  /// A trans entry with `propagate`: each split dimension traced from the
+  /// values the selected ops split along it through every op whose
+  /// annotation carries it, in both directions (the tp policy's traces do
+  /// the same from Megatron's seeds), so the ops between a column-parallel
+  /// and a row-parallel projection (an activation, the heads' reshapes and
+  /// attention) and the backward and updates of all of them are split too.
+  /// The trace stops where an annotation reduces the dimension or forbids
+  /// its split; an op that the axis already splits along another dimension
+  /// keeps that split (the partitioner converts layouts where they meet).
+  static void propagateSplit(Block &body, ArrayRef<Operation *> ops,
+                             const std::map<std::string, std::string> &split,
+                             const planner::PlanShape &shape) {
+    auto all = [](Operation *) { return true; };
+    for (auto &[dim, axis] : split) {
+      SmallVector<std::pair<Value, int64_t>> seeds;
+      for (Operation *op : ops) {
+        auto bound = bindOpAnnotation(cast<DimAnnotationOpInterface>(op));
+        if (!bound)
+          continue;
+        for (auto [v, spec] :
+             llvm::zip(op->getOperands(), bound->annotation.inputs))
+          if (int64_t d = dimOfName(spec, dim); d >= 0)
+            seeds.push_back({v, d});
+        for (auto [v, spec] :
+             llvm::zip(op->getResults(), bound->annotation.outputs))
+          if (int64_t d = dimOfName(spec, dim); d >= 0)
+            seeds.push_back({v, d});
+      }
+      int64_t factor = axis == "dp" ? shape.dp : shape.tp;
+      LogicalDim flow = traceDim(body, seeds, factor, /*backward=*/true, all);
+      for (auto &[op, name] : flow.names)
+        if (!isa<tsr::ConstantOp>(op))
+          addSplit(op, name, axis);
+    }
   }
 
   /// A trans entry's split carried from the forward ops it selected to the

@@ -95,8 +95,11 @@ planner::PlanShape readMesh(const JsonValue &v, int64_t absent) {
 
 PlanFile::Trans readTrans(const JsonValue &v, size_t index) {
   JsonObject o = v.getObject(
-      {"ops", "params", "group", "kind", "phase", "split"}, "a trans entry");
+      {"ops", "params", "group", "kind", "phase", "split", "propagate"},
+      "a trans entry");
   PlanFile::Trans t{readSelector(o), {}, index};
+  if (auto propagate = o.find("propagate"))
+    t.propagate = propagate->getBool("whether the split follows the data flow");
   JsonObject split =
       o.get("split").getMap("a map from annotation dimension to mesh axis");
   if (split.empty())

@@ -67,6 +67,12 @@ struct PlanFile {
     Selector select;
     std::map<std::string, std::string> split; ///< dimension -> axis
     size_t index;
+    /// `propagate`: the split follows the data flow from the selected ops
+    /// through every op whose annotation carries the dimension (forward,
+    /// backward and updates), as the tp policy's traces do; false: only
+    /// the selected ops, their views of parameters, their backward ops and
+    /// updates.
+    bool propagate = false;
   };
   /// `assign[i]`: put the selected ops on pipeline stage `stage`.
   struct Assign {
