@@ -91,8 +91,12 @@ double collectives(cost::Collective kind, double bytes, int count,
 
 /// Per-unit costs of one candidate (tp, dp, micro-batches).
 struct UnitCosts {
-  std::vector<double> micro; ///< forward + backward per micro-batch
-  std::vector<double> step;  ///< once per step
+  std::vector<double> micro;  ///< forward + backward per micro-batch
+  std::vector<double> microF; ///< of which the forward
+  /// The backward ops per micro-batch: (OpCost::reach, time), for the
+  /// zb-h1 split of a stage's backward into B and W.
+  std::vector<std::vector<std::pair<int, double>>> backward;
+  std::vector<double> step; ///< once per step
   /// The tp collectives within micro and step.
   std::vector<double> microComm, stepComm;
   std::vector<double> memA;   ///< activations per in-flight micro-batch
@@ -282,10 +286,11 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   size_t n = p.units.size();
   UnitCosts c;
   for (std::vector<double> *v :
-       {&c.micro, &c.step, &c.microComm, &c.stepComm, &c.memA, &c.memB,
-        &c.grads, &c.resident, &c.fixedHeld, &c.inputs, &c.largest, &c.liveF,
-        &c.liveB})
+       {&c.micro, &c.microF, &c.step, &c.microComm, &c.stepComm, &c.memA,
+        &c.memB, &c.grads, &c.resident, &c.fixedHeld, &c.inputs, &c.largest,
+        &c.liveF, &c.liveB})
     v->assign(n, 0);
+  c.backward.assign(n, {});
   c.gradCount.assign(n, 0);
   // The fraction of the global batch one micro-batch of one replica holds.
   double s = 1.0 / double(d * m);
@@ -315,6 +320,10 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
                              op.allGatherBytes * scale, t, tpLink);
     (op.perMicroBatch ? c.micro : c.step)[op.unit] += time + comm;
     (op.perMicroBatch ? c.microComm : c.stepComm)[op.unit] += comm;
+    if (op.perMicroBatch && op.backward)
+      c.backward[op.unit].push_back({op.reach, time + comm});
+    else if (op.perMicroBatch)
+      c.microF[op.unit] += time + comm;
   }
   c.microBatches = m;
   c.pp = pp;
@@ -710,6 +719,11 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
     for (size_t u = s.firstUnit; u <= s.lastUnit; ++u) {
       count += c.gradCount[u];
       s.microSeconds += c.micro[u];
+      s.microForward += c.microF[u];
+      // W: what no earlier stage waits for (dist-schedule's split).
+      for (auto [reach, time] : c.backward[u])
+        if (reach >= int(s.firstUnit))
+          s.microWeight += time;
       s.stepSeconds += c.step[u];
       s.microCompute += c.micro[u] - c.microComm[u];
       s.stepCompute += c.step[u] - c.stepComm[u];
@@ -740,6 +754,15 @@ static double closedFormStep(int64_t pp, int64_t m, double micro, double step) {
   return double(m + pp - 1) * micro + step;
 }
 
+/// Zero bubble (ZB-H1): the fill and drain shrink to (pp - 1) (F + B - W)
+/// of the slowest stage (Qi et al., "Zero Bubble Pipeline Parallelism"),
+/// never below the forward's fill.
+static double zeroBubbleStep(int64_t pp, int64_t m, double micro,
+                             double forward, double weight, double step) {
+  double fill = std::max(forward, micro - 2 * weight);
+  return double(m) * micro + double(pp - 1) * fill + step;
+}
+
 double Search::sharedCompute(const std::vector<StagePrediction> &stages,
                              int64_t m, double span) const {
   // Ranks of one node compete for its computeSlots: with r times more ranks
@@ -762,12 +785,19 @@ double Search::sharedCompute(const std::vector<StagePrediction> &stages,
 /// and their compute parts.
 struct Slowest {
   double micro = 0, step = 0, microC = 0, stepC = 0;
+  /// The forward, B and W parts of a micro-batch, each the largest over
+  /// the stages.
+  double forward = 0, backwardB = 0, weight = 0;
   explicit Slowest(const std::vector<StagePrediction> &stages) {
     for (const StagePrediction &s : stages) {
       micro = std::max(micro, s.microSeconds);
       step = std::max(step, s.stepSeconds);
       microC = std::max(microC, s.microCompute);
       stepC = std::max(stepC, s.stepCompute);
+      forward = std::max(forward, s.microForward);
+      weight = std::max(weight, s.microWeight);
+      backwardB =
+          std::max(backwardB, s.microSeconds - s.microForward - s.microWeight);
     }
   }
 };
@@ -776,6 +806,13 @@ double Search::closedForm(int64_t pp, int64_t m,
                           const std::vector<StagePrediction> &stages,
                           double &shared) const {
   Slowest w(stages);
+  if (p.schedule == "zb-h1" && pp > 1) {
+    double step = zeroBubbleStep(pp, m, w.micro, w.forward, w.weight, w.step);
+    // The compute share of the same span, as for 1F1B.
+    double scale = w.micro > 0 ? w.microC / w.micro : 1;
+    shared = sharedCompute(stages, m, (step - w.step) * scale + w.stepC);
+    return step + shared;
+  }
   shared = sharedCompute(stages, m, closedFormStep(pp, m, w.microC, w.stepC));
   return closedFormStep(pp, m, w.micro, w.step) + shared;
 }
@@ -793,15 +830,32 @@ std::string Search::scheduledStep(int64_t pp, int64_t m,
   ps.stages = static_cast<int>(pp);
   ps.forwardSpan = 1;
   ps.backwardSpan = 2;
+  // The time of one span unit: a third of the slowest micro-batch.
+  double unit = w.micro / 3.0;
+  if (p.schedule == "zb-h1") {
+    // Spans as dist-schedule gives them: the slowest stage's F, B and W
+    // in units of the forward, rounded, each 1 to 8 (W at least 1: the
+    // schedule library needs the block).
+    double f = std::max(w.forward, 1e-12 * w.micro);
+    auto span = [&](double x) {
+      return std::max<int64_t>(1, std::min<int64_t>(8, std::llround(x / f)));
+    };
+    ps.forwardSpan = 1;
+    ps.backwardSpan = span(w.backwardB);
+    ps.weightSpan = span(w.weight);
+    unit = w.micro / double(ps.forwardSpan + ps.backwardSpan + ps.weightSpan);
+  }
   schedule::PipelineOrder order = schedule::pipelineOrder(
       p.schedule, ps, static_cast<int>(m), std::nullopt);
   if (!order.error.empty())
     return p.schedule + ": " + order.error;
-  double busy = 3.0 * double(m);
+  double perMicro = double(ps.forwardSpan + ps.backwardSpan + ps.weightSpan);
+  double busy = perMicro * double(m);
   bubble = 1 - busy / double(order.makespan);
-  shared = sharedCompute(stages, m,
-                         double(order.makespan) / 3.0 * w.microC + w.stepC);
-  stepSeconds = double(order.makespan) / 3.0 * w.micro + w.step + shared;
+  double computeUnit = w.micro > 0 ? unit * w.microC / w.micro : 0;
+  shared =
+      sharedCompute(stages, m, double(order.makespan) * computeUnit + w.stepC);
+  stepSeconds = double(order.makespan) * unit + w.step + shared;
   return "";
 }
 
@@ -876,8 +930,10 @@ Result Search::run() {
           slowest = std::max(slowest, c.micro[u]);
           once += c.step[u];
         }
-        double bound = double(m + pp - 1) * std::max(work / pp, slowest) +
-                       once / double(pp);
+        // (Zero bubble may hide most of the fill and drain: only the
+        // micro-batches' own work bounds it.)
+        double fills = p.schedule == "zb-h1" ? double(m) : double(m + pp - 1);
+        double bound = fills * std::max(work / pp, slowest) + once / double(pp);
         double least = leastMemory(c, pp, m);
         if (least > p.memoryBytes) {
           leastNeeded = std::min(leastNeeded, least);
@@ -908,9 +964,19 @@ Result Search::run() {
           continue;
         }
         ++best.feasible;
-        // The closed form here; the schedule library for the winner below.
+        // The closed form here; the schedule library for the winner below
+        // (for zero bubble, whose fill and drain have no closed form for
+        // few micro-batches, here too).
         double shared = 0;
         double total = closedForm(pp, m, stages, shared);
+        if (p.schedule == "zb-h1" && pp > 1) {
+          double scheduled = 0, bubble = 0, sharedScheduled = 0;
+          if (scheduledStep(pp, m, stages, scheduled, bubble, sharedScheduled)
+                  .empty()) {
+            total = scheduled;
+            shared = sharedScheduled;
+          }
+        }
         feasible.push_back({{d, t, pp, m, starts}, total});
         if (total < best.stepSeconds) {
           best.shape = {d, t, pp, m, starts};

@@ -44,6 +44,12 @@ struct OpCost {
   /// The runtime makes its result a view of its operand (a reshape): no
   /// time, not even the spec's op overhead.
   bool view = false;
+  /// A backward op, and the lowest unit whose backward it leads to (through
+  /// backward ops; INT_MAX: none but its own). For a stage whose first
+  /// unit is a, the op is part of B when reach < a (a stage before waits
+  /// for it), of W otherwise, as dist-schedule splits the blocks.
+  bool backward = false;
+  int reach = 2147483647;
   /// For the profile database: the op's name without its dialect
   /// ("matmul") and its operands at the full batch, each with the dimension
   /// the batch splits and the one tp splits (-1: none). A plan's local
@@ -123,7 +129,10 @@ struct Problem {
   std::string constraints;
   std::string deviceSpec = "cpu";
   double memoryBytes = 0;
-  std::string schedule = "1f1b"; ///< 1f1b or gpipe
+  /// 1f1b, gpipe or zb-h1 (zero bubble, 1F1B's memory: each stage's
+  /// backward split into B, what an earlier stage waits for, and W, the
+  /// weight gradients it may run later; OpCost::reach decides which).
+  std::string schedule = "1f1b";
   bool zero1 = false;
   /// ZeRO-3 where dp > 1: parameters sharded over dp like the optimizer
   /// state (implies zero1), each gathered whole while its op runs.
@@ -153,6 +162,8 @@ struct StagePrediction {
   /// The parts of the two that are the stage's own ops (the rest is
   /// communication): what ranks sharing compute slots slow down.
   double microCompute = 0, stepCompute = 0;
+  /// Of microSeconds, the forward ops' time and (zb-h1) the W block's.
+  double microForward = 0, microWeight = 0;
 };
 
 /// A feasible plan the search scored, by the closed-form step time it ranks

@@ -28,6 +28,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -458,8 +459,9 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
       !std::isfinite(options.memoryGiB * double(1ull << 30)))
     return fail("memory-gib must be a finite number > 0, got " +
                 sig3(options.memoryGiB));
-  if (options.schedule != "1f1b" && options.schedule != "gpipe")
-    return fail("plans for the 1f1b or gpipe schedule, not '" +
+  if (options.schedule != "1f1b" && options.schedule != "gpipe" &&
+      options.schedule != "zb-h1")
+    return fail("plans for the 1f1b, gpipe or zb-h1 schedule, not '" +
                 options.schedule + "'");
   std::string specError = autoplan::checkDeviceSpec(options.deviceSpec);
   if (!specError.empty())
@@ -611,6 +613,7 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
     }
   }
   llvm::DenseMap<Operation *, int> opUnit;
+  SmallVector<Operation *> opOf; ///< the op of each entry of problem.ops
 
   for (Operation &op : body) {
     if (isa<func::ReturnOp, tsr::ConstantOp>(op))
@@ -651,6 +654,7 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
     c.modelFlops = !hasAttr<Tsr::UpdateAttrHelper>(&op);
     // The runtimes return a reshape's result as a view of its operand.
     c.view = isa<tsr::ReshapeOp>(op);
+    c.backward = hasAttr<Tsr::BackwardAttrHelper>(&op);
     c.perMicroBatch = batchFlow.names.count(&op);
     auto tpIt = tpNames.find(&op);
     c.tpSplit = tpIt != tpNames.end();
@@ -697,6 +701,7 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
           c.allGatherBytes += tessera::tensorBytes(v.getType());
     }
     problem.ops.push_back(c);
+    opOf.push_back(&op);
 
     if (!tsr::isForward(&op))
       continue;
@@ -708,6 +713,7 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
                  });
         }))
       problem.ops.push_back(c);
+    opOf.push_back(&op);
     // Values read by a later unit's forward cross the stage boundary there.
     for (Value r : op.getResults()) {
       if (!batchFlow.carriers.count(r))
@@ -722,6 +728,23 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
         problem.edges.push_back({u, v, b});
     }
   }
+  // zb-h1's B and W: the lowest unit each backward op leads to through
+  // backward ops (consumers come later in program order).
+  llvm::DenseMap<Operation *, int> reach;
+  for (Operation &op : llvm::reverse(body)) {
+    if (!hasAttr<Tsr::BackwardAttrHelper>(&op))
+      continue;
+    int r = std::numeric_limits<int>::max();
+    for (Value v : op.getResults())
+      for (Operation *user : v.getUsers())
+        if (hasAttr<Tsr::BackwardAttrHelper>(user))
+          if (auto it = opUnit.find(user); it != opUnit.end())
+            r = std::min({r, it->second, reach.lookup(user)});
+    reach[&op] = r;
+  }
+  for (auto [c, op] : llvm::zip(problem.ops, opOf))
+    if (auto it = reach.find(op); it != reach.end())
+      c.reach = it->second;
   replayUnits(body, opUnit, batchFlow, tpValues, forwardUnit, problem);
   return applyConstraints(model, options, policy);
 }

@@ -105,10 +105,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   /// dist.plan_report (auto reports its own prediction).
   LogicalResult reportPrediction(ModuleOp module, const PlanSpec &spec) {
     SmallVector<std::string> lines;
-    if (stagesPerDevice > 1 || (schedule != "1f1b" && schedule != "gpipe")) {
+    if (stagesPerDevice > 1 ||
+        (schedule != "1f1b" && schedule != "gpipe" && schedule != "zb-h1")) {
       lines.push_back("no predicted step time: the planner's model knows "
-                      "the 1f1b and gpipe schedules with one stage per "
-                      "device, not " +
+                      "the 1f1b, gpipe and zb-h1 schedules with one stage "
+                      "per device, not " +
                       std::string(schedule) +
                       (stagesPerDevice > 1 ? " with virtual stages" : ""));
     } else if (failed(predictPlan(module, autoOptions(spec), plan, spec.shape,
@@ -152,8 +153,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     };
     if (text == "auto") {
       if (stagesPerDevice != 1)
-        return fail("plans one stage per device (use the 1f1b or gpipe "
-                    "schedule)");
+        return fail("plans one stage per device (use the 1f1b, gpipe or "
+                    "zb-h1 schedule)");
       bool zero3 = false;
       if (failed(planAuto(module, options ? *options : autoOptions(spec),
                           spec.shape, zero3)))

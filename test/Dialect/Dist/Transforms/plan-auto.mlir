@@ -98,10 +98,10 @@
 // NONPOS: error: dist-plan: plan 'auto': memory-gib must be a finite number > 0, got 0
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=-2" 2>&1 | FileCheck %s --check-prefix=NEG
 // NEG: error: dist-plan: plan 'auto': memory-gib must be a finite number > 0, got -2
-// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 schedule=zb-h1" 2>&1 | FileCheck %s --check-prefix=SCHED
-// SCHED: error: dist-plan: plan 'auto': plans for the 1f1b or gpipe schedule, not 'zb-h1'
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 schedule=zb-v" 2>&1 | FileCheck %s --check-prefix=SCHED
+// SCHED: error: dist-plan: plan 'auto': plans for the 1f1b, gpipe or zb-h1 schedule, not 'zb-v'
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 stages-per-device=2" 2>&1 | FileCheck %s --check-prefix=VIRTUAL
-// VIRTUAL: error: dist-plan: plan 'auto': plans one stage per device (use the 1f1b or gpipe schedule)
+// VIRTUAL: error: dist-plan: plan 'auto': plans one stage per device (use the 1f1b, gpipe or zb-h1 schedule)
 
 // A profile database: a measured time replaces the roofline estimate of the
 // ops it matches by name, dtype and operand shapes on one device. The file

@@ -19,7 +19,15 @@
 //
 // Schedules the model does not know get a line that says so.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=pp devices=2 micro-batches=2 stages-per-device=2 schedule=1f1b predict=true" | FileCheck %s --check-prefix=VIRTUAL
-// VIRTUAL: "no predicted step time: the planner's model knows the 1f1b and gpipe schedules with one stage per device, not 1f1b with virtual stages"
+// VIRTUAL: "no predicted step time: the planner's model knows the 1f1b, gpipe and zb-h1 schedules with one stage per device, not 1f1b with virtual stages"
+//
+// Zero bubble (ZB-H1) is predicted from each stage's B and W (the weight
+// gradients no earlier stage waits for): with 4 micro-batches on 2 stages
+// its fill and drain are shorter than 1F1B's, at 1F1B's memory.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=pp devices=2 micro-batches=4 schedule=1f1b predict=true" | FileCheck %s --check-prefix=ONEFONEB
+// ONEFONEB: "predicted step {{[0-9.]+ [um]?s}}, bubble 20.0%, memory
+// RUN: tessera-opt %t.mlir -dist-plan="plan=pp devices=2 micro-batches=4 schedule=zb-h1 predict=true" | FileCheck %s --check-prefix=ZBH1
+// ZBH1: "predicted step {{[0-9.]+ [um]?s}}, bubble {{([0-9]|1[0-9])\.[0-9]}}%, memory
 //
 // A device spec that does not load is an error.
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=dp devices=2 device-spec=tpu9 predict=true" 2>&1 | FileCheck %s --check-prefix=SPEC

@@ -98,7 +98,7 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
     Option<"memoryGiB", "memory-gib", "double", /*default=*/"16",
            "For auto: memory per device in GiB (a finite number > 0)">,
     Option<"schedule", "schedule", "std::string", /*default=*/"\"1f1b\"",
-           "For auto: the pipeline schedule the plan will run (1f1b or "
+           "For auto: the pipeline schedule the plan will run (1f1b, zb-h1 or "
            "gpipe); it decides the activations a stage holds">,
     Option<"report", "report", "bool", /*default=*/"false",
            "For auto: print the chosen plan and its predictions to stderr">,
