@@ -596,7 +596,16 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   static void propagateSplit(Block &body, ArrayRef<Operation *> ops,
                              const std::map<std::string, std::string> &split,
                              const planner::PlanShape &shape) {
-    auto all = [](Operation *) { return true; };
+    traceSplits(body, ops, split, shape, [](Operation *) { return true; });
+  }
+
+  /// Each split dimension traced from the values `ops` split along it
+  /// through the ops `accept` admits (and every op they reach), each of
+  /// which is split along the dimension the traced one becomes there.
+  static void traceSplits(Block &body, ArrayRef<Operation *> ops,
+                          const std::map<std::string, std::string> &split,
+                          const planner::PlanShape &shape,
+                          llvm::function_ref<bool(Operation *)> accept) {
     for (auto &[dim, axis] : split) {
       SmallVector<std::pair<Value, int64_t>> seeds;
       for (Operation *op : ops) {
@@ -613,7 +622,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
             seeds.push_back({v, d});
       }
       int64_t factor = axis == "dp" ? shape.dp : shape.tp;
-      LogicalDim flow = traceDim(body, seeds, factor, /*backward=*/true, all);
+      LogicalDim flow =
+          traceDim(body, seeds, factor, /*backward=*/true, accept);
       for (auto &[op, name] : flow.names)
         if (!isa<tsr::ConstantOp>(op))
           addSplit(op, name, axis);
@@ -650,27 +660,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       StringRef of = forwardNameOf(op);
       return !of.empty() && forwardNames.contains(of);
     };
-    for (auto &[dim, axis] : split) {
-      SmallVector<std::pair<Value, int64_t>> seeds;
-      for (Operation *op : ops) {
-        auto bound = bindOpAnnotation(cast<DimAnnotationOpInterface>(op));
-        if (!bound)
-          continue;
-        for (auto [v, spec] :
-             llvm::zip(op->getOperands(), bound->annotation.inputs))
-          if (int64_t d = dimOfName(spec, dim); d >= 0)
-            seeds.push_back({v, d});
-        for (auto [v, spec] :
-             llvm::zip(op->getResults(), bound->annotation.outputs))
-          if (int64_t d = dimOfName(spec, dim); d >= 0)
-            seeds.push_back({v, d});
-      }
-      int64_t factor = axis == "dp" ? shape.dp : shape.tp;
-      LogicalDim flow =
-          traceDim(body, seeds, factor, /*backward=*/true, accept);
-      for (auto &[op, name] : flow.names)
-        addSplit(op, name, axis);
-    }
+    traceSplits(body, ops, split, shape, accept);
   }
 
   LogicalResult applyOrder(func::FuncOp f, const PlanSpec &spec) {
