@@ -284,10 +284,9 @@ struct StepModel {
 
 /// A mesh axis size that a trans entry's split over it allows: at least 2
 /// (the entry asks for the split) and dividing each dimension it splits.
-std::string splitLimits(func::FuncOp f, const PlanFile::Trans &t,
+std::string splitLimits(const PlanFile::Trans &t,
                         const SmallVector<Operation *> &ops, StringRef axis,
                         int64_t devices, std::vector<int64_t> &allowed) {
-  std::string dims;
   for (int64_t size = 2; size <= devices; ++size) {
     if (devices % size != 0)
       continue;
@@ -392,8 +391,6 @@ LogicalResult applyConstraints(StepModel &model, const AutoPlanOptions &options,
   // Splits: the axis sizes each trans entry allows.
   bool dpNarrowed = false;
   for (const PlanFile::Trans &t : options.trans) {
-    if (t.select.backward)
-      continue;
     SmallVector<Operation *> ops = selectOps(f, t.select, cx);
     if (ops.empty())
       return matchesNothing(f, "trans", t.index, t.select);
@@ -401,8 +398,7 @@ LogicalResult applyConstraints(StepModel &model, const AutoPlanOptions &options,
       if (llvm::none_of(t.split, [&](auto &e) { return e.second == axis; }))
         continue;
       std::vector<int64_t> allowed;
-      std::string error =
-          splitLimits(f, t, ops, axis, options.devices, allowed);
+      std::string error = splitLimits(t, ops, axis, options.devices, allowed);
       if (!error.empty())
         return fail("plan entry trans[" + Twine(t.index) + "] " + error);
       // tp: the attention heads' divisors so far; dp: any size until the
@@ -711,9 +707,10 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
                  llvm::any_of(r.getUsers(), [](Operation *user) {
                    return !tsr::isForward(user);
                  });
-        }))
+        })) {
       problem.ops.push_back(c);
-    opOf.push_back(&op);
+      opOf.push_back(&op);
+    }
     // Values read by a later unit's forward cross the stage boundary there.
     for (Value r : op.getResults()) {
       if (!batchFlow.carriers.count(r))
@@ -742,7 +739,8 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
             r = std::min({r, it->second, reach.lookup(user)});
     reach[&op] = r;
   }
-  for (auto [c, op] : llvm::zip(problem.ops, opOf))
+  assert(opOf.size() == problem.ops.size() && "one op per cost entry");
+  for (auto [c, op] : llvm::zip_equal(problem.ops, opOf))
     if (auto it = reach.find(op); it != reach.end())
       c.reach = it->second;
   replayUnits(body, opUnit, batchFlow, tpValues, forwardUnit, problem);
