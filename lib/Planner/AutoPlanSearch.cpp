@@ -730,11 +730,13 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
       grads += c.grads[u];
     }
     // Activations forward and their gradients backward, per micro-batch.
-    if (pp > 1)
-      s.microSeconds +=
+    if (pp > 1) {
+      s.microSends =
           2 * collective(cost::Collective::SendRecv,
                          boundaryBytes(s.firstUnit, s.lastUnit, edgeScale), 2,
                          ppLink);
+      s.microSeconds += s.microSends;
+    }
     s.stepSeconds += dpSync(grads, count, d, dpLink);
     micro = std::max(micro, s.microSeconds);
     step = std::max(step, s.stepSeconds);

@@ -162,8 +162,10 @@ struct StagePrediction {
   /// The parts of the two that are the stage's own ops (the rest is
   /// communication): what ranks sharing compute slots slow down.
   double microCompute = 0, stepCompute = 0;
-  /// Of microSeconds, the forward ops' time and (zb-h1) the W block's.
-  double microForward = 0, microWeight = 0;
+  /// Of microSeconds, the forward ops' time, the W block's (the weight
+  /// gradients no earlier stage waits for; the rest of the backward is B)
+  /// and the sends and receives between stages.
+  double microForward = 0, microWeight = 0, microSends = 0;
 };
 
 /// A feasible plan the search scored, by the closed-form step time it ranks

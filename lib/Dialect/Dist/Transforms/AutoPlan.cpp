@@ -874,12 +874,21 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
       std::string names = units.names[s.firstUnit];
       if (s.lastUnit > s.firstUnit)
         names += " .. " + units.names[s.lastUnit];
+      // Zero bubble: the micro-batch's F, B (what the stage before waits
+      // for), W (weight gradients, deferred) and the stages' sends.
+      std::string parts;
+      if (options.schedule == "zb-h1")
+        parts = " (F " + seconds(s.microForward) + ", B " +
+                seconds(std::max(0.0, s.microSeconds - s.microForward -
+                                          s.microWeight - s.microSends)) +
+                ", W " + seconds(s.microWeight) + ", sends " +
+                seconds(s.microSends) + ")";
       os << llvm::formatv("  stage {0}: units {1} ({2} of {3}), {4} GiB per "
                           "device ({5} micro-batch(es) in flight), {6} per "
-                          "micro-batch\n",
+                          "micro-batch{7}\n",
                           i, names, s.lastUnit - s.firstUnit + 1, numUnits,
                           gib(s.memoryBytes), s.inFlight,
-                          seconds(s.microSeconds));
+                          seconds(s.microSeconds), parts);
     }
     os << llvm::formatv(
         "  predicted step {0}{1}, bubble {2:f1}%, MFU "

@@ -238,9 +238,14 @@ LogicalResult Coshard::run() {
   for (const SmallVector<Operation *> &ops : runs)
     if (failed(emitRun(ops)))
       return failure();
+  // Every use moved to the pieces or to the whole; a use left would be a
+  // bug here, reported rather than left dangling.
   for (const SmallVector<Operation *> &ops : llvm::reverse(runs))
     for (Operation *op : llvm::reverse(ops)) {
-      assert(op->use_empty() && "every use moved to the pieces or the whole");
+      if (!op->use_empty())
+        return op->emitError("dist-coshard: '")
+               << tsr::opNameOrKind(op)
+               << "' is still read after its pieces replaced it";
       op->erase();
     }
   appendPlanReport(

@@ -26,6 +26,17 @@
 // AMPLEREPORT-NOT: also fits: [dp = 4
 // AMPLEREPORT: planner: 11 candidate(s), {{[0-9]+}} fit, {{[0-9]+}} planner run(s), {{[0-9.]+}} s CPU
 
+// Zero bubble (ZB-H1): the report splits each stage's micro-batch into F, B
+// (what the stage before waits for) and W (the weight gradients it may run
+// later), beside the sends between stages. The first stage's backward is
+// all W, since no stage before it waits; the later stages' input gradients
+// are B (h.0's split pinned: the bundled cpu spec's roofline times, which
+// depend on no measurement).
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=cpu memory-gib=1 schedule=zb-h1 report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ZB
+// ZB: mesh [dp = 1, tp = 1, pp = 4], {{[0-9]+}} micro-batch(es) of {{[0-9]+}}, schedule zb-h1
+// ZB-NEXT: stage 0: {{.*}} per micro-batch (F {{[0-9.]+ [um]s}}, B 0.0 us, W {{(0\.[1-9]|[1-9][0-9]*\.[0-9]) us|[0-9.]+ ms}}, sends {{[0-9.]+ [um]s}})
+// ZB-NEXT: stage 1: {{.*}} per micro-batch (F 21.0 us, B 30.9 us, W 7.4 us, sends 126.2 us)
+
 // Less memory than a whole replica: the layers go to two pipeline stages
 // (the exact cut: embedding and h.0, then h.1 and the head), each op's
 // backward with it, and tp = 2 within each: its all-reduces per layer cost
