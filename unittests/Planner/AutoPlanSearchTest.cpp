@@ -582,17 +582,25 @@ TEST(AutoPlanSearch, SharedComputeSlotsSlowPlansThatKeepEveryRankBusy) {
   EXPECT_NEAR(e.stepSeconds, perRank, 1e-12);
 }
 
+/// A device spec file (in the test's temporary folder) with 1e11 fp32
+/// FLOP/s, 2 devices per node, links of unbounded bandwidth and the given
+/// memory bandwidth, link latency and op overhead; returns its path.
+std::string writeSpec(const std::string &name, double memoryBandwidth,
+                      double latency, double opOverhead) {
+  std::string path = ::testing::TempDir() + "/" + name + "-spec.json";
+  std::ofstream f(path);
+  f << "{\"name\": \"" << name << "\", \"peak_flops\": {\"fp32\": 1e11}, "
+    << "\"memory_bandwidth\": " << memoryBandwidth
+    << ", \"memory_bytes\": 1e12, \"devices_per_node\": 2, "
+    << "\"intra_node\": {\"bandwidth\": 1e30, \"latency\": " << latency
+    << "}, \"inter_node\": {\"bandwidth\": 1e30, \"latency\": " << latency
+    << "}, \"op_overhead\": " << opOverhead << "}";
+  return path;
+}
+
 // A view (a reshape) costs nothing, not even the op overhead.
 TEST(AutoPlanSearch, ViewsAreFree) {
-  std::string spec = ::testing::TempDir() + "/view-spec.json";
-  {
-    std::ofstream f(spec);
-    f << R"({"name": "view", "peak_flops": {"fp32": 1e11},
-      "memory_bandwidth": 1e12, "memory_bytes": 1e12, "devices_per_node": 2,
-      "intra_node": {"bandwidth": 1e30, "latency": 1e-3},
-      "inter_node": {"bandwidth": 1e30, "latency": 1e-3},
-      "op_overhead": 1e-6})";
-  }
+  std::string spec = writeSpec("view", 1e12, 1e-3, 1e-6);
   Problem p;
   p.deviceSpec = spec;
   p.devices = 2;
@@ -623,15 +631,7 @@ TEST(AutoPlanSearch, ViewsAreFree) {
 // of 5 parameters pays the link's latency 5 times, and its 15 step values
 // (parameters and AdamW's m and v) two op overheads each.
 TEST(AutoPlanSearch, OneCollectivePerParameterAndTheDriversWork) {
-  std::string spec = ::testing::TempDir() + "/per-param-spec.json";
-  {
-    std::ofstream f(spec);
-    f << R"({"name": "perparam", "peak_flops": {"fp32": 1e11},
-      "memory_bandwidth": 1e12, "memory_bytes": 1e12, "devices_per_node": 2,
-      "intra_node": {"bandwidth": 1e30, "latency": 1e-3},
-      "inter_node": {"bandwidth": 1e30, "latency": 1e-3},
-      "op_overhead": 1e-6})";
-  }
+  std::string spec = writeSpec("perparam", 1e12, 1e-3, 1e-6);
   Problem p;
   p.deviceSpec = spec;
   p.devices = 2;
@@ -675,15 +675,7 @@ TEST(AutoPlanSearch, OneCollectivePerParameterAndTheDriversWork) {
 // hides part of the fill and drain that 1F1B pays, and with one stage the
 // two are the same.
 TEST(AutoPlanSearch, ZeroBubbleSplitsTheBackwardLikeTheSchedule) {
-  std::string spec = ::testing::TempDir() + "/zb-spec.json";
-  {
-    std::ofstream f(spec);
-    f << R"({"name": "zb", "peak_flops": {"fp32": 1e11},
-      "memory_bandwidth": 1e30, "memory_bytes": 1e12, "devices_per_node": 2,
-      "intra_node": {"bandwidth": 1e30, "latency": 1e-30},
-      "inter_node": {"bandwidth": 1e30, "latency": 1e-30},
-      "op_overhead": 1e-30})";
-  }
+  std::string spec = writeSpec("zb", 1e30, 1e-30, 1e-30);
   Problem p;
   p.deviceSpec = spec;
   p.devices = 2;
