@@ -69,6 +69,23 @@ func.func @shape_ops(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, 
 
 // -----
 
+// A transpose of a transpose folds to the inner input where the two
+// permutations compose to the identity (the backward's transpose of a
+// weight the forward transposed), and not otherwise.
+// CHECK-LABEL: func.func @transpose_pairs
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>
+// CHECK: %[[T:.*]] = tsr.transpose %[[X]] {perm = array<i64: 1, 2, 0>}
+// CHECK: %[[U:.*]] = tsr.transpose %[[T]] {perm = array<i64: 1, 2, 0>}
+// CHECK: return %[[X]], %[[U]]
+func.func @transpose_pairs(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4x2x3xf32>) {
+  %t = tsr.transpose %x {perm = array<i64: 1, 2, 0>} : tensor<2x3x4xf32> to tensor<3x4x2xf32>
+  %back = tsr.transpose %t {perm = array<i64: 2, 0, 1>} : tensor<3x4x2xf32> to tensor<2x3x4xf32>
+  %again = tsr.transpose %t {perm = array<i64: 1, 2, 0>} : tensor<3x4x2xf32> to tensor<4x2x3xf32>
+  return %back, %again : tensor<2x3x4xf32>, tensor<4x2x3xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @splat_broadcast
 // CHECK: tsr.constant dense<7.000000e+00> : tensor<4x8xf32>
 // CHECK-NOT: tsr.broadcast_to

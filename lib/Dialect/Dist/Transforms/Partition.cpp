@@ -18,9 +18,9 @@
 //    not carry the batch placed right before their first use. With sends
 //    that never block, one global order keeps every receive matched and
 //    every collective's members in step, so no rank can wait forever.
-//  * Gradients reduced early. A backward value whose micro-batch pieces
-//    are partial sums is kept as a running total (one piece alive at a
-//    time, not M), and once a backward value is complete, a conversion
+//  * Running totals. A backward value whose micro-batch pieces are partial
+//    sums is kept as a running total (one piece alive at a time, not M).
+//  * Gradients reduced early. Once a backward value is complete, a conversion
 //    that shrinks it for a later consumer (ZeRO-2's reduce-scatter of a
 //    weight gradient into a dp shard) is made right away, so the whole
 //    partial sum is freed there rather than at the update.
@@ -43,6 +43,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <functional>
 #include <map>
 
 namespace tessera::dist {
@@ -139,8 +140,8 @@ private:
   MeshAttr mesh;
   int64_t M;
   std::string scheduleName;
-  /// Whether gradients are reduced early (micro-batch totals, shrinking
-  /// conversions right after the producer).
+  /// Whether gradients are reduced early (shrinking conversions right after
+  /// the producer).
   bool early;
   int64_t dp = 1, tp = 1, pp = 1;
   lay::Mesh rvdMesh;
@@ -150,6 +151,10 @@ private:
   llvm::DenseMap<Value, int64_t> argStages; ///< params and states
   std::vector<std::unique_ptr<RankState>> ranks;
   std::set<std::pair<Operation *, int64_t>> emitted;
+  /// Ops made again for each micro-batch that uses them (rematerialized),
+  /// and the micro-batch their current copy serves.
+  llvm::DenseMap<Operation *, bool> remat;
+  llvm::DenseMap<Operation *, int64_t> rematFor;
   int64_t nextTag = 1;
   bool failedAny = false;
   /// Whether the op being emitted is a backward op or an update (1) or a
@@ -189,6 +194,8 @@ private:
   LogicalResult planArgs();
   LogicalResult emitAll();
   LogicalResult emitInstance(Operation *op, int64_t m);
+  bool rematerialized(Operation *op);
+  LogicalResult emitRemat(Operation *op, int64_t m);
   bool summedByEveryUse(Value v);
   void addToTotal(RankState &rs, Value v, int64_t m, Value piece);
   LogicalResult reduceEarly(Operation *op);
@@ -652,7 +659,8 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
       continue;
     OpPlan &pp = plans[prod];
     if (!pp.perMicro) {
-      if (failed(emitInstance(prod, 0)))
+      if (failed(p.perMicro && rematerialized(prod) ? emitRemat(prod, m)
+                                                    : emitInstance(prod, 0)))
         return failure();
       continue;
     }
@@ -713,12 +721,72 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
     for (auto [i, orig, res] :
          llvm::enumerate(op->getResults(), copy->getResults())) {
       rs.pieces[{orig.getAsOpaquePointer(), piece}] = res;
-      if (early && p.perMicro && M > 1 &&
-          p.results[i].mb.kind == lay::AxisKind::V && summedByEveryUse(orig))
+      // Local adds in the order the use would sum the pieces: one piece
+      // alive at a time instead of M, with or without early reduction.
+      if (p.perMicro && M > 1 && p.results[i].mb.kind == lay::AxisKind::V &&
+          summedByEveryUse(orig))
         addToTotal(rs, orig, m, res);
     }
   }
   return reduceEarly(op);
+}
+
+/// Whether `op` is made again right before each micro-batch's use: a
+/// widening cast of a value the batch does not reach (a bf16 weight's f32
+/// copy, tsr-widen-at-use), or a transpose or reshape of one, used only by
+/// ops of each micro-batch and other such ops. Made once, CSE's single copy
+/// would live from the first micro-batch's use to the last one's, beside
+/// the narrow value it is cheap to widen again.
+bool Partitioner::rematerialized(Operation *op) {
+  if (auto it = remat.find(op); it != remat.end())
+    return it->second;
+  // A widening cast, or a transpose or reshape of one (through others).
+  std::function<bool(Operation *)> kind = [&](Operation *o) {
+    if (auto c = dyn_cast<tsr::CastOp>(o)) {
+      auto from = dyn_cast<FloatType>(c.getInput().getType().getElementType());
+      auto to = dyn_cast<FloatType>(c.getType().getElementType());
+      return from && to && to.getWidth() > from.getWidth();
+    }
+    if (isa<tsr::TransposeOp, tsr::ReshapeOp>(o))
+      if (Operation *in = o->getOperand(0).getDefiningOp())
+        return kind(in);
+    return false;
+  };
+  bool ok = kind(op) && plans.count(op) && !plans[op].perMicro &&
+            llvm::all_of(op->getUsers(), [&](Operation *user) {
+              return plans.count(user) &&
+                     (plans[user].perMicro || rematerialized(user));
+            });
+  remat[op] = ok;
+  return ok;
+}
+
+/// Emits rematerialized op `op` (and the rematerialized ops it reads) for
+/// micro-batch m's users, unless its current copy already serves them.
+LogicalResult Partitioner::emitRemat(Operation *op, int64_t m) {
+  auto it = rematFor.find(op);
+  if (it != rematFor.end() && it->second == m)
+    return success();
+  for (Value v : op->getOperands())
+    if (Operation *prod = v.getDefiningOp();
+        prod && plans.count(prod) && rematerialized(prod))
+      if (failed(emitRemat(prod, m)))
+        return failure();
+  if (it != rematFor.end()) {
+    // The new copy replaces the old one, and so do conversions of it.
+    emitted.erase({op, 0});
+    for (Value r : op->getResults()) {
+      void *key = r.getAsOpaquePointer();
+      for (auto &rs : ranks) {
+        auto lo = rs->converted.lower_bound(
+            {key, std::string(), std::numeric_limits<int64_t>::min()});
+        while (lo != rs->converted.end() && std::get<0>(lo->first) == key)
+          lo = rs->converted.erase(lo);
+      }
+    }
+  }
+  rematFor[op] = m;
+  return emitInstance(op, 0);
 }
 
 /// Whether every use of `v` wants its micro-batch pieces summed (as the

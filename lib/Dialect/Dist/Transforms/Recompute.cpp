@@ -7,6 +7,9 @@
 // forward op of another group reads (the group's output, its checkpoint)
 // is kept, so recomputing group g never reruns the groups before it.
 //
+// With micro-batches a value computed from parameters alone is not copied:
+// one copy already serves every micro-batch (CSE).
+//
 // The copies are ordinary backward ops (tsr.backward with the forward op's
 // name, the original's dist plan), so dist-schedule and dist-partition run
 // them in the backward block of their stage and micro-batch, and the
@@ -15,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PlanUtils.h"
+#include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
@@ -65,7 +69,32 @@ struct DistRecomputePass
     for (auto [i, op] : llvm::enumerate(units.forward))
       unitOf[op] = units.unitOf[i];
 
-    auto recomputable = [&](Value v) { return isRecomputed(v, unitOf); };
+    // With micro-batches, one copy of a value computed from parameters
+    // alone (a weight's transpose) serves every micro-batch's forward
+    // (CSE), alive until the last of them: a copy for the backward would
+    // live beside it, so the backward reads the original.
+    int64_t micro = 1;
+    if (dist::PipelineAttr pipeline = dist::getEnclosingPipeline(f))
+      micro = pipeline.getMicroBatches();
+    DenseMap<Value, bool> paramOnly;
+    std::function<bool(Value)> fromParams = [&](Value v) -> bool {
+      if (auto it = paramOnly.find(v); it != paramOnly.end())
+        return it->second;
+      bool only = true;
+      if (auto arg = dyn_cast<BlockArgument>(v)) {
+        only = arg.getOwner() != &body ||
+               !f.getArgAttr(arg.getArgNumber(),
+                             Tsr::InputAttrHelper::getNameStr());
+      } else {
+        paramOnly[v] = true; // (no cycles in a block; guards re-entry)
+        only = llvm::all_of(v.getDefiningOp()->getOperands(), fromParams);
+      }
+      paramOnly[v] = only;
+      return only;
+    };
+    auto recomputable = [&](Value v) {
+      return isRecomputed(v, unitOf) && !(micro > 1 && fromParams(v));
+    };
 
     MLIRContext *ctx = &getContext();
     DenseMap<Value, Value> copyOf;

@@ -759,10 +759,25 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 }
 
 OpFoldResult TransposeOp::fold(FoldAdaptor) {
-  for (auto [i, p] : llvm::enumerate(getPerm()))
+  // Result dimension i is input dimension perm[i]; through a transpose
+  // whose input is itself a transpose, it is that one's input dimension
+  // inner[perm[i]]. When that is i everywhere (the backward's transpose of
+  // a weight the forward transposed), the pair is the inner input, and
+  // the program neither copies the weight back nor holds the copy (with
+  // micro-batches CSE would keep one such copy per weight for the whole
+  // backward).
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<int64_t> through(perm.begin(), perm.end());
+  Value source = getInput();
+  if (auto inner = source.getDefiningOp<TransposeOp>()) {
+    for (int64_t &p : through)
+      p = inner.getPerm()[p];
+    source = inner.getInput();
+  }
+  for (auto [i, p] : llvm::enumerate(through))
     if (int64_t(i) != p)
       return {};
-  return getInput();
+  return source;
 }
 
 Result<annotation::Annotation> TransposeOp::buildAnnotation() {

@@ -226,11 +226,12 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
     under ZeRO-1 or tensor parallelism), data inputs arrive whole on every
     rank that needs them, and the loss is returned on every rank.
 
-    Gradients can be reduced early: a backward value whose micro-batch
-    pieces are partial sums is kept as a running total, and a complete
-    backward value that a later consumer needs smaller (ZeRO-2's
-    reduce-scatter of a weight gradient into its dp shard) is converted
-    right after its producer, so the whole value dies there. That frees
+    A backward value whose micro-batch pieces are partial sums is kept as
+    a running total (one piece alive at a time, the same additions in the
+    same order). Gradients can also be reduced early: a complete backward
+    value that a later consumer needs smaller (ZeRO-2's reduce-scatter of
+    a weight gradient into its dp shard) is converted right after its
+    producer, so the whole value dies there. That frees
     memory but moves the reductions and their scratch buffers into the
     backward, where activations are alive: with `reduce-early=auto` both
     orders are made and the one with the lower predicted peak
