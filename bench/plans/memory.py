@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The auto planner's memory model vs the program's replay, per plan kind.
 
-    bench/plans/memory.py [--build DIR] [--out FILE.md]
+    bench/plans/memory.py [--build DIR] [--out FILE.md] [--check PCT]
 
 Exports the 2-layer GPT of the equivalence tests (4 heads, width 64,
 context 32, batch 8, no biases), compiles it under each plan of PLANS with
@@ -12,7 +12,9 @@ the E2E tests hold to the runtime's measurement). Ranks are row-major
 with pp innermost, so rank r is on stage r % pp. The model prints three
 significant digits, so each ratio is good to about 0.3 %.
 
-Compiles only (about a second a plan); no GPU, no MPI run.
+Compiles only (about a second a plan); no GPU, no MPI run. With --check
+PCT it fails unless every rank's model is within PCT % of its replay
+(test/E2E/memory-model.test holds it to 5 %).
 """
 import argparse
 import datetime
@@ -41,6 +43,27 @@ PLANS = [
      ["--plan", "pp", "--micro-batches", "4", "--schedule", "gpipe"]),
     ("pp4 1F1B mb4", 4, 4, ["--plan", "pp", "--micro-batches", "4"]),
     ("one device mb4", 1, 1, ["--micro-batches", "4"]),
+    ("dp2 ZeRO-2", 2, 1, ["--plan", "dp", "--zero2"]),
+    ("dp2 recompute + ZeRO-3", 2, 1,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-recompute-zero3.json")]),
+    ("dp2 mb2", 2, 1, ["--plan", "dp", "--micro-batches", "2"]),
+    ("tp2 recompute", 2, 1,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-tp-recompute.json")]),
+    ("tp2 co-shard 2 + recompute", 2, 1,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-coshard.json")]),
+    ("pp2 zb-h1 mb4", 2, 2,
+     ["--plan", "pp", "--micro-batches", "4", "--schedule", "zb-h1"]),
+    ("dp2xpp2 1F1B mb4", 4, 2, ["--plan", "dp2xpp2", "--micro-batches", "4"]),
+    ("tp2xpp2 1F1B mb4", 4, 2, ["--plan", "tp2xpp2", "--micro-batches", "4"]),
+    ("pp2 1F1B mb8 recompute h.0, h.1", 2, 2,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-pp-recompute.json"),
+      "--micro-batches", "8"]),
+    ("pp2 GPipe mb4 recompute h.0, h.1", 2, 2,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-pp-recompute.json"),
+      "--micro-batches", "4", "--schedule", "gpipe"]),
+    ("one device mb4 recompute h.0, h.1", 1, 1,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-pp-recompute.json"),
+      "--micro-batches", "4"]),
 ]
 
 PREDICT = re.compile(r"predicted step .*?, memory ([0-9.e+-]+(?:, [0-9.e+-]+)*)"
@@ -51,6 +74,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
     ap.add_argument("--out")
+    ap.add_argument("--check", type=float,
+                    help="fail unless every |model vs replay| <= CHECK %%")
     a = ap.parse_args()
     compile_ = os.path.join(a.build, "bin", "tessera-compile")
     rows = []
@@ -93,6 +118,15 @@ def main():
                          f"{measured} | {100 * d:+.1f} % |")
     text = "\n".join(lines)
     print(text)
+    worst = max(abs(d) for _, diffs in rows for *_, d in diffs)
+    if a.check is not None:
+        bad = [f"{label} rank {rank}: {100 * d:+.1f} %"
+               for label, diffs in rows for rank, _, _, d in diffs
+               if abs(d) > a.check / 100]
+        if bad:
+            sys.exit("beyond {:g} %:\n  ".format(a.check) + "\n  ".join(bad))
+        print(f"ok: {len(rows)} plans within {a.check:g} % "
+              f"(worst {100 * worst:.1f} %)")
     if a.out:
         with open(a.out, "w") as f:
             f.write("# Memory: the auto planner's model vs the replay\n\n")

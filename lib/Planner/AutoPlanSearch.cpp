@@ -110,49 +110,136 @@ struct UnitCosts {
   std::vector<double> fixedHeld;    ///< kept activations without the batch
                                     ///< (held once, until the backward)
   std::vector<double> inputs;       ///< the replica's data inputs
-  std::vector<double> largest;      ///< the largest parameter
+  std::vector<double> largest;      ///< the largest parameter's update
   std::vector<double> liveF, liveB; ///< peak live bytes of its forward
                                     ///< (backward) ops, one micro-batch
+  std::vector<double> shared;       ///< Unit::sharedBytes with micro-batches
+  std::vector<double> weightHeld;   ///< Unit::weightBytes per micro-batch
+  /// Per unit, the tied parameters it reads of an earlier unit: (index in
+  /// Problem::tied, owner, bytes per device).
+  struct TiedRead {
+    size_t index;
+    int owner;
+    double bytes;
+  };
+  std::vector<std::vector<TiedRead>> tiedReads;
   int64_t microBatches = 1;
   int64_t pp = 1;
   double sendScale = 0; ///< the fraction of the batch one replica sends
 };
 
+/// The bytes a stage sends in a step: its activations forward and the
+/// gradients of what it received back.
+struct Sent {
+  double forward = 0, back = 0;
+};
+
 /// The terms of one stage's peak memory per device, built unit by unit
 /// (add), so that all ranges [a, b] from one a cost O(n). The peak is the
-/// larger of two moments: a micro-batch's forward or backward, with the
-/// other in-flight micro-batches' kept activations, and the update, when
-/// the new parameters and optimizer state are allocated while the old ones
-/// are still held. Within the backward of unit u, the gradients of the
-/// stage's later units are live (and of all its units once a previous
-/// micro-batch accumulated them); within a forward, none (one micro-batch).
+/// larger of two kinds of moments: a micro-batch's forward or backward,
+/// with the other in-flight micro-batches' kept activations, and the
+/// update, when the new value and optimizer state of a parameter are
+/// allocated while the old ones are still held. Within the backward of
+/// unit u, the gradients of the stage's later units are live (and of all
+/// its units once a previous micro-batch accumulated them); within a
+/// forward, none (one micro-batch).
+///
+/// The moments of a pipeline schedule with m micro-batches and y in flight
+/// (y forwards F0 .. F(y-1) before the first backward B0, then backward k
+/// followed by forward k + y while there is one: 1F1B; GPipe is y = m):
+///  * B0 finds y micro-batches' activations and no accumulated gradients;
+///  * backward k >= 1 finds the gradients and min(y, m - k) micro-batches'
+///    activations;
+///  * forward k + y finds the gradients and y - 1 others.
+/// The values computed from parameters alone (UnitCosts::shared) are made
+/// at their first use in F0 and die at their last use in the last forward,
+/// F(m-1): while unit u runs, F0 holds those of units up to u, F(m-1)
+/// those from u on, and every moment between all of them. A tied
+/// parameter received from an earlier stage (Problem::tied) is held
+/// through the micro-batches and its gradient's total accumulated with
+/// the others and kept, sent, to the end. Each forward sends its
+/// activations on and each backward its gradients back, and the runtime
+/// keeps what it sent until the step ends, so a moment holds the sends of
+/// the forwards and backwards before it. Where backward k's activations
+/// and sends trade (k up to m - y), the bound takes the moment with the
+/// most of both: y micro-batches kept after all m forwards' sends. Under
+/// zb-h1 a stage that defers each W by `lag` micro-batches holds min(k,
+/// lag) W's values (UnitCosts::weightHeld) at backward k.
 class StageMemory {
 public:
   StageMemory(const UnitCosts &c) : c(c) {}
   void add(size_t u) {
-    double g = c.grads[u];
-    trainF = std::max(trainF, c.liveF[u] + kept);
+    if (first < 0)
+      first = int(u);
+    for (const UnitCosts::TiedRead &t : c.tiedReads[u])
+      if (t.owner < first && std::find(tiedSeen.begin(), tiedSeen.end(),
+                                       t.index) == tiedSeen.end()) {
+        tiedSeen.push_back(t.index);
+        received += t.bytes;
+      }
+    double g = c.grads[u], f = c.liveF[u] + kept;
+    shared += c.shared[u];
+    trainF = std::max(trainF, f);
+    trainFFirst = std::max(trainFFirst, f + shared);
+    trainFLast = std::max(trainFLast + c.shared[u], f + c.shared[u]);
     trainB = std::max(trainB + (c.microBatches > 1 ? 0 : g), c.liveB[u] + kept);
     kept += c.memA[u];
     grads += g;
     resident += c.resident[u];
     held += c.fixedHeld[u];
+    weightHeld += c.weightHeld[u];
     inputs += c.inputs[u];
     largest = std::max(largest, c.largest[u]);
   }
-  /// Bytes with y micro-batches in flight and `sent` bytes of send buffers.
-  double bytes(int y, double sent) const {
-    double train = std::max(trainF, trainB) + (y - 1) * kept;
-    if (c.microBatches > 1)
-      train += grads;
-    double update = std::max(grads, resident) + 2 * largest;
-    return resident + inputs + sent + std::max(held + train, update);
+  /// Bytes with y micro-batches in flight and `sent` the bytes the stage
+  /// sends in the step (forward: activations, back: gradients).
+  double bytes(int y, Sent sent, int lag = 0) const {
+    int64_t m = c.microBatches;
+    // Sends per micro-batch; activations of the y - 1 others.
+    double f = sent.forward / double(m), g = sent.back / double(m);
+    double others = double(y - 1) * kept;
+    // A forward that holds all the shared values, F0's and F(m-1)'s.
+    double fAll = trainF + shared + received;
+    double fFirst = trainFFirst + received, fLast = trainFLast + received;
+    double trainB = this->trainB + received, grads = this->grads + received;
+    auto pendingW = [&](int64_t k) {
+      return double(std::min<int64_t>(k, lag)) * weightHeld;
+    };
+    // F(y-1), the last forward before B0, and B0.
+    double warm = y == 1 ? fFirst : y == m ? fLast : fAll;
+    double train =
+        std::max(warm + (y - 1) * f, trainB + (m > y ? shared : 0) + y * f) +
+        others;
+    if (m > 1 && m > y) {
+      // B(m-y), the last backward with y kept; F(m-1), the last forward;
+      // and before it B(m-1-y) and F(m-2), the last moments that hold
+      // all the shared values with the gradients.
+      train = std::max(train, trainB + others + grads + m * f + (m - y) * g +
+                                  pendingW(m - y));
+      train = std::max(train, fLast + others + grads + (m - 1) * f +
+                                  (m - y) * g + pendingW(m - y));
+      if (m >= y + 2) {
+        train = std::max(train, trainB + shared + others + grads + (m - 1) * f +
+                                    (m - 1 - y) * g + pendingW(m - 1 - y));
+        train = std::max(train, fAll + others + grads + (m - 2) * f +
+                                    (m - 1 - y) * g + pendingW(m - 1 - y));
+      }
+    } else if (m > 1) {
+      // All m forwards first: B1.
+      train = std::max(train, trainB + double(m - 2) * kept + grads + m * f +
+                                  g + pendingW(1));
+    }
+    double update = grads + largest + sent.forward + sent.back;
+    return resident + inputs + std::max(held + train, update);
   }
 
 private:
   const UnitCosts &c;
-  double trainF = 0, trainB = 0, kept = 0, grads = 0, resident = 0, held = 0,
-         inputs = 0, largest = 0;
+  double trainF = 0, trainFFirst = 0, trainFLast = 0, trainB = 0, kept = 0,
+         grads = 0, resident = 0, held = 0, inputs = 0, largest = 0, shared = 0,
+         received = 0, weightHeld = 0;
+  int first = -1;
+  std::vector<size_t> tiedSeen; ///< indices in Problem::tied
 };
 
 /// The operand shapes of `op` on one device when the batch is split
@@ -191,15 +278,20 @@ public:
 private:
   UnitCosts unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const;
   /// Memory of units [a, b] holding y micro-batches.
-  double stageMemory(const UnitCosts &c, size_t a, size_t b, int y) const;
-  double sentBytes(const UnitCosts &c, size_t a, size_t b) const;
+  double stageMemory(const UnitCosts &c, size_t a, size_t b, int y,
+                     int lag = 0) const;
+  /// The micro-batches by which `stage` defers its W's (zb-h1: its index).
+  int deferredW(int64_t stage) const {
+    return p.schedule == "zb-h1" ? int(stage) : 0;
+  }
+  Sent sentBytes(const UnitCosts &c, size_t a, size_t b) const;
   int inFlight(int stage, int64_t pp, int64_t m) const;
-  /// The least per-device memory any cut into pp stages needs.
-  double leastMemory(const UnitCosts &c, int64_t pp, int64_t m) const;
-  /// The cut that fills stages from the last one as far as `limit` allows
-  /// (the least memory a cut needs), or empty when none fits.
-  std::vector<size_t> greedyCut(const UnitCosts &c, int64_t pp, int64_t m,
-                                double limit) const;
+  /// The least per-device memory any cut into pp stages needs (`least`;
+  /// infinity when the pins allow none), and the fastest cut that fits
+  /// (by its slowest stage; empty when none fits).
+  std::vector<size_t> memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
+                                 int64_t pp, int64_t m, double edgeScale,
+                                 double &least) const;
   /// Stage boundaries from the planner (first unit of each stage), or empty
   /// when no cut fits.
   std::vector<size_t> cut(const UnitCosts &c, int64_t t, int64_t pp, int64_t m,
@@ -288,9 +380,15 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   for (std::vector<double> *v :
        {&c.micro, &c.microF, &c.step, &c.microComm, &c.stepComm, &c.memA,
         &c.memB, &c.grads, &c.resident, &c.fixedHeld, &c.inputs, &c.largest,
-        &c.liveF, &c.liveB})
+        &c.liveF, &c.liveB, &c.shared, &c.weightHeld})
     v->assign(n, 0);
   c.backward.assign(n, {});
+  c.tiedReads.assign(n, {});
+  for (size_t i = 0; i < p.tied.size(); ++i)
+    for (int r : p.tied[i].readers)
+      c.tiedReads[r].push_back(
+          {i, p.tied[i].owner,
+           p.tied[i].split ? p.tied[i].bytes / double(t) : p.tied[i].bytes});
   c.gradCount.assign(n, 0);
   // The fraction of the global batch one micro-batch of one replica holds.
   double s = 1.0 / double(d * m);
@@ -332,7 +430,11 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     double peak = 0;
     for (const Unit::Live &l : points)
       peak = std::max(peak, (l.batch + l.batchSplit / double(t)) * s + l.fixed +
-                                l.fixedSplit / double(t));
+                                l.fixedSplit / double(t) -
+                                (m > 1 ? l.shared + l.sharedSplit / double(t) +
+                                             l.paramCopy +
+                                             l.paramCopySplit / double(t)
+                                       : 0));
     return peak;
   };
   for (size_t u = 0; u < n; ++u) {
@@ -346,9 +448,25 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     c.resident[u] = (zero3 ? params / double(d) : params) +
                     (p.zero1 || zero3 ? state / double(d) : state);
     c.fixedHeld[u] = unit.actFixedBytes + unit.actFixedBytesSplit / double(t);
+    // With micro-batches, one copy of each value computed from the
+    // parameters alone serves them all (CSE) and lives from the first
+    // forward to the last; dist-recompute leaves those the backward reads,
+    // held for the step.
+    if (m > 1) {
+      c.shared[u] = unit.sharedBytes + unit.sharedBytesSplit / double(t);
+      c.fixedHeld[u] +=
+          unit.paramCopyBytes + unit.paramCopyBytesSplit / double(t);
+    }
     c.inputs[u] = unit.inputBytes / double(d);
+    // The update of the largest parameter allocates its new value and its
+    // new optimizer state while the old ones are still held.
+    double stateRatio = params > 0
+                            ? (p.zero1 || zero3 ? state / double(d) : state) /
+                                  (zero3 ? params / double(d) : params)
+                            : 0;
     c.largest[u] =
-        zero3 ? unit.largestParamBytes / double(d) : unit.largestParamBytes;
+        (zero3 ? unit.largestParamBytes / double(d) : unit.largestParamBytes) *
+        (1 + stateRatio);
     double gathered = zero3 ? unit.largestParamBytes : 0;
     c.liveF[u] = live(unit.forwardLive) + gathered;
     c.liveB[u] = live(unit.backwardLive) + gathered;
@@ -366,6 +484,8 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     // every cut with stageMemory() afterwards.
     c.memB[u] = c.resident[u] + c.inputs[u] + c.fixedHeld[u];
     c.memA[u] = (unit.actBytes + unit.actBytesSplit / double(t)) * s;
+    c.weightHeld[u] =
+        (unit.weightBytes + unit.weightBytesSplit / double(t)) * s;
   }
   return c;
 }
@@ -377,62 +497,121 @@ int Search::inFlight(int stage, int64_t pp, int64_t m) const {
       stage, static_cast<int>(pp), static_cast<int>(m));
 }
 
-double Search::stageMemory(const UnitCosts &c, size_t a, size_t b,
-                           int y) const {
+double Search::stageMemory(const UnitCosts &c, size_t a, size_t b, int y,
+                           int lag) const {
   StageMemory mem(c);
   for (size_t u = a; u <= b; ++u)
     mem.add(u);
-  return mem.bytes(y, sentBytes(c, a, b));
+  return mem.bytes(y, sentBytes(c, a, b), lag);
 }
 
-double Search::sentBytes(const UnitCosts &c, size_t a, size_t b) const {
-  // The runtime keeps a sent tensor until the step ends: every
-  // micro-batch's activations sent forward and gradients sent back.
-  return c.pp > 1 ? boundaryBytes(a, b, c.sendScale) : 0;
-}
-
-std::vector<size_t> Search::greedyCut(const UnitCosts &c, int64_t pp, int64_t m,
-                                      double limit) const {
-  size_t n = p.units.size();
-  std::vector<size_t> starts(pp, 0);
-  size_t end = n; // units [0, end) are left for stages 0..k
-  for (int64_t k = pp - 1; k >= 0; --k) {
-    int y = inFlight(static_cast<int>(k), pp, m);
-    size_t a = end;
-    // A constrained plan's pins: a unit pinned to another stage ends the
-    // stage, and none pinned to this one may be left below it.
-    while (a > size_t(k) && (pinOf(a - 1) < 0 || pinOf(a - 1) == k) &&
-           stageMemory(c, a - 1, end - 1, y) <= limit)
-      --a;
-    if (a == end)
-      return {};
-    for (size_t u = 0; u < a; ++u)
-      if (pinOf(u) >= k)
-        return {};
-    starts[k] = a;
-    end = a;
+Sent Search::sentBytes(const UnitCosts &c, size_t a, size_t b) const {
+  Sent sent;
+  if (c.pp == 1)
+    return sent;
+  for (const Edge &e : p.edges) {
+    bool fromIn = size_t(e.from) >= a && size_t(e.from) <= b;
+    bool toIn = size_t(e.to) >= a && size_t(e.to) <= b;
+    if (fromIn != toIn)
+      (fromIn ? sent.forward : sent.back) += e.bytes * c.sendScale;
   }
-  if (end != 0)
+  return sent;
+}
+
+std::vector<size_t> Search::memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
+                                       int64_t pp, int64_t m, double edgeScale,
+                                       double &least) const {
+  // Two dynamic programs over (stages so far, units so far): the cut whose
+  // largest stage is smallest (filling stages greedily from the last one is
+  // not enough: a range's send buffers, and under zb-h1 its deferred W's,
+  // do not grow with it), and among the cuts that fit the one whose slowest
+  // stage, (m + pp - 1) x its micro-batch time plus its once-per-step time,
+  // is fastest. O(pp n^2) ranges, each extended by one unit in O(its edges).
+  size_t n = p.units.size();
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  least = kInf;
+  if (pp < 1 || size_t(pp) > n)
     return {};
-  return starts;
-}
-
-double Search::leastMemory(const UnitCosts &c, int64_t pp, int64_t m) const {
-  // Later stages hold fewer micro-batches, so for a bound M the best cut
-  // fills stages greedily from the last one; bisect on M.
-  size_t n = p.units.size();
-  auto fits = [&](double limit) { return !greedyCut(c, pp, m, limit).empty(); };
-  // A bound that fits: the whole step's memory, doubled until every stage
-  // of the greedy cut fits (a range's send buffers are not monotone in it).
-  double lo = 0, hi = std::max(1.0, stageMemory(c, 0, n - 1,
-                                                int(std::max<int64_t>(m, pp))));
-  for (int i = 0; i < 64 && !fits(hi); ++i)
-    hi *= 2;
-  for (int i = 0; i < 100 && hi - lo > 1e-6 * hi; ++i) {
-    double mid = (lo + hi) / 2;
-    (fits(mid) ? hi : lo) = mid;
+  const layout::Mesh mesh = planMesh(d, t, pp);
+  const cost::LinkSpec &ppLink = groupLink(spec, mesh, kPp);
+  const cost::LinkSpec &dpLink = groupLink(spec, mesh, kDp);
+  double limit = p.memoryBytes * (1 + 1e-12);
+  std::vector<std::vector<std::pair<size_t, double>>> incident(n);
+  for (const Edge &e : p.edges) {
+    incident[e.from].push_back({size_t(e.to), e.bytes});
+    incident[e.to].push_back({size_t(e.from), -e.bytes});
   }
-  return hi;
+  // [k][e]: units [0, e) as stages 0..k-1, and stage k-1's first unit.
+  std::vector<std::vector<double>> small(pp + 1,
+                                         std::vector<double>(n + 1, kInf)),
+      fast = small;
+  std::vector<std::vector<size_t>> smallFrom(pp + 1,
+                                             std::vector<size_t>(n + 1)),
+      fastFrom = smallFrom;
+  small[0][0] = fast[0][0] = 0;
+  for (int64_t k = 1; k <= pp; ++k) {
+    int y = inFlight(int(k - 1), pp, m), lag = deferredW(k - 1);
+    for (size_t a = size_t(k - 1); a < n; ++a) {
+      if (small[k - 1][a] == kInf)
+        continue;
+      StageMemory stage(c);
+      Sent sent;
+      double micro = 0, step = 0, grads = 0, crossing = 0;
+      int count = 0;
+      for (size_t b = a; b < n; ++b) {
+        // A unit pinned to another stage ends the range.
+        if (int64_t pin = pinOf(b); pin >= 0 && pin != k - 1)
+          break;
+        stage.add(b);
+        micro += c.micro[b];
+        step += c.step[b];
+        grads += c.grads[b];
+        count += c.gradCount[b];
+        for (auto [other, signedBytes] : incident[b]) {
+          double bytes = std::abs(signedBytes);
+          bool out = signedBytes >= 0, inside = other >= a && other < b;
+          crossing += inside ? -bytes : other == b ? 0 : bytes;
+          if (other == b)
+            continue;
+          if (inside)
+            (out ? sent.back : sent.forward) -= bytes;
+          else
+            (out ? sent.forward : sent.back) += bytes;
+        }
+        Sent scaled;
+        if (pp > 1)
+          scaled = {sent.forward * c.sendScale, sent.back * c.sendScale};
+        double bytes = stage.bytes(y, scaled, lag);
+        double v = std::max(small[k - 1][a], bytes);
+        if (v < small[k][b + 1]) {
+          small[k][b + 1] = v;
+          smallFrom[k][b + 1] = a;
+        }
+        if (bytes > limit || fast[k - 1][a] == kInf)
+          continue;
+        double x = micro;
+        if (pp > 1)
+          x += 2 * collective(cost::Collective::SendRecv, crossing * edgeScale,
+                              2, ppLink);
+        double time =
+            std::max(fast[k - 1][a], double(m + pp - 1) * x + step +
+                                         dpSync(grads, count, d, dpLink));
+        if (time < fast[k][b + 1]) {
+          fast[k][b + 1] = time;
+          fastFrom[k][b + 1] = a;
+        }
+      }
+    }
+  }
+  least = small[pp][n];
+  if (fast[pp][n] == kInf)
+    return {};
+  std::vector<size_t> starts(pp, 0);
+  for (int64_t k = pp, e = int64_t(n); k >= 1; --k) {
+    starts[k - 1] = fastFrom[k][e];
+    e = int64_t(fastFrom[k][e]);
+  }
+  return starts;
 }
 
 double Search::dpSync(double grads, int count, int64_t d,
@@ -600,11 +779,12 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
   std::vector<std::vector<std::pair<size_t, double>>> incident(n);
   for (const Edge &e : p.edges) {
     incident[e.from].push_back({size_t(e.to), e.bytes});
-    incident[e.to].push_back({size_t(e.from), e.bytes});
+    incident[e.to].push_back({size_t(e.from), -e.bytes});
   }
   std::vector<double> thresholds;
   for (size_t a = 0; a < n; ++a) {
     double mi = 0, st = 0, grads = 0, crossing = 0;
+    Sent sent; // before the scale
     int count = 0;
     // The stages the range's pinned units ask for (a constrained plan):
     // lo > hi while none is pinned; a range pinned to two is no stage.
@@ -620,12 +800,26 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
       grads += c.grads[b];
       count += c.gradCount[b];
       mem.add(b);
-      for (auto [other, bytes] : incident[b])
-        crossing += other >= a && other < b ? -bytes : other == b ? 0 : bytes;
-      double sent = pp > 1 ? crossing * c.sendScale : 0;
+      // An edge leaving the range sends forward, one entering sends back
+      // (a negative entry: b is its target).
+      for (auto [other, signedBytes] : incident[b]) {
+        double bytes = std::abs(signedBytes);
+        bool out = signedBytes >= 0, inside = other >= a && other < b;
+        crossing += inside ? -bytes : other == b ? 0 : bytes;
+        if (other == b)
+          continue;
+        if (inside) // the edge was crossing from the other end
+          (out ? sent.back : sent.forward) -= bytes;
+        else
+          (out ? sent.forward : sent.back) += bytes;
+      }
+      Sent scaled;
+      if (pp > 1)
+        scaled = {sent.forward * c.sendScale, sent.back * c.sendScale};
       for (int64_t i = 0; i < pp; ++i)
-        fits[(i * n + a) * n + b] = mem.bytes(y[i], sent) <= limit &&
-                                    (pinHi < 0 || (pinLo == i && pinHi == i));
+        fits[(i * n + a) * n + b] =
+            mem.bytes(y[i], scaled, deferredW(i)) <= limit &&
+            (pinHi < 0 || (pinLo == i && pinHi == i));
       double x = mi;
       if (pp > 1)
         x += 2 * collective(cost::Collective::SendRecv, crossing * edgeScale, 2,
@@ -713,7 +907,8 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
     s.firstUnit = starts[i];
     s.lastUnit = i + 1 < starts.size() ? starts[i + 1] - 1 : n - 1;
     s.inFlight = inFlight(static_cast<int>(i), pp, m);
-    s.memoryBytes = stageMemory(c, s.firstUnit, s.lastUnit, s.inFlight);
+    s.memoryBytes = stageMemory(c, s.firstUnit, s.lastUnit, s.inFlight,
+                                deferredW(int64_t(i)));
     double grads = 0;
     int count = 0;
     for (size_t u = s.firstUnit; u <= s.lastUnit; ++u) {
@@ -936,8 +1131,10 @@ Result Search::run() {
         // micro-batches' own work bounds it.)
         double fills = p.schedule == "zb-h1" ? double(m) : double(m + pp - 1);
         double bound = fills * std::max(work / pp, slowest) + once / double(pp);
-        double least = leastMemory(c, pp, m);
-        if (least > p.memoryBytes) {
+        double least = 0;
+        std::vector<size_t> fitting =
+            memoryCuts(c, t, d, pp, m, edgeScale, least);
+        if (least > p.memoryBytes * (1 + 1e-12)) {
           leastNeeded = std::min(leastNeeded, least);
           continue;
         }
@@ -950,35 +1147,53 @@ Result Search::run() {
                         : std::vector<size_t>();
         if (!p.exactCuts || tooLarge)
           starts = cut(c, t, pp, m, edgeScale, ppLink.bandwidth);
+        // The step time of a cut that fits (the closed form; the schedule
+        // library for zero bubble, whose fill and drain have no closed form
+        // for few micro-batches), or infinity.
+        auto timeOf = [&](const std::vector<size_t> &cut,
+                          std::vector<StagePrediction> &stages,
+                          double &shared) {
+          if (cut.empty())
+            return kInf;
+          double micro = 0, step = 0;
+          evaluate(c, cut, t, d, m, pp, edgeScale, stages, micro, step);
+          if (!fitsMemory(stages))
+            return kInf;
+          shared = 0;
+          double total = closedForm(pp, m, stages, shared);
+          if (p.schedule == "zb-h1" && pp > 1) {
+            double scheduled = 0, bubble = 0, sharedScheduled = 0;
+            if (scheduledStep(pp, m, stages, scheduled, bubble, sharedScheduled)
+                    .empty()) {
+              total = scheduled;
+              shared = sharedScheduled;
+            }
+          }
+          return total;
+        };
         std::vector<StagePrediction> stages;
-        double micro = 0, step = 0;
-        if (!starts.empty())
-          evaluate(c, starts, t, d, m, pp, edgeScale, stages, micro, step);
-        if (starts.empty() || !fitsMemory(stages)) {
-          // The planner's additive memory is a lower bound: when its cut
-          // does not fit, the least-memory cut may.
-          starts = greedyCut(c, pp, m, p.memoryBytes);
-          if (!starts.empty())
-            evaluate(c, starts, t, d, m, pp, edgeScale, stages, micro, step);
+        double shared = 0;
+        double total = timeOf(starts, stages, shared);
+        // The planner's additive memory is a lower bound and its objective
+        // not the step time: the fastest cut that fits by the slowest stage
+        // may fit where it does not, or be faster (the exact cut needs no
+        // second opinion).
+        if ((!p.exactCuts || tooLarge || total == kInf) && fitting != starts) {
+          std::vector<StagePrediction> other;
+          double otherShared = 0;
+          double otherTotal = timeOf(fitting, other, otherShared);
+          if (otherTotal < total) {
+            starts = fitting;
+            stages = std::move(other);
+            shared = otherShared;
+            total = otherTotal;
+          }
         }
-        if (starts.empty() || !fitsMemory(stages)) {
+        if (total == kInf) {
           leastNeeded = std::min(leastNeeded, least);
           continue;
         }
         ++best.feasible;
-        // The closed form here; the schedule library for the winner below
-        // (for zero bubble, whose fill and drain have no closed form for
-        // few micro-batches, here too).
-        double shared = 0;
-        double total = closedForm(pp, m, stages, shared);
-        if (p.schedule == "zb-h1" && pp > 1) {
-          double scheduled = 0, bubble = 0, sharedScheduled = 0;
-          if (scheduledStep(pp, m, stages, scheduled, bubble, sharedScheduled)
-                  .empty()) {
-            total = scheduled;
-            shared = sharedScheduled;
-          }
-        }
         feasible.push_back({{d, t, pp, m, starts}, total});
         if (total < best.stepSeconds) {
           best.shape = {d, t, pp, m, starts};

@@ -75,6 +75,20 @@ struct Unit {
   /// belongs to the unit whose backward reads it first.
   double actBytes = 0, actBytesSplit = 0;
   double actFixedBytes = 0, actFixedBytesSplit = 0;
+  /// Forward values computed from parameters alone that the backward does
+  /// not read (a weight's transpose). With micro-batches CSE leaves one copy
+  /// for all of them, alive from the first micro-batch's forward to the
+  /// last one's, so the search holds them for the step then.
+  double sharedBytes = 0, sharedBytesSplit = 0;
+  /// What a deferred W of the unit holds between its B and itself (zb-h1):
+  /// the activations and output gradients whose last reader is a W op (one
+  /// whose results lead to no backward op of an earlier unit: OpCost::reach),
+  /// at the full batch.
+  double weightBytes = 0, weightBytesSplit = 0;
+  /// Recomputed values computed from parameters alone: dist-recompute
+  /// copies them into the backward with one micro-batch, and with several
+  /// leaves them (one copy serves every micro-batch), held for the step.
+  double paramCopyBytes = 0, paramCopyBytesSplit = 0;
   /// The step's data inputs first read in the unit (the driver holds a
   /// replica's whole batch for the step).
   double inputBytes = 0;
@@ -96,6 +110,12 @@ struct Unit {
   struct Live {
     double batch = 0, batchSplit = 0; ///< divided by dp x micro-batches
     double fixed = 0, fixedSplit = 0; ///< not
+    /// Of fixed (fixedSplit), the values of sharedBytes (sharedBytesSplit)
+    /// alive at the op, which micro-batches hold for the step instead.
+    double shared = 0, sharedSplit = 0;
+    /// Of fixed (fixedSplit), the values of paramCopyBytes alive at the op,
+    /// which micro-batches hold for the step instead.
+    double paramCopy = 0, paramCopySplit = 0;
   };
   std::vector<Live> forwardLive, backwardLive;
 };
@@ -105,10 +125,22 @@ struct Edge {
   double bytes = 0; ///< at the full batch
 };
 
+/// A parameter that a later unit's forward reads too (a tied embedding and
+/// head): a stage that holds a reader and not the owner receives it once a
+/// step, keeps it through its micro-batches and sends the gradient's total
+/// back at the end.
+struct TiedParam {
+  int owner = 0;            ///< the unit of its first forward use
+  std::vector<int> readers; ///< later units whose forward reads it
+  double bytes = 0;
+  bool split = false; ///< divided by tp
+};
+
 struct Problem {
   std::vector<Unit> units;
   std::vector<OpCost> ops;
   std::vector<Edge> edges;
+  std::vector<TiedParam> tied;
   int64_t batch = 1;
   std::vector<int64_t> tpDegrees; ///< allowed tp degrees (divide the heads)
   int64_t devices = 1;

@@ -64,6 +64,17 @@ struct Storage {
   int unit = 0; ///< Kept: whose backward reads it first; Gradient: whose
                 ///< backward makes it
   bool forward = false, recomputed = false, pinned = false;
+  /// Computed from parameters and constants alone (autoplan::Unit::
+  /// sharedBytes when the backward does not read it and an op of each
+  /// micro-batch does: one that only other such values read dies in the
+  /// first micro-batch's forward).
+  bool paramOnly = false, readPerMicroBatch = false;
+  /// Read by a forward op dist-recompute copies into the backward.
+  bool readByRecomputed = false;
+  /// Made by a W op (OpCost::reach: its results lead to no backward op of
+  /// an earlier unit); read last by one (its unit in lastW).
+  bool byW = false;
+  int lastW = -1;
   int lastUse = -1, lastForwardUse = -1, firstBackwardUse = -1;
 };
 
@@ -83,6 +94,7 @@ void addLive(autoplan::Unit::Live &to, const autoplan::Unit::Live &b,
 /// value dist-recompute will copy dies after its last forward use and lives
 /// again from its first backward use (where the copy is placed).
 void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
+                 const llvm::DenseMap<Operation *, int> &reach,
                  const LogicalDim &batchFlow,
                  const llvm::DenseMap<Value, int64_t> &tpValues,
                  const llvm::DenseMap<Operation *, int64_t> &forwardUnit,
@@ -93,18 +105,57 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
   // dist-recompute copies a value where its own copy or a dependent's copy
   // is first needed (the dependent's copy is computed from it).
   std::vector<SmallVector<int, 2>> dependents;
+  /// For a forward storage that is not recomputed, the recomputed storages
+  /// it is computed from.
+  std::vector<SmallVector<int, 2>> sources;
   std::vector<Operation *> order;
   for (Operation &op : body)
     order.push_back(&op);
+  // The forward ops dist-recompute copies into the backward: those with a
+  // recomputed result that a backward op or another copy reads.
+  llvm::DenseSet<Operation *> copiedOps;
+  for (Operation *op : llvm::reverse(order)) {
+    if (!tsr::isForward(op) || !hasAttr<Dist::RecomputeAttrHelper>(op))
+      continue;
+    if (llvm::any_of(op->getResults(), [&](Value r) {
+          return isRecomputed(r, forwardUnit) &&
+                 llvm::any_of(r.getUsers(), [&](Operation *user) {
+                   return !tsr::isForward(user) || copiedOps.contains(user);
+                 });
+        }))
+      copiedOps.insert(op);
+  }
+  // Values the batch does not reach: the step's other arguments, constants
+  // and what the forward computes from them alone.
+  llvm::DenseSet<Value> paramOnly;
+  auto step = cast<func::FuncOp>(body.getParentOp());
+  for (BlockArgument arg : body.getArguments())
+    if (!batchFlow.carriers.count(arg) &&
+        !step.getArgAttr(arg.getArgNumber(),
+                         Tsr::InputAttrHelper::getNameStr()))
+      paramOnly.insert(arg);
   for (auto [i, op] : llvm::enumerate(order)) {
     bool forward = tsr::isForward(op);
     bool update = hasAttr<Tsr::UpdateAttrHelper>(op);
+    // A W op of a stage that starts at its unit (zb-h1): OpCost::reach.
+    auto reached = reach.find(op);
+    bool isW = reached != reach.end() && reached->second >= opUnit.lookup(op);
+    bool fromParams = forward && llvm::all_of(op->getOperands(), [&](Value v) {
+                        return paramOnly.contains(v);
+                      });
+    if (fromParams)
+      for (Value r : op->getResults())
+        if (!batchFlow.carriers.count(r))
+          paramOnly.insert(r);
     for (Value v : op->getOperands()) {
       auto it = storageOf.find(v);
       if (it == storageOf.end())
         continue;
       Storage &s = storages[it->second];
       s.lastUse = int(i);
+      s.readPerMicroBatch |= !fromParams;
+      s.readByRecomputed |= copiedOps.contains(op);
+      s.lastW = isW ? opUnit.lookup(op) : -1;
       if (isa<func::ReturnOp>(op))
         s.pinned = true;
       else if (forward)
@@ -130,6 +181,8 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
       (batch ? (split ? s.bytes.batchSplit : s.bytes.batch)
              : (split ? s.bytes.fixedSplit : s.bytes.fixed)) = b;
       s.forward = forward;
+      s.paramOnly = forward && paramOnly.contains(r);
+      s.byW = isW;
       s.unit = opUnit.lookup(op);
       s.recomputed = forward && isRecomputed(r, forwardUnit) &&
                      llvm::any_of(r.getUsers(), [](Operation *user) {
@@ -138,15 +191,40 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
       storageOf[r] = int(storages.size());
       storages.push_back(s);
       dependents.emplace_back();
+      sources.emplace_back();
     }
-    if (forward)
+    if (forward) {
+      // The recomputed storages this op's results are computed from,
+      // through values that are not recomputed themselves (a matmul whose
+      // output only the next forward op reads): the copy of a result needs
+      // theirs.
+      SmallVector<int, 4> from;
       for (Value v : op->getOperands())
-        if (auto in = storageOf.find(v);
-            in != storageOf.end() && storages[in->second].recomputed)
-          for (Value r : op->getResults())
-            if (int k = storageOf.lookup(r);
-                k != in->second && storages[k].recomputed)
-              dependents[in->second].push_back(k);
+        if (auto in = storageOf.find(v); in != storageOf.end())
+          for (int k : storages[in->second].recomputed
+                           ? ArrayRef<int>(in->second)
+                           : ArrayRef<int>(sources[in->second]))
+            if (!llvm::is_contained(from, k))
+              from.push_back(k);
+      for (Value r : op->getResults()) {
+        int k = storageOf.lookup(r);
+        // Within one layer group: dist-recompute copies a group's forward
+        // from what it keeps of the groups before.
+        auto sameUnit = [&](int in) {
+          return storages[in].unit == storages[k].unit;
+        };
+        if (storages[k].recomputed) {
+          for (int in : from)
+            if (in != k && sameUnit(in) &&
+                !llvm::is_contained(dependents[in], k))
+              dependents[in].push_back(k);
+        } else if (sources[k].empty()) {
+          for (int in : from)
+            if (sameUnit(in))
+              sources[k].push_back(in);
+        }
+      }
+    }
   }
   // When each recomputed storage's copy is made (its first backward use or
   // the earliest copy of a dependent), and until when a dependent's copy
@@ -173,10 +251,40 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
       unit.actFixedBytes += s.bytes.fixed;
       unit.actFixedBytesSplit += s.bytes.fixedSplit;
     }
+  // What a deferred W holds: the batch-carrying values its ops read last
+  // that are not its own intermediates.
+  for (const Storage &s : storages)
+    if (s.lastW >= 0 && !s.byW && !s.pinned) {
+      autoplan::Unit &unit = problem.units[s.lastW];
+      unit.weightBytes += s.bytes.batch;
+      unit.weightBytesSplit += s.bytes.batchSplit;
+    }
+  // Values computed from parameters alone that a recomputed op reads (or
+  // recomputed themselves): with micro-batches dist-recompute leaves them,
+  // so the backward's copies read them (autoplan::Unit::paramCopyBytes).
+  auto isParamCopy = [](const Storage &s) {
+    return s.paramOnly && !s.pinned &&
+           (s.recomputed ||
+            (s.readByRecomputed && s.kind == Storage::Transient));
+  };
+  auto isShared = [&](const Storage &s) {
+    return s.paramOnly && s.readPerMicroBatch && s.kind == Storage::Transient &&
+           !s.recomputed && !s.pinned && !isParamCopy(s);
+  };
+  for (const Storage &s : storages) {
+    autoplan::Unit &unit = problem.units[s.unit];
+    if (isShared(s)) {
+      unit.sharedBytes += s.bytes.fixed;
+      unit.sharedBytesSplit += s.bytes.fixedSplit;
+    } else if (isParamCopy(s)) {
+      unit.paramCopyBytes += s.bytes.fixed;
+      unit.paramCopyBytesSplit += s.bytes.fixedSplit;
+    }
+  }
   // The replay: what is transient, and per unit its kept activations and
   // gradients alive.
   size_t n = problem.units.size();
-  autoplan::Unit::Live transient, heldOnce;
+  autoplan::Unit::Live transient, heldOnce, shared, paramCopies;
   std::vector<autoplan::Unit::Live> owned(n);
   auto bucket = [&](const Storage &s) -> autoplan::Unit::Live & {
     if (s.kind == Storage::Transient || s.recomputed)
@@ -208,25 +316,41 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
         continue;
       born[k] = true;
       addLive(bucket(storages[k]), storages[k].bytes, 1);
+      if (isShared(storages[k]))
+        addLive(shared, storages[k].bytes, 1);
+      if (isParamCopy(storages[k]))
+        addLive(paramCopies, storages[k].bytes, 1);
       // Never used, or a recomputed value no forward op reads: dies now.
       if (!storages[k].pinned &&
           (storages[k].lastUse < 0 ||
            (storages[k].recomputed && storages[k].lastForwardUse < 0)))
         dies[i].push_back(k);
     }
-    for (int k : revive[i])
+    for (int k : revive[i]) {
       addLive(bucket(storages[k]), storages[k].bytes, 1);
+      if (isParamCopy(storages[k]))
+        addLive(paramCopies, storages[k].bytes, 1);
+    }
     if (!hasAttr<Tsr::UpdateAttrHelper>(op) &&
         !isa<func::ReturnOp, tsr::ConstantOp>(op)) {
       int u = opUnit.lookup(op);
       autoplan::Unit::Live point = transient;
       addLive(point, owned[u], 1);
+      point.shared = shared.fixed;
+      point.sharedSplit = shared.fixedSplit;
+      point.paramCopy = paramCopies.fixed;
+      point.paramCopySplit = paramCopies.fixedSplit;
       (tsr::isForward(op) ? problem.units[u].forwardLive
                           : problem.units[u].backwardLive)
           .push_back(point);
     }
-    for (int k : dies[i])
+    for (int k : dies[i]) {
       addLive(bucket(storages[k]), storages[k].bytes, -1);
+      if (isShared(storages[k]))
+        addLive(shared, storages[k].bytes, -1);
+      if (isParamCopy(storages[k]))
+        addLive(paramCopies, storages[k].bytes, -1);
+    }
   }
 }
 
@@ -565,6 +689,18 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
       }
     paramUnit[name.getValue()] = u;
     unitOfValue[arg] = u;
+    autoplan::TiedParam tied;
+    tied.owner = u;
+    for (Operation *op : units.forward)
+      if (int r = unitOf[op]; r > u &&
+                              llvm::is_contained(op->getOperands(), arg) &&
+                              !llvm::is_contained(tied.readers, r))
+        tied.readers.push_back(r);
+    if (!tied.readers.empty()) {
+      tied.bytes = tessera::tensorBytes(arg.getType());
+      tied.split = tpValues.contains(arg);
+      problem.tied.push_back(std::move(tied));
+    }
   }
   problem.units.resize(numUnits);
   for (size_t u = 0; u < numUnits; ++u)
@@ -743,7 +879,7 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
   for (auto [c, op] : llvm::zip_equal(problem.ops, opOf))
     if (auto it = reach.find(op); it != reach.end())
       c.reach = it->second;
-  replayUnits(body, opUnit, batchFlow, tpValues, forwardUnit, problem);
+  replayUnits(body, opUnit, reach, batchFlow, tpValues, forwardUnit, problem);
   return applyConstraints(model, options, policy);
 }
 
@@ -752,9 +888,11 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
 namespace {
 /// Marks (or unmarks) every forward op of every training step of `module`
 /// dist.recompute, except those before and after the numbered layers (the
-/// embedding and the head, whose results the backward reads right away).
-/// Returns whether any op was marked.
-bool markRecomputeAll(ModuleOp module, bool mark) {
+/// embedding and the head, whose results the backward reads right away),
+/// and with `only`, except those of other layer groups. Returns whether any
+/// op was marked.
+bool markRecomputeAll(ModuleOp module, bool mark,
+                      const llvm::DenseSet<int64_t> *only = nullptr) {
   bool any = false;
   for (auto f : module.getOps<func::FuncOp>()) {
     if (!hasAttr<Tsr::TrainStepAttrHelper>(f))
@@ -765,7 +903,8 @@ bool markRecomputeAll(ModuleOp module, bool mark) {
         removeAttr<Dist::RecomputeAttrHelper>(op);
         continue;
       }
-      if (StringRef(units.names[units.unitOf[i]]).starts_with("("))
+      if (StringRef(units.names[units.unitOf[i]]).starts_with("(") ||
+          (only && !only->contains(units.unitOf[i])))
         continue;
       setAttr<Dist::RecomputeAttrHelper>(op, UnitAttr::get(f.getContext()));
       any = true;
@@ -790,7 +929,8 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   // activations (dist-recompute) are each tried alone, the faster plan
   // that fits wins; if neither fits alone, both together. Recompute marks
   // stay only if the chosen plan recomputes.
-  bool recomputed = false;
+  bool recomputed = false, recomputeSome = false;
+  llvm::DenseSet<int64_t> recomputedUnits; ///< with recomputeSome
   if (!result.error.empty() && result.candidates > 0 && result.feasible == 0) {
     struct Saver {
       bool zero3, recompute;
@@ -838,9 +978,65 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                   saver.what;
       }
     }
+    if (best && best->recompute) {
+      // Per stage: a stage that fits without recomputation keeps its
+      // activations (the plan evaluated with those stages' units as the
+      // plain step has them, the others' as recomputed).
+      AutoPlanOptions o = options;
+      o.zero3 = best->zero3;
+      StepModel plain;
+      if (failed(buildStepModel(module, o, "auto", plain)))
+        return failure();
+      const planner::PlanShape &chosen = best->result.shape;
+      autoplan::StepEvaluation alone =
+          autoplan::evaluatePlan(plain.problem, chosen);
+      autoplan::Problem mixed = best->model.problem;
+      llvm::DenseSet<int64_t> rcUnits;
+      bool anyPlain = false;
+      if (alone.error.empty() && alone.stages.size() == size_t(chosen.pp)) {
+        std::vector<bool> plainUnit(mixed.units.size(), false);
+        for (const autoplan::StagePrediction &st : alone.stages) {
+          bool fits = st.memoryBytes <= plain.problem.memoryBytes;
+          for (size_t u = st.firstUnit; u <= st.lastUnit; ++u) {
+            plainUnit[u] = fits;
+            if (!fits)
+              rcUnits.insert(int64_t(u));
+          }
+          anyPlain |= fits;
+        }
+        if (anyPlain) {
+          for (size_t u = 0; u < mixed.units.size(); ++u)
+            if (plainUnit[u])
+              mixed.units[u] = plain.problem.units[u];
+          mixed.ops.clear();
+          for (const autoplan::OpCost &c : plain.problem.ops)
+            if (plainUnit[c.unit])
+              mixed.ops.push_back(c);
+          for (const autoplan::OpCost &c : best->model.problem.ops)
+            if (!plainUnit[c.unit])
+              mixed.ops.push_back(c);
+        }
+      }
+      autoplan::StepEvaluation both =
+          anyPlain ? autoplan::evaluatePlan(mixed, chosen)
+                   : autoplan::StepEvaluation();
+      if (anyPlain && both.error.empty() && both.fits &&
+          both.stepSeconds < best->result.stepSeconds) {
+        autoplan::Result &r = best->result;
+        r.mfu *= r.stepSeconds / both.stepSeconds;
+        r.stepSeconds = both.stepSeconds;
+        r.bubble = both.bubble;
+        r.sharedComputeSeconds = both.sharedComputeSeconds;
+        r.stages = both.stages;
+        best->model.problem = std::move(mixed);
+        recomputedUnits = std::move(rcUnits);
+        recomputeSome = true;
+      }
+    }
     if (best) {
       if (best->recompute)
-        markRecomputeAll(module, true);
+        markRecomputeAll(module, true,
+                         recomputeSome ? &recomputedUnits : nullptr);
       model = std::move(best->model);
       result = std::move(best->result);
       recomputed = best->recompute;
@@ -895,9 +1091,18 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
         "{3:f1}% ({4} model FLOPs per step)\n",
         seconds(result.stepSeconds), sharedNote(result.sharedComputeSeconds),
         result.bubble * 100, result.mfu * 100, sig3(result.modelFlops));
-    if (recomputed)
+    if (recomputed && !recomputeSome)
       os << "  recompute: every layer group (no plan fits in memory "
             "without)\n";
+    if (recomputeSome) {
+      // The stages whose layer groups are recomputed.
+      std::string which;
+      for (auto [i, st] : llvm::enumerate(result.stages))
+        if (recomputedUnits.contains(int64_t(st.firstUnit)))
+          which += (which.empty() ? "" : ", ") + std::to_string(i);
+      os << "  recompute: the layer groups of stage(s) " << which
+         << " (no plan fits in memory without; the other stages fit)\n";
+    }
     if (zero3 && !options.zero3)
       os << "  zero3: parameters sharded over dp (no plan fits in memory "
             "without)\n";
