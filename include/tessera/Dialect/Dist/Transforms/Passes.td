@@ -158,7 +158,10 @@ def DistRecompute : Pass<"dist-recompute", "::mlir::ModuleOp"> {
     its last forward use instead of living until the backward. A result
     that a forward op of another layer group reads is the group's
     checkpoint: it is kept, not recomputed (each group is recomputed from
-    its inputs, never from an earlier group's recomputation). Copies keep
+    its inputs, never from an earlier group's recomputation). With
+    micro-batches (`dist.pipeline`), a value computed from parameters and
+    constants alone (a weight's transpose) is not copied: one copy of it
+    already serves every micro-batch. Copies keep
     the original's plan (`dist.split`, `dist.batch`, `dist.stage`) and are
     marked `tsr.backward` with the original's name, so the schedule and the
     partitioner run them in the backward block of their stage and
@@ -228,7 +231,11 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
 
     A backward value whose micro-batch pieces are partial sums is kept as
     a running total (one piece alive at a time, the same additions in the
-    same order). Gradients can also be reduced early: a complete backward
+    same order). A widening cast of a value the batch does not reach (a
+    bf16 weight's f32 copy) and a transpose or reshape of one, read only
+    by each micro-batch's ops, is made again before each micro-batch's
+    use rather than once for all, so that the wide copy lives across one
+    micro-batch only. Gradients can also be reduced early: a complete backward
     value that a later consumer needs smaller (ZeRO-2's reduce-scatter of
     a weight gradient into its dp shard) is converted right after its
     producer, so the whole value dies there. That frees
