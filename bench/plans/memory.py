@@ -61,13 +61,17 @@ PLANS = [
     ("pp2 GPipe mb4 recompute h.0, h.1", 2, 2,
      ["--plan", os.path.join(REPO, "examples/plans/gpt-pp-recompute.json"),
       "--micro-batches", "4", "--schedule", "gpipe"]),
+    ("pp2 interleaved mb4", 2, 2,
+     ["--plan", "pp", "--micro-batches", "4", "--schedule", "interleaved"]),
+    ("pp2 zb-v mb4", 2, 2,
+     ["--plan", "pp", "--micro-batches", "4", "--schedule", "zb-v"]),
     ("one device mb4 recompute h.0, h.1", 1, 1,
      ["--plan", os.path.join(REPO, "examples/plans/gpt-pp-recompute.json"),
       "--micro-batches", "4"]),
 ]
 
 PREDICT = re.compile(r"predicted step .*?, memory ([0-9.e+-]+(?:, [0-9.e+-]+)*)"
-                     r" GiB per device")
+                     r" GiB (?:per|by) device")
 
 
 def main():

@@ -176,6 +176,7 @@ public:
                                        t.index) == tiedSeen.end()) {
         tiedSeen.push_back(t.index);
         received += t.bytes;
+        receivedFrom.push_back({t.owner, t.bytes});
       }
     double g = c.grads[u], f = c.liveF[u] + kept;
     shared += c.shared[u];
@@ -190,6 +191,36 @@ public:
     weightHeld += c.weightHeld[u];
     inputs += c.inputs[u];
     largest = std::max(largest, c.largest[u]);
+  }
+  /// The terms a replay along a schedule's order combines (virtual stages):
+  /// what the stage holds for the step, per micro-batch in flight, and
+  /// while one of its forwards or backwards runs (the running micro-batch's
+  /// own activations included).
+  struct Parts {
+    double fixed = 0;  ///< parameters, state, inputs, held values
+    double kept = 0;   ///< activations per micro-batch in flight
+    double grads = 0;  ///< gradients, once a backward ran
+    double shared = 0; ///< from parameters alone: first to last forward
+    double forward = 0, backward = 0; ///< while one runs, without shared
+    double weightHeld = 0;            ///< per deferred W
+    double largest = 0;               ///< the update's scratch
+    double resident = 0;              ///< parameters and state
+    /// Tied parameters received (in fixed and grads): (owner unit, bytes).
+    std::vector<std::pair<int, double>> received;
+  };
+  Parts parts() const {
+    Parts out;
+    out.fixed = resident + inputs + held + received;
+    out.kept = kept;
+    out.grads = grads + received;
+    out.shared = shared;
+    out.forward = trainF;
+    out.backward = trainB;
+    out.weightHeld = weightHeld;
+    out.largest = largest;
+    out.resident = resident;
+    out.received = receivedFrom;
+    return out;
   }
   /// Bytes with y micro-batches in flight and `sent` the bytes the stage
   /// sends in the step (forward: activations, back: gradients).
@@ -240,6 +271,7 @@ private:
          received = 0, weightHeld = 0;
   int first = -1;
   std::vector<size_t> tiedSeen; ///< indices in Problem::tied
+  std::vector<std::pair<int, double>> receivedFrom; ///< (owner unit, bytes)
 };
 
 /// The operand shapes of `op` on one device when the batch is split
@@ -274,6 +306,8 @@ public:
 
   Result run();
   StepEvaluation evaluatePlan(const PlanShape &shape) const;
+  StepEvaluation evaluateVirtual(const PlanShape &shape,
+                                 const std::vector<int64_t> &devices) const;
 
 private:
   UnitCosts unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const;
@@ -1087,6 +1121,151 @@ StepEvaluation Search::evaluatePlan(const PlanShape &shape) const {
   return out;
 }
 
+StepEvaluation
+Search::evaluateVirtual(const PlanShape &shape,
+                        const std::vector<int64_t> &devices) const {
+  StepEvaluation out;
+  size_t n = p.units.size();
+  const std::vector<size_t> &starts = shape.stageStarts;
+  int64_t stages = shape.pp, t = shape.tp, d = shape.dp, m = shape.microBatches;
+  if (d < 1 || t < 1 || stages < 1 || m < 1 ||
+      int64_t(starts.size()) != stages || starts.front() != 0 ||
+      starts.back() >= n || int64_t(devices.size()) != stages) {
+    out.error = "need one start and one device per virtual stage";
+    return out;
+  }
+  for (size_t i = 1; i < starts.size(); ++i)
+    if (starts[i] <= starts[i - 1]) {
+      out.error = "stage starts must ascend";
+      return out;
+    }
+  int64_t numDevices = *std::max_element(devices.begin(), devices.end()) + 1;
+  if (stages % numDevices != 0 ||
+      *std::min_element(devices.begin(), devices.end()) < 0) {
+    out.error = "every device needs the same number of virtual stages";
+    return out;
+  }
+  UnitCosts c = unitCosts(t, d, m, stages);
+  double micro = 0, step = 0;
+  evaluate(c, starts, t, d, m, stages, 1.0 / double(d * m), out.stages, micro,
+           step);
+  // Time: the schedule library's makespan, spans as dist-schedule gives
+  // them (scheduledStep), plus the slowest device's once-per-step work.
+  Slowest w(out.stages);
+  schedule::PipelineSpec ps;
+  ps.stages = int(numDevices);
+  ps.chunks = int(stages / numDevices);
+  ps.vShape =
+      ps.chunks == 2 && devices.size() >= 2 && devices[0] == devices.back();
+  ps.forwardSpan = 1;
+  ps.backwardSpan = 2;
+  if (p.schedule == "zb-v" || p.schedule == "zb-h2") {
+    double f = std::max(w.forward, 1e-12 * w.micro);
+    auto span = [&](double x) {
+      return std::max<int64_t>(1, std::min<int64_t>(8, std::llround(x / f)));
+    };
+    ps.backwardSpan = span(w.backwardB);
+    ps.weightSpan = span(w.weight);
+  }
+  schedule::PipelineOrder order =
+      schedule::pipelineOrder(p.schedule, ps, int(m), std::nullopt);
+  if (!order.error.empty()) {
+    out.error = p.schedule + ": " + order.error;
+    return out;
+  }
+  double perMicro = double(ps.forwardSpan + ps.backwardSpan + ps.weightSpan);
+  double unit = w.micro / perMicro;
+  std::vector<double> deviceStep(numDevices, 0);
+  for (int64_t i = 0; i < stages; ++i)
+    deviceStep[devices[i]] += out.stages[i].stepSeconds;
+  double onceSlowest = *std::max_element(deviceStep.begin(), deviceStep.end());
+  out.bubble =
+      1 - perMicro * double(m) * double(ps.chunks) / double(order.makespan);
+  out.stepSeconds = double(order.makespan) * unit + onceSlowest;
+  out.closedFormSeconds = out.stepSeconds;
+  // Memory: each device replayed along the order.
+  std::vector<StageMemory::Parts> parts;
+  std::vector<Sent> sent;
+  for (int64_t i = 0; i < stages; ++i) {
+    StageMemory mem(c);
+    for (size_t u = out.stages[i].firstUnit; u <= out.stages[i].lastUnit; ++u)
+      mem.add(u);
+    parts.push_back(mem.parts());
+    sent.push_back(
+        sentBytes(c, out.stages[i].firstUnit, out.stages[i].lastUnit));
+  }
+  // A tied parameter whose owner runs on the same device is not received
+  // (nor its gradient sent back): the device holds it once.
+  auto stageOfUnit = [&](int u) {
+    int64_t s = 0;
+    while (s + 1 < stages && int64_t(starts[s + 1]) <= u)
+      ++s;
+    return s;
+  };
+  for (int64_t i = 0; i < stages; ++i)
+    for (auto [owner, bytes] : parts[i].received)
+      if (devices[stageOfUnit(owner)] == devices[i]) {
+        parts[i].fixed -= bytes;
+        parts[i].grads -= bytes;
+      }
+  bool splitW = ps.weightSpan > 0;
+  std::vector<double> peak(numDevices, 0);
+  for (int64_t dev = 0; dev < numDevices; ++dev) {
+    std::vector<int64_t> inFlight(stages, 0), fDone(stages, 0),
+        bDone(stages, 0), pendingW(stages, 0);
+    double fixed = 0, update = 0, largest = 0, allSent = 0;
+    for (int64_t i = 0; i < stages; ++i)
+      if (devices[i] == dev) {
+        fixed += parts[i].fixed;
+        update += parts[i].resident + parts[i].grads;
+        largest = std::max(largest, parts[i].largest);
+        allSent += sent[i].forward + sent[i].back;
+      }
+    // The update: parameters and state, every gradient, the largest
+    // parameter's new value and state, every send.
+    double best = update + largest + allSent;
+    for (const schedule::OrderedBlock &b : order.blocks) {
+      int64_t s = b.stage;
+      if (s < 0 || s >= stages || devices[s] != dev)
+        continue;
+      double held = fixed;
+      for (int64_t i = 0; i < stages; ++i) {
+        if (devices[i] != dev)
+          continue;
+        held += double(inFlight[i]) * parts[i].kept +
+                double(pendingW[i]) * parts[i].weightHeld +
+                double(fDone[i]) * sent[i].forward / double(m) +
+                double(bDone[i]) * sent[i].back / double(m);
+        if (m > 1 && bDone[i] > 0)
+          held += parts[i].grads;
+        // Made at the first forward, alive to the last.
+        if (m > 1 && ((fDone[i] > 0 && fDone[i] < m) ||
+                      (i == s && b.kind == schedule::BlockKind::Forward)))
+          held += parts[i].shared;
+      }
+      if (b.kind == schedule::BlockKind::Forward) {
+        best = std::max(best, held + parts[s].forward);
+        ++inFlight[s];
+        ++fDone[s];
+      } else if (b.kind == schedule::BlockKind::Backward) {
+        // Its own micro-batch's activations are in `backward`.
+        best = std::max(best, held - parts[s].kept + parts[s].backward);
+        --inFlight[s];
+        ++bDone[s];
+        if (splitW)
+          ++pendingW[s];
+      } else {
+        --pendingW[s];
+      }
+    }
+    peak[dev] = best;
+  }
+  for (int64_t i = 0; i < stages; ++i)
+    out.stages[i].memoryBytes = peak[devices[i]];
+  out.fits = fitsMemory(out.stages);
+  return out;
+}
+
 Result Search::run() {
   std::clock_t start = std::clock();
   Result best;
@@ -1313,6 +1492,14 @@ StepEvaluation evaluatePlan(const Problem &problem,
                             const PlanShape &shape) noexcept {
   return withSearch<StepEvaluation>(
       problem, [&](Search &search) { return search.evaluatePlan(shape); });
+}
+
+StepEvaluation
+evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
+                    const std::vector<int64_t> &stageDevices) noexcept {
+  return withSearch<StepEvaluation>(problem, [&](Search &search) {
+    return search.evaluateVirtual(shape, stageDevices);
+  });
 }
 
 std::string checkDeviceSpec(const std::string &nameOrPath) noexcept {

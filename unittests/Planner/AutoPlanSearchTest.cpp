@@ -674,6 +674,34 @@ TEST(AutoPlanSearch, OneCollectivePerParameterAndTheDriversWork) {
 // stage each, stage 0 is F 1 + W 2 and stage 1 F 1 + B 1 + W 1; zero bubble
 // hides part of the fill and drain that 1F1B pays, and with one stage the
 // two are the same.
+// Virtual stages: each device's memory is one peak, reported on each of
+// its stages; a shape the devices do not fit is an error, not a guess.
+TEST(AutoPlanSearch, VirtualStagesArePredictedByDevice) {
+  Problem p = handProblem();
+  p.devices = 2;
+  p.schedule = "interleaved";
+  PlanShape c;
+  c.dp = 1;
+  c.tp = 1;
+  c.pp = 4; // virtual stages
+  c.microBatches = 4;
+  c.stageStarts = {0, 1, 2, 3};
+  StepEvaluation e = evaluateVirtualPlan(p, c, {0, 1, 0, 1});
+  ASSERT_EQ(e.error, "");
+  ASSERT_EQ(e.stages.size(), 4u);
+  EXPECT_EQ(e.stages[0].memoryBytes, e.stages[2].memoryBytes);
+  EXPECT_EQ(e.stages[1].memoryBytes, e.stages[3].memoryBytes);
+  // A device holds at least its two stages' parameters and state.
+  EXPECT_GE(e.stages[0].memoryBytes, 2 * (1e7 + 2e7));
+  EXPECT_GT(e.stepSeconds, 0);
+  EXPECT_GT(e.bubble, 0);
+  EXPECT_LT(e.bubble, 1);
+  EXPECT_NE(evaluateVirtualPlan(p, c, {0, 1, 0}).error, "");
+  EXPECT_NE(evaluateVirtualPlan(p, c, {0, 1, 2, 2}).error, "");
+  c.stageStarts = {0, 2, 1, 3};
+  EXPECT_NE(evaluateVirtualPlan(p, c, {0, 1, 0, 1}).error, "");
+}
+
 TEST(AutoPlanSearch, ZeroBubbleSplitsTheBackwardLikeTheSchedule) {
   std::string spec = writeSpec("zb", 1e30, 1e-30, 1e-30);
   Problem p;

@@ -256,6 +256,21 @@ struct StepEvaluation {
 StepEvaluation evaluatePlan(const Problem &problem,
                             const PlanShape &shape) noexcept;
 
+/// Evaluates a plan with several virtual stages per device (interleaved
+/// 1F1B, ZB-V): `shape.pp` is the number of virtual stages and
+/// `shape.stageStarts` their first units; `stageDevices` gives each virtual
+/// stage's device (0 .. devices - 1). The blocks run in the order the
+/// schedule library gives `problem.schedule` (as dist-schedule takes it);
+/// the step is its makespan with the slowest virtual stage's spans plus the
+/// slowest device's once-per-step work, and each device's memory is
+/// replayed along the order (its virtual stages' kept activations per
+/// micro-batch in flight, their gradients once one backward ran, the sends
+/// so far, the deferred W's). stages[i].memoryBytes is the peak of virtual
+/// stage i's device.
+StepEvaluation
+evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
+                    const std::vector<int64_t> &stageDevices) noexcept;
+
 /// Resolves "h100" / "a100" / "cpu" / a bundled name / a file; "" when it
 /// loads, else the error.
 std::string checkDeviceSpec(const std::string &nameOrPath) noexcept;

@@ -14,6 +14,7 @@
 
 #include "PlanUtils.h"
 
+#include "tessera/Dialect/Dist/IR/DistAttrs.h"
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
@@ -579,8 +580,11 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
       !std::isfinite(options.memoryGiB * double(1ull << 30)))
     return fail("memory-gib must be a finite number > 0, got " +
                 sig3(options.memoryGiB));
+  // (A fixed plan's prediction also knows the virtual stages' schedules.)
+  bool virtualStages = policy != "auto" && (options.schedule == "interleaved" ||
+                                            options.schedule == "zb-v");
   if (options.schedule != "1f1b" && options.schedule != "gpipe" &&
-      options.schedule != "zb-h1")
+      options.schedule != "zb-h1" && !virtualStages)
     return fail("plans for the 1f1b, gpipe or zb-h1 schedule, not '" +
                 options.schedule + "'");
   std::string specError = autoplan::checkDeviceSpec(options.deviceSpec);
@@ -1129,8 +1133,16 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
   StepModel model;
   if (failed(buildStepModel(module, options, policy, model)))
     return failure();
-  // The stages as the pp policy cut them: the first unit of each stage.
+  // The stages as the pp policy cut them: the first unit of each stage
+  // (each virtual stage, with several per device).
   planner::PlanShape shape = planned;
+  std::vector<int64_t> stageDevices;
+  if (dist::PipelineAttr pipeline = dist::getEnclosingPipeline(module);
+      pipeline && pipeline.getStageDevices()) {
+    shape.pp = pipeline.numStages(planned.pp);
+    for (int64_t s = 0; s < shape.pp; ++s)
+      stageDevices.push_back(pipeline.deviceOf(s));
+  }
   shape.stageStarts.assign(shape.pp, 0);
   std::vector<bool> seen(shape.pp, false);
   for (auto [i, op] : llvm::enumerate(model.units.forward)) {
@@ -1141,20 +1153,37 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
     seen[s] = true;
     shape.stageStarts[s] = size_t(model.units.unitOf[i]);
   }
-  autoplan::StepEvaluation eval = autoplan::evaluatePlan(model.problem, shape);
+  autoplan::StepEvaluation eval =
+      stageDevices.empty()
+          ? autoplan::evaluatePlan(model.problem, shape)
+          : autoplan::evaluateVirtualPlan(model.problem, shape, stageDevices);
   if (!eval.error.empty()) {
     lines.push_back("no predicted step time: " + eval.error);
     return success();
   }
+  // Per stage; with virtual stages, per device (each device's peak holds
+  // all of its stages).
   std::string memory;
-  for (const autoplan::StagePrediction &s : eval.stages)
-    memory += (memory.empty() ? "" : ", ") + gib(s.memoryBytes);
+  if (stageDevices.empty()) {
+    for (const autoplan::StagePrediction &s : eval.stages)
+      memory += (memory.empty() ? "" : ", ") + gib(s.memoryBytes);
+  } else {
+    for (int64_t dev = 0; dev < planned.pp; ++dev)
+      for (auto [s, d] : llvm::enumerate(stageDevices))
+        if (d == dev) {
+          memory +=
+              (memory.empty() ? "" : ", ") + gib(eval.stages[s].memoryBytes);
+          break;
+        }
+  }
   lines.push_back(
       llvm::formatv("predicted step {0}{7}, bubble {1:f1}%, memory "
-                    "{2} GiB per device{3} ({4}, the auto "
+                    "{2} GiB{3} ({4}, the auto "
                     "planner's model; {5} in {6} GiB per device)",
                     seconds(eval.stepSeconds), eval.bubble * 100, memory,
-                    eval.stages.size() > 1 ? " by stage" : "",
+                    !stageDevices.empty()    ? " by device"
+                    : eval.stages.size() > 1 ? " per device by stage"
+                                             : " per device",
                     options.deviceSpec, eval.fits ? "fits" : "does not fit",
                     sig3(options.memoryGiB),
                     sharedNote(eval.sharedComputeSeconds))

@@ -105,11 +105,15 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
   /// dist.plan_report (auto reports its own prediction).
   LogicalResult reportPrediction(ModuleOp module, const PlanSpec &spec) {
     SmallVector<std::string> lines;
-    if (stagesPerDevice > 1 ||
-        (schedule != "1f1b" && schedule != "gpipe" && schedule != "zb-h1")) {
+    StringRef name = schedule;
+    bool known = stagesPerDevice > 1
+                     ? name == "interleaved" || name == "zb-v"
+                     : name == "1f1b" || name == "gpipe" || name == "zb-h1";
+    if (!known) {
       lines.push_back("no predicted step time: the planner's model knows "
                       "the 1f1b, gpipe and zb-h1 schedules with one stage "
-                      "per device, not " +
+                      "per device and interleaved and zb-v with virtual "
+                      "stages, not " +
                       std::string(schedule) +
                       (stagesPerDevice > 1 ? " with virtual stages" : ""));
     } else if (failed(predictPlan(module, autoOptions(spec), plan, spec.shape,

@@ -19,7 +19,15 @@
 //
 // Schedules the model does not know get a line that says so.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=pp devices=2 micro-batches=2 stages-per-device=2 schedule=1f1b predict=true" | FileCheck %s --check-prefix=VIRTUAL
-// VIRTUAL: "no predicted step time: the planner's model knows the 1f1b, gpipe and zb-h1 schedules with one stage per device, not 1f1b with virtual stages"
+// VIRTUAL: "no predicted step time: the planner's model knows the 1f1b, gpipe and zb-h1 schedules with one stage per device and interleaved and zb-v with virtual stages, not 1f1b with virtual stages"
+//
+// Virtual stages (interleaved, ZB-V) are predicted by device: the blocks
+// in the schedule library's order, each device's memory replayed along it
+// (bench/plans/memory.py holds it to the program's replay).
+// RUN: tessera-opt %t.mlir -dist-plan="plan=pp devices=2 micro-batches=4 stages-per-device=2 schedule=interleaved predict=true" | FileCheck %s --check-prefix=INTERLEAVED
+// INTERLEAVED: "predicted step {{[0-9.]+ [um]?s}}, bubble {{[0-9.]+}}%, memory {{[0-9.e-]+}}, {{[0-9.e-]+}} GiB by device (cpu, the auto planner's model; fits in
+// RUN: tessera-opt %t.mlir -dist-plan="plan=pp devices=2 micro-batches=4 stages-per-device=2 vshape=true schedule=zb-v predict=true" | FileCheck %s --check-prefix=ZBV
+// ZBV: "predicted step {{[0-9.]+ [um]?s}}, bubble {{[0-9.]+}}%, memory {{[0-9.e-]+}}, {{[0-9.e-]+}} GiB by device (cpu, the auto planner's model; fits in
 //
 // Zero bubble (ZB-H1) is predicted from each stage's B and W (the weight
 // gradients no earlier stage waits for): with 4 micro-batches on 2 stages
