@@ -767,12 +767,14 @@ LogicalResult Partitioner::emitRemat(Operation *op, int64_t m) {
   auto it = rematFor.find(op);
   if (it != rematFor.end() && it->second == m)
     return success();
+  // (The producers' emission inserts into rematFor: no iterator past it.)
+  bool madeBefore = it != rematFor.end();
   for (Value v : op->getOperands())
     if (Operation *prod = v.getDefiningOp();
         prod && plans.count(prod) && rematerialized(prod))
       if (failed(emitRemat(prod, m)))
         return failure();
-  if (it != rematFor.end()) {
+  if (madeBefore) {
     // The new copy replaces the old one, and so do conversions of it.
     emitted.erase({op, 0});
     for (Value r : op->getResults()) {
