@@ -134,6 +134,42 @@ struct Sent {
   double forward = 0, back = 0;
 };
 
+/// Each unit's edges, for ranges grown one unit at a time: (the other end,
+/// bytes), the bytes negative where the unit is the edge's target.
+using Incident = std::vector<std::vector<std::pair<size_t, double>>>;
+
+Incident incidentEdges(const std::vector<Edge> &edges, size_t n) {
+  Incident incident(n);
+  for (const Edge &e : edges) {
+    incident[e.from].push_back({size_t(e.to), e.bytes});
+    incident[e.to].push_back({size_t(e.from), -e.bytes});
+  }
+  return incident;
+}
+
+/// The bytes crossing the boundary of a range [a, b], kept up to date as b
+/// grows (in O(edges of b), not O(all edges) per range as boundaryBytes()):
+/// all of them, and those the range sends (an edge leaving it sends
+/// forward, one entering sends back), at the full batch.
+struct Boundary {
+  size_t a;
+  double crossing = 0;
+  Sent sent;
+  void add(const Incident &incident, size_t b) {
+    for (auto [other, signedBytes] : incident[b]) {
+      double bytes = std::abs(signedBytes);
+      bool out = signedBytes >= 0, inside = other >= a && other < b;
+      crossing += inside ? -bytes : other == b ? 0 : bytes;
+      if (other == b)
+        continue;
+      if (inside) // the edge was crossing from the other end
+        (out ? sent.back : sent.forward) -= bytes;
+      else
+        (out ? sent.forward : sent.back) += bytes;
+    }
+  }
+};
+
 /// The terms of one stage's peak memory per device, built unit by unit
 /// (add), so that all ranges [a, b] from one a cost O(n). The peak is the
 /// larger of two kinds of moments: a micro-batch's forward or backward,
@@ -570,11 +606,7 @@ std::vector<size_t> Search::memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
   const cost::LinkSpec &ppLink = groupLink(spec, mesh, kPp);
   const cost::LinkSpec &dpLink = groupLink(spec, mesh, kDp);
   double limit = p.memoryBytes * (1 + 1e-12);
-  std::vector<std::vector<std::pair<size_t, double>>> incident(n);
-  for (const Edge &e : p.edges) {
-    incident[e.from].push_back({size_t(e.to), e.bytes});
-    incident[e.to].push_back({size_t(e.from), -e.bytes});
-  }
+  Incident incident = incidentEdges(p.edges, n);
   // [k][e]: units [0, e) as stages 0..k-1, and stage k-1's first unit.
   std::vector<std::vector<double>> small(pp + 1,
                                          std::vector<double>(n + 1, kInf)),
@@ -589,8 +621,8 @@ std::vector<size_t> Search::memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
       if (small[k - 1][a] == kInf)
         continue;
       StageMemory stage(c);
-      Sent sent;
-      double micro = 0, step = 0, grads = 0, crossing = 0;
+      Boundary boundary{a};
+      double micro = 0, step = 0, grads = 0;
       int count = 0;
       for (size_t b = a; b < n; ++b) {
         // A unit pinned to another stage ends the range.
@@ -601,20 +633,11 @@ std::vector<size_t> Search::memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
         step += c.step[b];
         grads += c.grads[b];
         count += c.gradCount[b];
-        for (auto [other, signedBytes] : incident[b]) {
-          double bytes = std::abs(signedBytes);
-          bool out = signedBytes >= 0, inside = other >= a && other < b;
-          crossing += inside ? -bytes : other == b ? 0 : bytes;
-          if (other == b)
-            continue;
-          if (inside)
-            (out ? sent.back : sent.forward) -= bytes;
-          else
-            (out ? sent.forward : sent.back) += bytes;
-        }
+        boundary.add(incident, b);
         Sent scaled;
         if (pp > 1)
-          scaled = {sent.forward * c.sendScale, sent.back * c.sendScale};
+          scaled = {boundary.sent.forward * c.sendScale,
+                    boundary.sent.back * c.sendScale};
         double bytes = stage.bytes(y, scaled, lag);
         double v = std::max(small[k - 1][a], bytes);
         if (v < small[k][b + 1]) {
@@ -625,8 +648,8 @@ std::vector<size_t> Search::memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
           continue;
         double x = micro;
         if (pp > 1)
-          x += 2 * collective(cost::Collective::SendRecv, crossing * edgeScale,
-                              2, ppLink);
+          x += 2 * collective(cost::Collective::SendRecv,
+                              boundary.crossing * edgeScale, 2, ppLink);
         double time =
             std::max(fast[k - 1][a], double(m + pp - 1) * x + step +
                                          dpSync(grads, count, d, dpLink));
@@ -808,17 +831,11 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
     y[i] = inFlight(static_cast<int>(i), pp, m);
   double limit = p.memoryBytes * (1 + 1e-12);
   std::vector<char> fits(pp * n * n, 0); ///< [i][a][b]: as stage i
-  // The bytes crossing [a, b]'s boundary, kept up to date as b grows (in
-  // O(edges of b), not O(all edges) per range as boundaryBytes()).
-  std::vector<std::vector<std::pair<size_t, double>>> incident(n);
-  for (const Edge &e : p.edges) {
-    incident[e.from].push_back({size_t(e.to), e.bytes});
-    incident[e.to].push_back({size_t(e.from), -e.bytes});
-  }
+  Incident incident = incidentEdges(p.edges, n);
   std::vector<double> thresholds;
   for (size_t a = 0; a < n; ++a) {
-    double mi = 0, st = 0, grads = 0, crossing = 0;
-    Sent sent; // before the scale
+    double mi = 0, st = 0, grads = 0;
+    Boundary boundary{a};
     int count = 0;
     // The stages the range's pinned units ask for (a constrained plan):
     // lo > hi while none is pinned; a range pinned to two is no stage.
@@ -834,30 +851,19 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
       grads += c.grads[b];
       count += c.gradCount[b];
       mem.add(b);
-      // An edge leaving the range sends forward, one entering sends back
-      // (a negative entry: b is its target).
-      for (auto [other, signedBytes] : incident[b]) {
-        double bytes = std::abs(signedBytes);
-        bool out = signedBytes >= 0, inside = other >= a && other < b;
-        crossing += inside ? -bytes : other == b ? 0 : bytes;
-        if (other == b)
-          continue;
-        if (inside) // the edge was crossing from the other end
-          (out ? sent.back : sent.forward) -= bytes;
-        else
-          (out ? sent.forward : sent.back) += bytes;
-      }
+      boundary.add(incident, b);
       Sent scaled;
       if (pp > 1)
-        scaled = {sent.forward * c.sendScale, sent.back * c.sendScale};
+        scaled = {boundary.sent.forward * c.sendScale,
+                  boundary.sent.back * c.sendScale};
       for (int64_t i = 0; i < pp; ++i)
         fits[(i * n + a) * n + b] =
             mem.bytes(y[i], scaled, deferredW(i)) <= limit &&
             (pinHi < 0 || (pinLo == i && pinHi == i));
       double x = mi;
       if (pp > 1)
-        x += 2 * collective(cost::Collective::SendRecv, crossing * edgeScale, 2,
-                            ppLink);
+        x += 2 * collective(cost::Collective::SendRecv,
+                            boundary.crossing * edgeScale, 2, ppLink);
       micro[a * n + b] = x;
       step[a * n + b] = st + dpSync(grads, count, d, dpLink);
       thresholds.push_back(step[a * n + b]);
