@@ -93,8 +93,8 @@ module attributes {dist.mesh = #dist.mesh<[dp = 2]>} {
 // -----
 
 func.func @negative_stage(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'dist.stage' must be non-negative, found -1}}
-  %0 = tsr.relu %x {dist.stage = -1 : i64} : tensor<4xf32>
+  // expected-error @+1 {{'dist.stage' must be >= 0, or -1 for every device, found -2}}
+  %0 = tsr.relu %x {dist.stage = -2 : i64} : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

@@ -30,14 +30,21 @@ void DistDialect::initialize() {
 namespace {
 
 /// The value of an i64 attribute, or an error naming the attribute.
-FailureOr<int64_t> getI64(Operation *op, NamedAttribute attr) {
+FailureOr<int64_t> getI64(Operation *op, NamedAttribute attr,
+                          int64_t least = 0) {
   auto value = dyn_cast<IntegerAttr>(attr.getValue());
   if (!value || !value.getType().isSignlessInteger(64)) {
     op->emitError() << "'" << attr.getName().getValue()
                     << "' must be an i64, found " << attr.getValue();
     return failure();
   }
-  if (value.getInt() < 0) {
+  if (value.getInt() < least) {
+    if (least < 0) {
+      op->emitError() << "'" << attr.getName().getValue()
+                      << "' must be >= 0, or -1 for every device, found "
+                      << value.getInt();
+      return failure();
+    }
     op->emitError() << "'" << attr.getName().getValue()
                     << "' must be non-negative, found " << value.getInt();
     return failure();
@@ -99,7 +106,7 @@ LogicalResult verifyArena(Operation *op, NamedAttribute attr) {
 }
 
 LogicalResult verifyStage(Operation *op, NamedAttribute attr) {
-  FailureOr<int64_t> stage = getI64(op, attr);
+  FailureOr<int64_t> stage = getI64(op, attr, DistDialect::kEveryStage);
   if (failed(stage))
     return failure();
   MeshAttr mesh = getEnclosingMesh(op);
@@ -109,7 +116,7 @@ LogicalResult verifyStage(Operation *op, NamedAttribute attr) {
   std::optional<unsigned> axis = mesh.axisIndex(pp);
   if (!axis) {
     // Without a pipeline axis the whole mesh is the one stage, stage 0.
-    if (*stage != 0)
+    if (*stage > 0)
       return op->emitError()
              << "'dist.stage' is " << *stage << ", but the mesh has no '" << pp
              << "' axis (only stage 0 exists)";

@@ -470,6 +470,11 @@ LogicalResult applyConstraints(StepModel &model, const AutoPlanOptions &options,
     SmallVector<Operation *> ops = selectOps(f, a.select, cx);
     if (ops.empty())
       return matchesNothing(f, "assign", a.index, a.select);
+    if (a.stage == DistDialect::kEveryStage)
+      return fail("the constraint assign[" + Twine(a.index) +
+                  "] puts ops on every device (an interlaced pipeline), "
+                  "which the auto search does not model: give the plan "
+                  "without \"policy\": \"auto\"");
     if (options.fixedPp && a.stage >= options.fixedPp)
       return fail("the constraints assign[" + Twine(a.index) + "] (stage " +
                   Twine(a.stage) + ") and mesh.pp = " + Twine(options.fixedPp) +
@@ -519,6 +524,11 @@ LogicalResult applyConstraints(StepModel &model, const AutoPlanOptions &options,
     SmallVector<Operation *> ops = selectOps(f, t.select, cx);
     if (ops.empty())
       return matchesNothing(f, "trans", t.index, t.select);
+    if (llvm::any_of(t.split, [](auto &e) { return e.second == "pp"; }))
+      return fail("the constraint trans[" + Twine(t.index) +
+                  "] splits over pp, which only ops on every device (an "
+                  "interlaced pipeline) take: the auto search does not "
+                  "model them");
     for (StringRef axis : {"dp", "tp"}) {
       if (llvm::none_of(t.split, [&](auto &e) { return e.second == axis; }))
         continue;
@@ -1148,6 +1158,13 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
   for (auto [i, op] : llvm::enumerate(model.units.forward)) {
     IntegerAttr stage = getAttr<Dist::StageAttrHelper>(op);
     int64_t s = stage ? stage.getInt() : 0;
+    if (s == DistDialect::kEveryStage) {
+      lines.push_back("no predicted step time: the auto planner's model "
+                      "has no ops on every device (an interlaced pipeline); "
+                      "each rank's replayed peak memory follows with the "
+                      "training steps");
+      return success();
+    }
     if (s < 0 || s >= shape.pp || seen[s])
       continue;
     seen[s] = true;

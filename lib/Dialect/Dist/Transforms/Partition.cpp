@@ -20,6 +20,14 @@
 //    every collective's members in step, so no rank can wait forever.
 //  * Running totals. A backward value whose micro-batch pieces are partial
 //    sums is kept as a running total (one piece alive at a time, not M).
+//  * Every device. An op whose dist.stage is -1 (an interlaced pipeline's
+//    embedding and head) runs on every rank, its batch split over pp as
+//    well as dp: pp is a third spatial axis of its layouts (the pieces of
+//    each micro-batch split further, pp inner to dp and to the micro-batch
+//    axis). Values of a stage reach it by sends to the other devices, each
+//    of which slices its piece; its values reach a stage by collectives
+//    over pp that every rank makes at the same point of the global order.
+//    Such an op runs as soon as its inputs are ready.
 //  * Gradients reduced early. Once a backward value is complete, a conversion
 //    that shrinks it for a later consumer (ZeRO-2's reduce-scatter of a
 //    weight gradient into a dp shard) is made right away, so the whole
@@ -58,7 +66,12 @@ namespace lay = tessera::layout;
 
 namespace {
 
-/// A layout over the spatial axes (dp, tp) plus the micro-batch axis.
+/// The spatial axes of layouts: dp, tp and pp (pp splits only the ops that
+/// run on every device; elsewhere it is R).
+constexpr size_t kAxes = 3, kPp = 2;
+constexpr int64_t kEvery = DistDialect::kEveryStage;
+
+/// A layout over the spatial axes (dp, tp, pp) plus the micro-batch axis.
 struct FullLayout {
   lay::Layout spatial;
   lay::AxisState mb = lay::AxisState::r();
@@ -174,13 +187,19 @@ private:
   /// coordinate) of each is in the module's dist.pipeline.
   SmallVector<int64_t> stageDevices;
   int64_t deviceOf(int64_t stage) const {
+    if (stage == kEvery)
+      return kEvery;
     return stage < int64_t(stageDevices.size()) ? stageDevices[stage] : stage;
+  }
+  /// Whether stage `s` runs on `device` (every stage -1 runs everywhere).
+  bool onDevice(int64_t s, int64_t device) const {
+    return s == kEvery || deviceOf(s) == device;
   }
   int64_t deviceOfRank(int64_t r) const { return ranks[r]->coords[2]; }
   SmallVector<int64_t> ranksOfStage(int64_t s) const {
     SmallVector<int64_t> out;
     for (auto &rs : ranks)
-      if (rs->coords[2] == deviceOf(s))
+      if (onDevice(s, rs->coords[2]))
         out.push_back(rs->rank);
     return out;
   }
@@ -195,6 +214,13 @@ private:
   LogicalResult emitAll();
   LogicalResult emitInstance(Operation *op, int64_t m);
   bool rematerialized(Operation *op);
+  FailureOr<bool> emitVocabPiece(RankState &rs, Operation *op, const OpPlan &p,
+                                 IRMapping &map,
+                                 SmallVectorImpl<Value> &results);
+  bool readyOnEveryDevice(Operation *op, int64_t m);
+  /// readyOnEveryDevice's memo: whether an op depends on a stage's value of
+  /// the micro-batches.
+  llvm::DenseMap<Operation *, bool> fed;
   LogicalResult emitRemat(Operation *op, int64_t m);
   bool summedByEveryUse(Value v);
   void addToTotal(RankState &rs, Value v, int64_t m, Value piece);
@@ -219,11 +245,12 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// The layout of one annotation entry under the op's splits.
+using AxisPairs = std::vector<std::pair<std::string, std::string>>;
+
 FullLayout entryLayout(const annotation::BoundAnnotation &bound,
                        const annotation::TensorSpec &spec,
-                       const std::map<std::string, std::string> &axisOf,
-                       bool isResult) {
-  FullLayout l = replicated(2);
+                       const AxisPairs &axisOf, bool isResult) {
+  FullLayout l = replicated(kAxes);
   for (auto &[name, axis] : axisOf) {
     lay::AxisState state = lay::AxisState::r();
     int64_t dim = -1;
@@ -238,6 +265,8 @@ FullLayout entryLayout(const annotation::BoundAnnotation &bound,
       l.spatial.states[0] = state;
     else if (axis == "tp")
       l.spatial.states[1] = state;
+    else if (axis == "pp")
+      l.spatial.states[kPp] = state;
     else
       l.mb = state;
   }
@@ -271,29 +300,44 @@ LogicalResult Partitioner::planOps() {
     p.kind = !hasAttr<Tsr::BackwardAttrHelper>(&op)     ? 0
              : hasAttr<Dist::WeightGradAttrHelper>(&op) ? 2
                                                         : 1;
-    std::map<std::string, std::string> axisOf;
+    AxisPairs axisOf;
     if (auto split = getAttr<Dist::SplitAttrHelper>(&op))
       for (NamedAttribute e : split) {
         StringRef axis = cast<StringAttr>(e.getValue()).getValue();
-        if (axis == "pp")
-          return fail(&op, "cannot split a dimension over 'pp' (stages are "
-                           "assigned with dist.stage)");
-        axisOf[e.getName().str()] = axis.str();
-        p.factors[e.getName().str()] = axis == "dp" ? dp : tp;
+        if (axis == "pp" && p.stage != kEvery)
+          return fail(&op, "cannot split a dimension over 'pp' on stage " +
+                               Twine(p.stage) +
+                               ": only an op on every device (dist.stage "
+                               "-1) is split over pp");
+        axisOf.push_back({e.getName().str(), axis.str()});
+        p.factors[e.getName().str()] = axis == "dp"   ? dp
+                                       : axis == "tp" ? tp
+                                                      : pp;
       }
     // The batch, when split over micro-batches, is D on the temporal axis,
-    // inner to dp (which splits the same dimension first).
+    // inner to dp (which splits the same dimension first); on every
+    // device, pp splits each micro-batch's piece further.
     std::string mbName;
     if (auto batch = getAttr<Dist::BatchAttrHelper>(&op)) {
       p.perMicro = true;
-      if (M > 1) {
-        mbName = batch.str();
-        auto it = axisOf.find(mbName);
-        if (it != axisOf.end() && it->second != "dp")
-          return fail(&op, "the batch dimension '" + mbName +
-                               "' is split over '" + it->second + "', not dp");
-        p.factors[mbName] = (it != axisOf.end() ? dp : 1) * M;
+      std::string name = batch.str();
+      auto it = llvm::find_if(axisOf, [&](auto &e) { return e.first == name; });
+      if (it != axisOf.end() && it->second != "dp")
+        return fail(&op, "the batch dimension '" + name + "' is split over '" +
+                             it->second + "', not dp");
+      int64_t factor = it != axisOf.end() ? dp : 1;
+      // (unless pp splits another dimension of it: the vocabulary)
+      if (p.stage == kEvery && pp > 1 &&
+          llvm::none_of(axisOf, [](auto &e) { return e.second == "pp"; })) {
+        axisOf.push_back({name, "pp"});
+        factor *= pp;
       }
+      if (M > 1) {
+        mbName = name;
+        factor *= M;
+      }
+      if (factor > 1)
+        p.factors[name] = factor;
     }
     auto iface = dyn_cast<DimAnnotationOpInterface>(&op);
     if (!iface) {
@@ -320,7 +364,7 @@ LogicalResult Partitioner::planOps() {
       return fail(&op, "cannot apply the plan to '" + tsr::opNameOrKind(&op) +
                            "' (" + bound->annotation.str() +
                            "): " + split.message());
-    const std::map<std::string, std::string> &spatial = axisOf;
+    const AxisPairs &spatial = axisOf;
     for (auto [i, spec] : llvm::enumerate(bound->annotation.inputs)) {
       FullLayout l = entryLayout(*bound, spec, spatial, false);
       if (!mbName.empty())
@@ -347,7 +391,7 @@ LogicalResult Partitioner::planArgs() {
   Block &body = step.getBody().front();
   llvm::StringMap<int64_t> paramStage;
   for (BlockArgument arg : body.getArguments()) {
-    argLayouts[arg] = replicated(2);
+    argLayouts[arg] = replicated(kAxes);
     unsigned i = arg.getArgNumber();
     if (auto s = getArgAttr<Dist::StageAttrHelper>(step, i))
       argStages[arg] = s.getInt();
@@ -456,7 +500,7 @@ FailureOr<Value> Partitioner::applyStep(RankState &r, Operation *where, Value x,
                                         const lay::Step &st) {
   OpBuilder &b = r.builder;
   Location loc = where->getLoc();
-  StringRef axisName = st.transition.axis == 0 ? "dp" : "tp";
+  StringRef axisName = rvdMesh.axis(st.transition.axis).name;
   SmallVector<int64_t> group = mesh.groupOf(r.rank, {axisName});
   int64_t n = group.size();
   int64_t coord = llvm::find(group, r.rank) - group.begin();
@@ -503,6 +547,12 @@ FailureOr<Value> Partitioner::convertLocal(RankState &r, Operation *where,
         llvm::any_of(pieces, [](Value v) { return !v; }))
       return fail(where, "internal: not every micro-batch piece of an operand "
                          "exists before its use");
+    // pp cuts each micro-batch piece: concatenated pieces would interleave.
+    if (mb.kind == lay::AxisKind::D && M > 1 &&
+        have.spatial.states[kPp].kind == lay::AxisKind::D)
+      return fail(where, "cannot concatenate the micro-batch pieces of a value "
+                         "split over pp (made on every device): gather it "
+                         "over pp first");
     x = pieces[0];
     if (mb.kind == lay::AxisKind::V) {
       for (int64_t i = 1; i < M; ++i)
@@ -521,30 +571,46 @@ FailureOr<Value> Partitioner::convertLocal(RankState &r, Operation *where,
   SmallVector<int64_t> shape(global.getShape());
   if (mb.kind == lay::AxisKind::D)
     shape[mb.dim] /= M;
-  lay::TensorShape ts{
-      std::vector<int64_t>(shape.begin(), shape.end()),
-      int64_t(global.getElementType().getIntOrFloatBitWidth() / 8) ?: 1};
-  if (!(have.spatial == want.spatial)) {
-    auto path = lay::findPath(rvdMesh, ts, have.spatial, want.spatial, cost);
+  int64_t elementBytes =
+      int64_t(global.getElementType().getIntOrFloatBitWidth() / 8) ?: 1;
+  auto convertSpatial = [&](const lay::Layout &from, const lay::Layout &to,
+                            ArrayRef<int64_t> dims) -> LogicalResult {
+    if (from == to)
+      return success();
+    lay::TensorShape ts{std::vector<int64_t>(dims.begin(), dims.end()),
+                        elementBytes};
+    auto path = lay::findPath(rvdMesh, ts, from, to, cost);
     if (!path)
-      return fail(where, "no layout conversion from " + have.spatial.str() +
-                             " to " + want.spatial.str() + ": " +
-                             path.message());
+      return fail(where, "no layout conversion from " + from.str() + " to " +
+                             to.str() + ": " + path.message());
     for (const lay::Step &st : path->steps) {
       auto next = applyStep(r, where, x, st);
       if (failed(next))
         return failure();
       x = *next;
     }
-  }
+    return success();
+  };
+  bool sliceMb =
+      mb.kind == lay::AxisKind::R && !(want.mb.kind == lay::AxisKind::R);
+  lay::Layout to = want.spatial;
+  // pp cuts a micro-batch's piece (inner to the micro-batch axis): from a
+  // whole value, the micro-batch is sliced before pp.
+  if (sliceMb && have.spatial.states[kPp] != want.spatial.states[kPp])
+    to.states[kPp] = have.spatial.states[kPp];
+  if (failed(convertSpatial(have.spatial, to, shape)))
+    return failure();
   // 3. Micro-batch pieces the consumer wants from a whole value.
-  if ((mb.kind == lay::AxisKind::R) && !(want.mb.kind == lay::AxisKind::R)) {
+  if (sliceMb) {
     if (want.mb.kind == lay::AxisKind::V) {
       if (m != 0)
         x = zerosLike(b, loc, x.getType());
     } else {
       x = slicePiece(b, loc, x, want.mb.dim, M, m);
+      shape[want.mb.dim] /= M;
     }
+    if (failed(convertSpatial(to, want.spatial, shape)))
+      return failure();
   }
   return x;
 }
@@ -568,23 +634,38 @@ FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
   FailureOr<Value> out = failure();
   int64_t myDevice = deviceOfRank(r.rank);
   // The value made on `stage` by the rank with this rank's (dp, tp)
-  // coordinates, sent over.
+  // coordinates, sent over. For an op on every device (pp splits its
+  // batch), the peer sends its whole micro-batch piece and this rank takes
+  // its own part.
   auto receive = [&](int64_t stage) -> FailureOr<Value> {
     RankState &q = *ranks[peerInStage(r.rank, stage)];
-    auto sent = materialize(q, v, want, m);
+    FullLayout sendLayout = want;
+    sendLayout.spatial.states[kPp] = lay::AxisState::r();
+    auto sent = materialize(q, v, sendLayout, m);
     if (failed(sent))
       return failure();
     int64_t tag = nextTag++;
     SendOp::create(q.builder, where->getLoc(), *sent, r.rank, tag);
-    return RecvOp::create(r.builder, where->getLoc(), sent->getType(), q.rank,
-                          tag)
-        .getResult();
+    Value got =
+        RecvOp::create(r.builder, where->getLoc(), sent->getType(), q.rank, tag)
+            .getResult();
+    if (sendLayout.spatial == want.spatial)
+      return got;
+    FullLayout whole = sendLayout;
+    whole.mb = lay::AxisState::r(); // one piece, as received
+    FullLayout part = want;
+    part.mb = lay::AxisState::r();
+    SmallVector<int64_t> dims(global.getShape());
+    if (want.mb.kind == lay::AxisKind::D)
+      dims[want.mb.dim] /= M;
+    return convertLocal(r, where, {got}, whole, part, 0,
+                        RankedTensorType::get(dims, global.getElementType()));
   };
 
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto st = argStages.find(arg);
     int64_t home = st == argStages.end() ? -1 : st->second;
-    if (home < 0 || deviceOf(home) == myDevice) {
+    if (home < 0 || onDevice(home, myDevice)) {
       out = convertLocal(r, where, {argValue(r, arg)}, argLayouts[arg], want, m,
                          global);
     } else {
@@ -596,20 +677,20 @@ FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
     for (auto attr :
          llvm::to_vector(full.getDefiningOp()->getDiscardableAttrs()))
       full.getDefiningOp()->removeDiscardableAttr(attr.getName());
-    out = convertLocal(r, where, {full}, replicated(2), want, m, global);
+    out = convertLocal(r, where, {full}, replicated(kAxes), want, m, global);
   } else {
     Operation *prod = v.getDefiningOp();
     OpPlan &p = plans[prod];
     unsigned idx = cast<OpResult>(v).getResultNumber();
     FullLayout have = p.results[idx];
     auto total = r.totals.find(v.getAsOpaquePointer());
-    if (deviceOf(p.stage) == myDevice && total != r.totals.end() &&
+    if (onDevice(p.stage, myDevice) && total != r.totals.end() &&
         total->second.second == M) {
       // The micro-batch pieces' sum, already made as they came.
       have.mb = lay::AxisState::r();
       out =
           convertLocal(r, where, {total->second.first}, have, want, m, global);
-    } else if (deviceOf(p.stage) == myDevice) {
+    } else if (onDevice(p.stage, myDevice)) {
       SmallVector<Value> pcs;
       if (have.mb.kind == lay::AxisKind::R) {
         pcs.push_back(r.pieces[{v.getAsOpaquePointer(), 0}]);
@@ -681,11 +762,29 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
     }
   }
   usePhase = (p.kind > 0 || hasAttr<Tsr::UpdateAttrHelper>(op)) ? 1 : 0;
+  // A value made on every device that this stage's op wants whole over pp
+  // is gathered (or summed) over pp by every rank, here, so that each pp
+  // group's members make the same collectives at the same point.
+  if (p.stage != kEvery)
+    for (auto [i, v] : llvm::enumerate(op->getOperands())) {
+      Operation *prod = v.getDefiningOp();
+      if (!prod || !plans.count(prod) || plans[prod].stage != kEvery ||
+          i >= p.operands.size())
+        continue;
+      const FullLayout &have =
+          plans[prod].results[cast<OpResult>(v).getResultNumber()];
+      if (have.spatial.states[kPp] == p.operands[i].spatial.states[kPp])
+        continue;
+      for (auto &rs : ranks)
+        if (failed(materialize(*rs, v, p.operands[i], m)))
+          return failure();
+    }
   for (int64_t r : ranksOfStage(p.stage)) {
     RankState &rs = *ranks[r];
     IRMapping map;
     for (auto [i, v] : llvm::enumerate(op->getOperands())) {
-      FullLayout want = i < p.operands.size() ? p.operands[i] : replicated(2);
+      FullLayout want =
+          i < p.operands.size() ? p.operands[i] : replicated(kAxes);
       auto local = materialize(rs, v, want, m);
       if (failed(local))
         return failure();
@@ -698,28 +797,34 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
                             "not match its plan");
       map.map(v, *local);
     }
-    Operation *copy = rs.builder.clone(*op, map);
-    for (auto attr : llvm::to_vector(copy->getDiscardableAttrs()))
-      if (attr.getName().getValue().starts_with("dist."))
-        copy->removeDiscardableAttr(attr.getName());
-    for (auto [res, type] : llvm::zip(copy->getResults(), p.localResultTypes))
-      res.setType(type);
-    // A slice keeps the whole of every split dimension: its limit there is
-    // the local size.
-    if (auto s = dyn_cast<tsr::SliceOp>(copy)) {
-      SmallVector<int64_t> limits(s.getLimits());
-      auto in = s.getInput().getType();
-      auto orig = cast<tsr::SliceOp>(op).getInput().getType();
-      for (int64_t d = 0; d < in.getRank(); ++d)
-        if (in.getDimSize(d) != orig.getDimSize(d))
-          limits[d] = in.getDimSize(d);
-      s.setLimits(limits);
+    SmallVector<Value> results;
+    FailureOr<bool> vocab = emitVocabPiece(rs, op, p, map, results);
+    if (failed(vocab))
+      return failure();
+    if (!*vocab) {
+      Operation *copy = rs.builder.clone(*op, map);
+      for (auto attr : llvm::to_vector(copy->getDiscardableAttrs()))
+        if (attr.getName().getValue().starts_with("dist."))
+          copy->removeDiscardableAttr(attr.getName());
+      for (auto [res, type] : llvm::zip(copy->getResults(), p.localResultTypes))
+        res.setType(type);
+      // A slice keeps the whole of every split dimension: its limit there
+      // is the local size.
+      if (auto s = dyn_cast<tsr::SliceOp>(copy)) {
+        SmallVector<int64_t> limits(s.getLimits());
+        auto in = s.getInput().getType();
+        auto orig = cast<tsr::SliceOp>(op).getInput().getType();
+        for (int64_t d = 0; d < in.getRank(); ++d)
+          if (in.getDimSize(d) != orig.getDimSize(d))
+            limits[d] = in.getDimSize(d);
+        s.setLimits(limits);
+      }
+      if (auto d = dyn_cast<tsr::DropoutOp>(copy))
+        if (failed(markDropoutPiece(rs, d, p, m)))
+          return failure();
+      results.assign(copy->getResults().begin(), copy->getResults().end());
     }
-    if (auto d = dyn_cast<tsr::DropoutOp>(copy))
-      if (failed(markDropoutPiece(rs, d, p, m)))
-        return failure();
-    for (auto [i, orig, res] :
-         llvm::enumerate(op->getResults(), copy->getResults())) {
+    for (auto [i, orig, res] : llvm::enumerate(op->getResults(), results)) {
       rs.pieces[{orig.getAsOpaquePointer(), piece}] = res;
       // Local adds in the order the use would sum the pieces: one piece
       // alive at a time instead of M, with or without early reduction.
@@ -729,6 +834,266 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
     }
   }
   return reduceEarly(op);
+}
+
+/// A scalar constant of `type`'s element type.
+static Value scalar(OpBuilder &b, Location loc, Type elementType, double x) {
+  auto t = RankedTensorType::get({}, elementType);
+  Attribute a = isa<FloatType>(elementType)
+                    ? Attribute(FloatAttr::get(elementType, x))
+                    : Attribute(IntegerAttr::get(elementType, int64_t(x)));
+  return tsr::ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, a));
+}
+
+/// `x` with a dimension of size 1 appended (a per-row value against rows).
+static Value column(OpBuilder &b, Location loc, Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> shape(t.getShape());
+  shape.push_back(1);
+  return tsr::ReshapeOp::create(
+      b, loc, RankedTensorType::get(shape, t.getElementType()), x);
+}
+
+/// The piece of a vocabulary (the rows of an embedding table, the classes
+/// of a cross-entropy) that op `op` computes on rank `rs` when its plan
+/// splits that dimension, made of plain ops and collectives over the axes
+/// that split it; false when the op is not one of those or is not split
+/// there (the op is then copied as it is).
+///  * gather (axis 0) on a piece of the table: the rows of the indices in
+///    the piece's range, zeros for the others (their sum over the pieces is
+///    the whole lookup: the annotation's `v+`);
+///  * embedding_grad into a piece of the table: the rows of the indices in
+///    its range;
+///  * softmax_cross_entropy on a piece of the classes (sum, none): the row
+///    maximum and the sum of exponentials over all pieces (all_reduce max
+///    and sum), then each piece's share of the loss: -x[label] where the
+///    label is its class, plus log(sum) + max on the first piece, so that
+///    the shares add up to the loss (the annotation's `c+`);
+///  * softmax_cross_entropy_grad: (softmax - onehot) * dloss on the piece.
+FailureOr<bool> Partitioner::emitVocabPiece(RankState &rs, Operation *op,
+                                            const OpPlan &p, IRMapping &map,
+                                            SmallVectorImpl<Value> &results) {
+  const lay::Layout *layout = nullptr;
+  int64_t dim = 0;
+  RankedTensorType whole;
+  if (auto g = dyn_cast<tsr::GatherOp>(op)) {
+    if (g.getAxis() != 0)
+      return false;
+    layout = &p.operands[0].spatial;
+    whole = cast<RankedTensorType>(g.getData().getType());
+  } else if (auto e = dyn_cast<tsr::EmbeddingGradOp>(op)) {
+    layout = &p.results[0].spatial;
+    whole = cast<RankedTensorType>(e.getType());
+  } else if (isa<tsr::SoftmaxCrossEntropyOp, tsr::SoftmaxCrossEntropyGradOp>(
+                 op)) {
+    layout = &p.operands[0].spatial;
+    whole = cast<RankedTensorType>(op->getOperand(0).getType());
+    dim = 1;
+  } else {
+    return false;
+  }
+  // The axes that split the vocabulary, the piece's offset and size.
+  lay::Layout only;
+  only.states.assign(kAxes, lay::AxisState::r());
+  SmallVector<StringRef> axes;
+  int64_t pieces = 1;
+  for (size_t a = 0; a < kAxes; ++a)
+    if (layout->states[a].isSplit(static_cast<int>(dim))) {
+      only.states[a] = lay::AxisState::d(static_cast<int>(dim));
+      axes.push_back(rvdMesh.axis(a).name);
+      pieces *= rvdMesh.axis(a).size;
+    }
+  if (axes.empty() || pieces == 1)
+    return false;
+  std::vector<int64_t> coords;
+  for (size_t a = 0; a < kAxes; ++a) {
+    SmallVector<int64_t> g = mesh.groupOf(rs.rank, {rvdMesh.axis(a).name});
+    coords.push_back(llvm::find(g, rs.rank) - g.begin());
+  }
+  auto offsets = lay::pieceOffsets(
+      rvdMesh,
+      {std::vector<int64_t>(whole.getShape().begin(), whole.getShape().end())},
+      only, coords);
+  if (!offsets)
+    return fail(op, "internal: the piece of a split vocabulary: " +
+                        offsets.message());
+  int64_t offset = (*offsets)[dim];
+  int64_t size = whole.getDimSize(dim) / pieces;
+  SmallVector<int64_t> group = mesh.groupOf(rs.rank, axes);
+  OpBuilder &b = rs.builder;
+  Location loc = op->getLoc();
+  using Pred = tsr::ComparePredicate;
+
+  // The indices in [offset, offset + size), and each one's row in the
+  // piece (0 for the others). The shift is done in f32, exact for
+  // vocabularies below 2^24.
+  auto rowsOfPiece = [&](Value idx) -> FailureOr<std::pair<Value, Value>> {
+    if (whole.getDimSize(0) > (int64_t(1) << 24))
+      return fail(op, "a split vocabulary of " + Twine(whole.getDimSize(0)) +
+                          " rows: the pieces' indices are shifted in f32, "
+                          "exact up to 2^24 rows");
+    auto t = cast<RankedTensorType>(idx.getType());
+    Type et = t.getElementType();
+    Value lo = tsr::CompareOp::create(b, loc, Pred::ge, idx,
+                                      scalar(b, loc, et, offset));
+    Value hi = tsr::CompareOp::create(b, loc, Pred::lt, idx,
+                                      scalar(b, loc, et, offset + size));
+    Value in = tsr::WhereOp::create(b, loc, lo, hi, lo);
+    Type f32 = b.getF32Type();
+    Value f = tsr::CastOp::create(
+        b, loc, RankedTensorType::get(t.getShape(), f32), idx);
+    Value shifted =
+        tsr::SubOp::create(b, loc, f, scalar(b, loc, f32, double(offset)));
+    Value clamped =
+        tsr::WhereOp::create(b, loc, in, shifted, scalar(b, loc, f32, 0.0));
+    return std::make_pair(in, Value(tsr::CastOp::create(b, loc, t, clamped)));
+  };
+
+  if (auto g = dyn_cast<tsr::GatherOp>(op)) {
+    Value data = map.lookup(g.getData());
+    auto rows = rowsOfPiece(map.lookup(g.getIndices()));
+    if (failed(rows))
+      return failure();
+    Value got = tsr::GatherOp::create(b, loc, data, rows->second, 0);
+    Type et = cast<RankedTensorType>(data.getType()).getElementType();
+    Value in = rows->first;
+    for (int64_t k = 1; k < whole.getRank(); ++k)
+      in = column(b, loc, in);
+    results.push_back(
+        tsr::WhereOp::create(b, loc, in, got, scalar(b, loc, et, 0.0)));
+    return true;
+  }
+  if (auto e = dyn_cast<tsr::EmbeddingGradOp>(op)) {
+    Value grad = map.lookup(e.getGrad());
+    auto rows = rowsOfPiece(map.lookup(e.getIndices()));
+    if (failed(rows))
+      return failure();
+    Type et = cast<RankedTensorType>(grad.getType()).getElementType();
+    Value mine = tsr::WhereOp::create(b, loc, column(b, loc, rows->first), grad,
+                                      scalar(b, loc, et, 0.0));
+    results.push_back(tsr::EmbeddingGradOp::create(
+        b, loc, p.localResultTypes[0], mine, rows->second));
+    return true;
+  }
+
+  // The cross-entropy and its gradient on a piece of the classes.
+  auto reduction =
+      isa<tsr::SoftmaxCrossEntropyOp>(op)
+          ? cast<tsr::SoftmaxCrossEntropyOp>(op).getReduction()
+          : cast<tsr::SoftmaxCrossEntropyGradOp>(op).getReduction();
+  int64_t ignore =
+      isa<tsr::SoftmaxCrossEntropyOp>(op)
+          ? cast<tsr::SoftmaxCrossEntropyOp>(op).getIgnoreIndex()
+          : cast<tsr::SoftmaxCrossEntropyGradOp>(op).getIgnoreIndex();
+  if (reduction == tsr::LossReduction::mean)
+    return fail(op, "a cross-entropy with mean reduction cannot have its "
+                    "classes split (tsr-optimizer's sum and count can)");
+  Value x = map.lookup(op->getOperand(0));
+  Value labels = map.lookup(op->getOperand(1));
+  auto xt = cast<RankedTensorType>(x.getType());
+  Type et = xt.getElementType();
+  int64_t n = xt.getDimSize(0);
+  auto rowType = RankedTensorType::get({n, 1}, et);
+  Value maxHere = tsr::ReduceMaxOp::create(b, loc, x, {1}, true);
+  Value max =
+      AllReduceOp::create(b, loc, rowType, maxHere, group, ReductionKind::max);
+  Value ex = tsr::ExpOp::create(b, loc, tsr::SubOp::create(b, loc, x, max));
+  Value sumHere = tsr::ReduceSumOp::create(b, loc, ex, {1}, true);
+  Value sum = AllReduceOp::create(b, loc, rowType, sumHere, group);
+  // The label's column in this piece: the classes' ids beside each label.
+  auto lt = cast<RankedTensorType>(labels.getType());
+  auto idsType = RankedTensorType::get({1, size}, lt.getElementType());
+  SmallVector<APInt> ids;
+  for (int64_t c = 0; c < size; ++c)
+    ids.push_back(APInt(lt.getElementTypeBitWidth(), offset + c, true));
+  Value classes = tsr::ConstantOp::create(b, loc, idsType,
+                                          DenseElementsAttr::get(idsType, ids));
+  Value labelCol = column(b, loc, labels);
+  Value hot = tsr::CompareOp::create(b, loc, Pred::eq, classes, labelCol);
+  Value valid = tsr::CompareOp::create(
+      b, loc, Pred::ne, labelCol, scalar(b, loc, lt.getElementType(), ignore));
+  Value zero = scalar(b, loc, et, 0.0);
+  if (isa<tsr::SoftmaxCrossEntropyOp>(op)) {
+    Value picked = tsr::ReduceSumOp::create(
+        b, loc, tsr::WhereOp::create(b, loc, hot, x, zero), {1}, true);
+    Value share = offset == 0
+                      ? Value(tsr::SubOp::create(
+                            b, loc,
+                            tsr::AddOp::create(
+                                b, loc, tsr::LogOp::create(b, loc, sum), max),
+                            picked))
+                      : Value(tsr::NegOp::create(b, loc, picked));
+    share = tsr::WhereOp::create(b, loc, valid, share, zero);
+    if (reduction == tsr::LossReduction::sum)
+      results.push_back(tsr::ReduceSumOp::create(b, loc, share, {0, 1}));
+    else
+      results.push_back(tsr::ReshapeOp::create(
+          b, loc, RankedTensorType::get({n}, et), share));
+    return true;
+  }
+  Value dloss = map.lookup(op->getOperand(2));
+  if (reduction == tsr::LossReduction::none)
+    dloss = column(b, loc, dloss);
+  Value softmax = tsr::DivOp::create(b, loc, ex, sum);
+  Value onehot =
+      tsr::WhereOp::create(b, loc, hot, scalar(b, loc, et, 1.0), zero);
+  Value d = tsr::MulOp::create(
+      b, loc, tsr::SubOp::create(b, loc, softmax, onehot), dloss);
+  results.push_back(tsr::WhereOp::create(b, loc, valid, d, zero));
+  return true;
+}
+
+/// Whether op `op` (on every device, one instance per micro-batch) can run
+/// for micro-batch m now: it depends on a value of the micro-batches a
+/// stage makes, and every value of the micro-batches it needs is made or
+/// can be made on every device now (ops without the batch, such as a
+/// weight's transpose, are made on demand).
+bool Partitioner::readyOnEveryDevice(Operation *op, int64_t m) {
+  // Whether an op depends on a stage's value of the micro-batches (in
+  // program order, producers first).
+  std::function<bool(Operation *)> fedByStage = [&](Operation *o) {
+    auto [it, fresh] = fed.try_emplace(o, false);
+    if (!fresh)
+      return it->second;
+    bool any = false;
+    for (Value v : o->getOperands())
+      if (Operation *prod = v.getDefiningOp(); prod && plans.count(prod))
+        any |= (plans[prod].perMicro && plans[prod].stage != kEvery) ||
+               fedByStage(prod);
+    fed[o] = any;
+    return any;
+  };
+  if (!fedByStage(op))
+    return false;
+  std::map<std::pair<Operation *, int64_t>, bool> memo;
+  std::function<bool(Operation *, int64_t)> ready = [&](Operation *o,
+                                                        int64_t k) {
+    auto [it, fresh] = memo.try_emplace({o, k}, false);
+    if (!fresh)
+      return it->second;
+    OpPlan &p = plans[o];
+    for (auto [i, v] : llvm::enumerate(o->getOperands())) {
+      Operation *prod = v.getDefiningOp();
+      if (!prod || isa<tsr::ConstantOp>(prod) || !plans.count(prod))
+        continue;
+      OpPlan &q = plans[prod];
+      if (!q.perMicro) {
+        if (q.kind != 0 && !emitted.count({prod, 0}))
+          return false;
+        continue;
+      }
+      FullLayout have = q.results[cast<OpResult>(v).getResultNumber()];
+      bool samePiece = !(have.mb.kind == lay::AxisKind::R) &&
+                       i < p.operands.size() && have.mb == p.operands[i].mb;
+      for (int64_t j = 0; j < M; ++j)
+        if ((!samePiece || j == k) && !emitted.count({prod, j}) &&
+            (q.stage != kEvery || !ready(prod, j)))
+          return false;
+    }
+    memo[{o, k}] = true;
+    return true;
+  };
+  return ready(op, m);
 }
 
 /// Whether `op` is made again right before each micro-batch's use: a
@@ -879,18 +1244,23 @@ LogicalResult Partitioner::markDropoutPiece(RankState &rs, tsr::DropoutOp d,
       cast<tsr::DropoutOp>(p.op).getInput().getType().getShape();
   if (d.getInput().getType().getShape() == global)
     return success();
-  auto mesh3 = lay::Mesh::create({{"dp", dp}, {"tp", tp}, {"mb", M}});
-  if (!mesh3)
-    return fail(p.op, mesh3.message());
-  lay::Layout layout = p.results[0].spatial;
-  layout.states.push_back(p.results[0].mb);
+  // The micro-batch axis is inner to dp and tp, pp (on every device)
+  // inner to it (convertLocal's order).
+  auto mesh4 =
+      lay::Mesh::create({{"dp", dp}, {"tp", tp}, {"mb", M}, {"pp", pp}});
+  if (!mesh4)
+    return fail(p.op, mesh4.message());
+  const lay::Layout &spatial = p.results[0].spatial;
+  lay::Layout layout;
+  layout.states = {spatial.states[0], spatial.states[1], p.results[0].mb,
+                   spatial.states[kPp]};
   SmallVector<int64_t> dpGroup = mesh.groupOf(rs.rank, {"dp"}),
                        tpGroup = mesh.groupOf(rs.rank, {"tp"});
   std::vector<int64_t> coords = {llvm::find(dpGroup, rs.rank) - dpGroup.begin(),
                                  llvm::find(tpGroup, rs.rank) - tpGroup.begin(),
-                                 p.perMicro ? m : 0};
+                                 p.perMicro ? m : 0, deviceOfRank(rs.rank)};
   auto offsets = lay::pieceOffsets(
-      *mesh3, {std::vector<int64_t>(global.begin(), global.end())}, layout,
+      *mesh4, {std::vector<int64_t>(global.begin(), global.end())}, layout,
       coords);
   if (!offsets)
     return fail(p.op, "internal: the piece of a dropout: " + offsets.message());
@@ -926,7 +1296,7 @@ LogicalResult Partitioner::emitAll() {
       blocks.push_back({b.stage, int64_t(b.kind), b.micro});
   }
   bool hasW = llvm::any_of(blocks, [](auto &b) { return std::get<1>(b) == 2; });
-  for (auto [s, kind, m] : blocks)
+  for (auto [s, kind, m] : blocks) {
     for (Operation &op : body) {
       auto it = plans.find(&op);
       if (it == plans.end() || isa<tsr::ConstantOp>(op))
@@ -937,6 +1307,21 @@ LogicalResult Partitioner::emitAll() {
           failed(emitInstance(&op, m)))
         return failure();
     }
+    // Ops on every device, once the stages made their inputs: the head
+    // after the last stage's forward, the embedding's gradient after the
+    // first stage's backward. (Those that read no stage's value, such as
+    // the embedding itself, come when a stage asks for them.)
+    for (Operation &op : body) {
+      auto it = plans.find(&op);
+      if (it == plans.end() || isa<tsr::ConstantOp>(op) ||
+          it->second.stage != kEvery || !it->second.perMicro)
+        continue;
+      for (int64_t i = 0; i < M; ++i)
+        if (!emitted.count({&op, i}) && readyOnEveryDevice(&op, i) &&
+            failed(emitInstance(&op, i)))
+          return failure();
+    }
+  }
   // Whatever remains (the update, ops the blocks did not need), in order.
   for (Operation &op : body) {
     if (isa<func::ReturnOp, tsr::ConstantOp>(op))
@@ -967,7 +1352,7 @@ LogicalResult Partitioner::finish() {
     RankState &r = *rp;
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       DictionaryAttr a = step.getResultAttrDict(i);
-      FullLayout want = replicated(2);
+      FullLayout want = replicated(kAxes);
       // The loss and the gradient norm: replicated on every rank.
       if (!a || !(a.get(Tsr::LossAttrHelper::getNameStr()) ||
                   a.get(Tsr::GradNormAttrHelper::getNameStr()))) {
@@ -980,7 +1365,7 @@ LogicalResult Partitioner::finish() {
           return fail(step, "result " + Twine(i) +
                                 " is neither the loss nor a parameter or "
                                 "state with a matching argument");
-        if (deviceOf(argStages.lookup(home)) != deviceOfRank(r.rank))
+        if (!onDevice(argStages.lookup(home), deviceOfRank(r.rank)))
           continue;
         want = argLayouts[home];
       }
@@ -1022,7 +1407,7 @@ LogicalResult Partitioner::run() {
     if (DenseI64ArrayAttr devices = pipeline.getStageDevices())
       stageDevices.assign(devices.asArrayRef().begin(),
                           devices.asArrayRef().end());
-  auto m = lay::Mesh::create({{"dp", dp}, {"tp", tp}});
+  auto m = lay::Mesh::create({{"dp", dp}, {"tp", tp}, {"pp", pp}});
   if (!m)
     return step.emitError("dist-partition: ") << m.message();
   rvdMesh = *m;

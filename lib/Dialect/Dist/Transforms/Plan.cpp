@@ -417,6 +417,24 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       return success();
     Block &body = f.getBody().front();
     SelectionContext cx = selectionContext(f);
+    // Stages first: a split over pp is for ops on every device.
+    // Both factors are >= 1; an overflowing product admits every stage.
+    int64_t numStages = support::checkedMul(spec.shape.pp, stagesPerDevice)
+                            .value_or(std::numeric_limits<int64_t>::max());
+    for (const auto &a : spec.assign) {
+      SmallVector<Operation *> ops = selectOps(f, a.select, cx);
+      if (ops.empty())
+        return matchesNothing(f, "assign", a.index, a.select);
+      if (a.stage >= numStages)
+        return ops.front()->emitError("dist-plan: plan entry assign[")
+               << a.index << "] puts '" << tsr::opNameOrKind(ops.front())
+               << "' on stage " << a.stage << ", but the mesh has " << numStages
+               << " stage(s)";
+      for (Operation *op : ops)
+        op->setAttr(
+            Dist::StageAttrHelper::getNameStr(),
+            IntegerAttr::get(IntegerType::get(&getContext(), 64), a.stage));
+    }
     for (const auto &t : spec.trans) {
       SmallVector<Operation *> ops = selectOps(f, t.select, cx);
       if (ops.empty())
@@ -438,6 +456,15 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       llvm::StringSet<> forwardNames;
       for (Operation *op : ops) {
         std::string name = tsr::opNameOrKind(op);
+        auto stage = getAttr<Dist::StageAttrHelper>(op);
+        if (llvm::any_of(t.split, [](auto &e) { return e.second == "pp"; }) &&
+            !t.select.backward &&
+            (!stage || stage.getInt() != DistDialect::kEveryStage))
+          return op->emitError("dist-plan: plan entry trans[")
+                 << t.index << "] splits '" << name
+                 << "' over pp, but it does not run on every device: pp "
+                    "splits only the ops an assign entry puts on every "
+                    "device (\"stage\": \"all\")";
         auto iface = dyn_cast<DimAnnotationOpInterface>(op);
         if (!iface)
           return op->emitError("dist-plan: plan entry trans[")
@@ -448,7 +475,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
           return op->emitError("dist-plan: ") << bound.message();
         std::map<std::string, int64_t> factors;
         for (auto &[dim, axis] : t.split)
-          factors[dim] = axis == "dp" ? spec.shape.dp : spec.shape.tp;
+          factors[dim] = axisSize(spec.shape, axis);
         auto split = annotation::split(*bound, factors);
         if (!split)
           return op->emitError("dist-plan: plan entry trans[")
@@ -484,23 +511,6 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         propagateSplit(body, ops, t.split, spec.shape);
       else if (!forwardNames.empty())
         followIntoBackward(body, ops, t.split, spec.shape, forwardNames, cx);
-    }
-    // Both factors are >= 1; an overflowing product admits every stage.
-    int64_t numStages = support::checkedMul(spec.shape.pp, stagesPerDevice)
-                            .value_or(std::numeric_limits<int64_t>::max());
-    for (const auto &a : spec.assign) {
-      SmallVector<Operation *> ops = selectOps(f, a.select, cx);
-      if (ops.empty())
-        return matchesNothing(f, "assign", a.index, a.select);
-      if (a.stage >= numStages)
-        return ops.front()->emitError("dist-plan: plan entry assign[")
-               << a.index << "] puts '" << tsr::opNameOrKind(ops.front())
-               << "' on stage " << a.stage << ", but the mesh has " << numStages
-               << " stage(s)";
-      for (Operation *op : ops)
-        op->setAttr(
-            Dist::StageAttrHelper::getNameStr(),
-            IntegerAttr::get(IntegerType::get(&getContext(), 64), a.stage));
     }
     return success();
   }
@@ -625,7 +635,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
           if (int64_t d = dimOfName(spec, dim); d >= 0)
             seeds.push_back({v, d});
       }
-      int64_t factor = axis == "dp" ? shape.dp : shape.tp;
+      int64_t factor = axisSize(shape, axis);
       LogicalDim flow =
           traceDim(body, seeds, factor, /*backward=*/true, accept);
       for (auto &[op, name] : flow.names)

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Dialect/Dist/Transforms/PlanFile.h"
+#include "tessera/Dialect/Dist/IR/DistDialect.h"
 
 #include "tessera/Support/StrictJson.h"
 
@@ -108,8 +109,10 @@ PlanFile::Trans readTrans(const JsonValue &v, size_t index) {
   std::map<std::string, std::string> dimOfAxis;
   for (const auto &[dim, value] : split.entries()) {
     std::string axis = value.getString("a mesh axis name");
-    if (axis != "dp" && axis != "tp")
-      value.fail("'" + axis + "' is not a split axis (use dp or tp)");
+    if (axis != "dp" && axis != "tp" && axis != "pp")
+      value.fail("'" + axis +
+                 "' is not a split axis (use dp, tp, or pp for ops on "
+                 "every device)");
     // The partitioner splits an op at most once per axis; a second
     // dimension over the same axis would be dropped.
     auto [it, inserted] = dimOfAxis.emplace(axis, dim);
@@ -125,8 +128,15 @@ PlanFile::Assign readAssign(const JsonValue &v, size_t index) {
   JsonObject o = v.getObject(
       {"ops", "params", "group", "kind", "phase", "stage"}, "an assign entry");
   PlanFile::Selector select = readSelector(o);
-  return PlanFile::Assign{
-      std::move(select), o.get("stage").getInt(0, kInt64Max, "a stage"), index};
+  // "all": every device (an interlaced pipeline's embedding and head).
+  JsonValue stage = o.get("stage");
+  if (stage.raw().is_string() && stage.getString() == "all")
+    return PlanFile::Assign{std::move(select), DistDialect::kEveryStage, index};
+  if (!stage.raw().is_number_integer())
+    stage.failExpected("a stage",
+                       "an integer >= 0, or \"all\" for every device");
+  return PlanFile::Assign{std::move(select),
+                          stage.getInt(0, kInt64Max, "a stage"), index};
 }
 
 /// A recompute entry selects forward ops only: recomputing a backward op

@@ -569,9 +569,18 @@ void reportPipeline(func::FuncOp f, const Units &units, ArrayRef<double> flops,
                     int64_t numStages) {
   std::vector<int64_t> first(numStages, -1), last(numStages, -1);
   std::vector<double> stageFlops(numStages, 0);
+  // The units some of whose ops run on every device (interlaced).
+  std::vector<int64_t> everywhere;
+  double everyFlops = 0;
   for (auto [i, op] : llvm::enumerate(units.forward)) {
     int64_t s = getAttr<Dist::StageAttrHelper>(op).getInt();
     int64_t u = units.unitOf[i];
+    if (s == DistDialect::kEveryStage) {
+      if (!llvm::is_contained(everywhere, u))
+        everywhere.push_back(u);
+      everyFlops += tessera::flopsOf(op);
+      continue;
+    }
     if (s < 0 || s >= numStages)
       continue;
     if (first[s] < 0)
@@ -600,6 +609,17 @@ void reportPipeline(func::FuncOp f, const Units &units, ArrayRef<double> flops,
         llvm::formatv("  stage {0}: {1} ({2:F0}% of the forward FLOPs)", s,
                       span, total > 0 ? 100.0 * stageFlops[s] / total : 0.0)
             .str()));
+  }
+  if (!everywhere.empty()) {
+    llvm::sort(everywhere);
+    std::string names;
+    for (int64_t u : everywhere)
+      names += (names.empty() ? "" : ", ") + units.names[u];
+    lines.push_back(StringAttr::get(
+        ctx, llvm::formatv("  every device: {0} ({1:F0}% of the forward "
+                           "FLOPs, the batch split over dp and pp)",
+                           names, total > 0 ? 100.0 * everyFlops / total : 0.0)
+                 .str()));
   }
   appendPlanReport(f, lines);
 }
@@ -701,8 +721,38 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
                    : std::to_string(used.size()) + " (embedding, layers, head)")
            << ": a stage would have no work";
   std::vector<size_t> starts = shape.stageStarts;
-  if (starts.empty())
-    starts = balance(used, numStages);
+  if (starts.empty()) {
+    // The cut balances the units that have ops left for the stages: those
+    // a plan file put on every device (an interlaced pipeline's embedding
+    // and head) take no stage's time.
+    std::vector<size_t> staged;
+    std::vector<double> cost;
+    std::vector<bool> hasStaged(used.size(), false);
+    std::vector<double> stagedFlops(used.size(), 0);
+    for (auto [i, op] : llvm::enumerate(forward)) {
+      auto s = getAttr<Dist::StageAttrHelper>(op);
+      if (s && s.getInt() == DistDialect::kEveryStage)
+        continue;
+      hasStaged[units.unitOf[i]] = true;
+      stagedFlops[units.unitOf[i]] += tessera::flopsOf(op);
+    }
+    for (size_t u = 0; u < used.size(); ++u)
+      if (hasStaged[u]) {
+        staged.push_back(u);
+        cost.push_back(stagedFlops[u]);
+      }
+    if (int64_t(staged.size()) < numStages)
+      return f.emitError("dist-plan: pp=")
+             << shape.pp << " needs at least " << numStages
+             << " layer groups with ops on the stages, but " << staged.size()
+             << " have any (the others run on every device): a stage would "
+                "have no work";
+    starts = balance(cost, numStages);
+    for (size_t &start : starts)
+      start = staged[start];
+    // A unit before the first staged one belongs to stage 0.
+    starts[0] = 0;
+  }
   if (int64_t(starts.size()) != numStages)
     return f.emitError("dist-plan: internal error: ")
            << starts.size() << " stage boundaries for " << numStages
@@ -742,14 +792,12 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
     auto name = getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber());
     if (!name)
       continue;
-    int64_t s = -1;
+    int64_t s = 0; // an unused parameter: stage 0
     for (Operation *op : forward)
       if (llvm::is_contained(op->getOperands(), arg)) {
         s = getAttr<Dist::StageAttrHelper>(op).getInt();
         break;
       }
-    if (s < 0)
-      s = 0;
     paramStage[name.getValue()] = s;
     stageOf[arg] = s;
   }
@@ -765,7 +813,7 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
   // parameters rather than every parameter and its state to the scalar.
   // Others (unnamed backward ops): with the lowest stage among their
   // operands (gradients flow towards stage 0; an accumulation happens where
-  // the forward value lives).
+  // the forward value lives; every device, -1, counts as the lowest).
   llvm::StringMap<int64_t> stageOfName;
   for (Operation *op : forward) {
     std::string n = tsr::opName(op);
@@ -788,7 +836,7 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
         continue;
       }
     }
-    int64_t s = -1;
+    std::optional<int64_t> s;
     bool update = hasAttr<Tsr::UpdateAttrHelper>(&op);
     int64_t largest = -1;
     for (Value v : op.getOperands()) {
@@ -796,29 +844,30 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
       if (it == stageOf.end())
         continue;
       int64_t bytes = update ? tessera::tensorBytes(v.getType()) : 0;
-      if (s < 0 || bytes > largest || (bytes == largest && it->second < s)) {
+      if (!s || bytes > largest || (bytes == largest && it->second < *s)) {
         s = it->second;
         largest = bytes;
       }
     }
-    if (s < 0 && !hasAttr<Dist::StageAttrHelper>(&op)) {
+    if (!s && !hasAttr<Dist::StageAttrHelper>(&op)) {
       unresolved.push_back(&op); // only data inputs: placed by its users
       continue;
     }
     if (!hasAttr<Dist::StageAttrHelper>(&op))
-      op.setAttr(Dist::StageAttrHelper::getNameStr(), IntegerAttr::get(i64, s));
+      op.setAttr(Dist::StageAttrHelper::getNameStr(),
+                 IntegerAttr::get(i64, *s));
     for (Value r : op.getResults())
       stageOf[r] = getAttr<Dist::StageAttrHelper>(&op).getInt();
   }
   // Ops reading only data inputs (e.g. a transposed input in the weight
   // gradient): with their earliest-stage user.
   for (Operation *op : llvm::reverse(unresolved)) {
-    int64_t s = -1;
+    std::optional<int64_t> s;
     for (Value r : op->getResults())
       for (Operation *user : r.getUsers())
         if (auto us = getAttr<Dist::StageAttrHelper>(user))
-          s = s < 0 ? us.getInt() : std::min(s, us.getInt());
-    setAttr<Dist::StageAttrHelper>(op, IntegerAttr::get(i64, s < 0 ? 0 : s));
+          s = s ? std::min(*s, us.getInt()) : us.getInt();
+    setAttr<Dist::StageAttrHelper>(op, IntegerAttr::get(i64, s.value_or(0)));
   }
   // Every stage must have work.
   std::vector<bool> busy(numStages, false);

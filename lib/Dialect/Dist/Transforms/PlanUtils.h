@@ -113,6 +113,11 @@ void appendPlanReport(mlir::func::FuncOp f,
 /// Adds `name -> axis` to the op's dist.split (one split per axis per op:
 /// the first wins).
 void addSplit(mlir::Operation *op, llvm::StringRef name, llvm::StringRef axis);
+
+/// The size of mesh axis `axis` (dp, tp or pp) in `shape`.
+inline int64_t axisSize(const planner::PlanShape &shape, llvm::StringRef axis) {
+  return axis == "dp" ? shape.dp : axis == "tp" ? shape.tp : shape.pp;
+}
 /// dp and micro-batches: traces the batch from the data inputs' first
 /// dimension, marks dist.batch and, with dp > 1, splits it over dp.
 mlir::LogicalResult planBatch(mlir::func::FuncOp f,

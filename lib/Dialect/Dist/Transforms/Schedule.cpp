@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tessera/Dialect/Dist/IR/DistAttrs.h"
+#include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/Transforms/Passes.h"
 #include "tessera/Dialect/Tsr/Analysis/OpMetrics.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
@@ -128,15 +129,27 @@ struct DistSchedulePass
         if (s >= stages)
           continue;
         removeAttr<Dist::WeightGradAttrHelper>(&op);
+        // An op on every device (interlaced) does a share of its work in
+        // each stage's span; it runs where its inputs are ready and is
+        // never a W block's.
+        bool every = s == DistDialect::kEveryStage;
+        auto add = [&](std::vector<double> &spans) {
+          double x = tessera::flopsOf(&op);
+          if (!every)
+            spans[s] += x;
+          else
+            for (double &y : spans)
+              y += x / double(spans.size());
+        };
         if (!hasAttr<Tsr::BackwardAttrHelper>(&op)) {
           if (!hasAttr<Tsr::UpdateAttrHelper>(&op))
-            f[s] += tessera::flopsOf(&op);
-        } else if (splitW && !inB.contains(&op)) {
+            add(f);
+        } else if (splitW && !every && !inB.contains(&op)) {
           op.setAttr(Dist::WeightGradAttrHelper::getNameStr(),
                      UnitAttr::get(ctx));
-          w[s] += tessera::flopsOf(&op);
+          add(w);
         } else {
-          bw[s] += tessera::flopsOf(&op);
+          add(bw);
         }
       }
     }

@@ -1039,7 +1039,9 @@ Result<annotation::Annotation> GatherOp::buildAnnotation() {
   std::vector<std::string> out(data.begin(), data.begin() + axis);
   out.insert(out.end(), idx.begin(), idx.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
-  data[axis] += "^";
+  // Rows of an embedding table may be split (dist-partition makes the
+  // piece: the rows in its range, zeros elsewhere, summed over the pieces).
+  data[axis] += axis == 0 ? "+" : "^";
   return makeAnnotation({joinEntry(data), joinEntry(idx)}, {joinEntry(out)});
 }
 
@@ -1081,8 +1083,8 @@ LogicalResult SoftmaxCrossEntropyOp::inferReturnTypes(
 
 Result<annotation::Annotation> SoftmaxCrossEntropyOp::buildAnnotation() {
   if (getReduction() == LossReduction::none)
-    return makeAnnotation({"n c^", "n"}, {"n"});
-  return makeAnnotation({"n+ c^", "n+"}, {"()"});
+    return makeAnnotation({"n c+", "n"}, {"n"});
+  return makeAnnotation({"n+ c+", "n+"}, {"()"});
 }
 
 //===----------------------------------------------------------------------===//
@@ -1141,8 +1143,8 @@ LogicalResult SoftmaxCrossEntropyGradOp::inferReturnTypes(
 
 Result<annotation::Annotation> SoftmaxCrossEntropyGradOp::buildAnnotation() {
   if (getReduction() == LossReduction::none)
-    return makeAnnotation({"n c^", "n", "n"}, {"n c^"});
-  return makeAnnotation({"n c^", "n", "()"}, {"n c^"});
+    return makeAnnotation({"n c", "n", "n"}, {"n c"});
+  return makeAnnotation({"n c", "n", "()"}, {"n c"});
 }
 
 LogicalResult EmbeddingGradOp::verify() {

@@ -5,7 +5,7 @@
 // RUN: tessera-opt %s -split-input-file -verify-diagnostics -tsr-test-annotation -o /dev/null | FileCheck %s --check-prefix=ANNOT
 
 // CHECK-LABEL: func.func @embedding_grad
-// ANNOT: tsr.embedding_grad: _0+ _1+ c, _0+ _1+ -> v^ c | sizes: _0=2 _1=4 c=8 v=10
+// ANNOT: tsr.embedding_grad: _0+ _1+ c, _0+ _1+ -> v c | sizes: _0=2 _1=4 c=8 v=10
 // ANNOT-NEXT: split _0=2 c=2 -> 4 pieces; operands: 1x4x4 1x4; results: 10x4(partial)
 func.func @embedding_grad(%dy: tensor<2x4x8xf32>, %i: tensor<2x4xi64>) -> tensor<10x8xf32> {
   // CHECK: tsr.embedding_grad %{{.*}}, %{{.*}} {tsr.test_split = {_0 = 2 : i64, c = 2 : i64}} : (tensor<2x4x8xf32>, tensor<2x4xi64>) -> tensor<10x8xf32>

@@ -5,10 +5,10 @@
 // RUN: tessera-opt %s -split-input-file -verify-diagnostics -tsr-test-annotation -o /dev/null | FileCheck %s --check-prefix=ANNOT
 
 // CHECK-LABEL: func.func @softmax_cross_entropy
-// ANNOT: tsr.softmax_cross_entropy: n+ c^, n+ -> () | sizes: n=8 c=5
+// ANNOT: tsr.softmax_cross_entropy: n+ c+, n+ -> () | sizes: n=8 c=5
 // ANNOT-NEXT: split n=4 -> 4 pieces; operands: 2x5 2; results: ()(partial)
-// ANNOT: tsr.softmax_cross_entropy: n+ c^, n+ -> () | sizes: n=8 c=5
-// ANNOT: tsr.softmax_cross_entropy: n c^, n -> n | sizes: n=8 c=5
+// ANNOT: tsr.softmax_cross_entropy: n+ c+, n+ -> () | sizes: n=8 c=5
+// ANNOT: tsr.softmax_cross_entropy: n c+, n -> n | sizes: n=8 c=5
 func.func @softmax_cross_entropy(%l: tensor<8x5xf32>, %t: tensor<8xi64>) -> (tensor<f32>, tensor<f32>, tensor<8xf32>) {
   // CHECK: tsr.softmax_cross_entropy mean %{{.*}}, %{{.*}} {tsr.test_split = {n = 4 : i64}} : (tensor<8x5xf32>, tensor<8xi64>) -> tensor<f32>
   %0 = tsr.softmax_cross_entropy mean %l, %t {tsr.test_split = {n = 4}} : (tensor<8x5xf32>, tensor<8xi64>) -> tensor<f32>

@@ -18,7 +18,8 @@ defvar Dist_DiscardableAttrs = [
   TesseraDiscardableAttr<"stage", "::mlir::IntegerAttr", "Op", "an i64",
     "op-assign: the pipeline stage (>= 0), i.e. the slice of the mesh at "
     "that index of axis `pp`; below the size of `pp` (or the number of "
-    "stages of `dist.pipeline`)">,
+    "stages of `dist.pipeline`). -1: every device (an interlaced pipeline: "
+    "the op runs on all ranks, its batch split over `pp` as well as `dp`)">,
   TesseraDiscardableAttr<"order_after", "::mlir::ArrayAttr", "Op",
     "an array of op names",
     "op-order: the names (the `NameLoc` names) of ops that must run before "
@@ -145,6 +146,9 @@ def Dist_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// The name of the pipeline axis that dist.stage indexes.
     static ::llvm::StringRef getPipelineAxisName() { return "pp"; }
+    /// The dist.stage of an op that runs on every device (every stage's
+    /// ranks), its batch split over pp as well as dp.
+    static constexpr int64_t kEveryStage = -1;
 
   private:
     void registerAttributes();

@@ -74,7 +74,8 @@ struct PlanFile {
     /// updates.
     bool propagate = false;
   };
-  /// `assign[i]`: put the selected ops on pipeline stage `stage`.
+  /// `assign[i]`: put the selected ops on pipeline stage `stage`
+  /// (DistDialect::kEveryStage for "all": every device).
   struct Assign {
     Selector select;
     int64_t stage;

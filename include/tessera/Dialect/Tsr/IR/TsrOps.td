@@ -486,14 +486,18 @@ def Tsr_ConcatOp : Tsr_Op<"concat", "*, ... -> *", [Tsr_Differentiable, Pure, In
   let hasFolder = 1;
 }
 
-def Tsr_GatherOp : Tsr_Op<"gather", "v^ c, * -> * c",
+def Tsr_GatherOp : Tsr_Op<"gather", "v+ c, * -> * c",
     [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
   let rtArgs = [{.operands().i64(getAxis())}];
   let summary = "gather slices of data along an axis (embedding lookup)";
   let opDescription = [{
     As ONNX Gather: the result has data's dimensions before `axis`, then
     the indices' dimensions, then data's after `axis`. The template shows
-    the embedding case (axis 0). Indices must lie in [0, size).
+    the embedding case (axis 0). Indices must lie in [0, size). On axis 0
+    the table's rows may be split (a vocabulary-parallel embedding: each
+    piece gives the rows of the indices in its range and zeros for the
+    others, which add up to the whole; dist-partition makes the piece); on
+    another axis the gathered dimension is `^`.
   }];
   let arguments = (ins Tsr_AnyTensor:$data, Tsr_IndexTensor:$indices,
                        DefaultValuedAttr<I64Attr, "0">:$axis);
@@ -507,7 +511,7 @@ def Tsr_GatherOp : Tsr_Op<"gather", "v^ c, * -> * c",
 //===----------------------------------------------------------------------===//
 
 def Tsr_SoftmaxCrossEntropyOp : Tsr_Op<"softmax_cross_entropy",
-    "n+ c^, n+ -> ()", [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+    "n+ c+, n+ -> ()", [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
   let rtArgs = [{.operands().i64(getIgnoreIndex())
                     .enumValue("Reduction", stringifyLossReduction(getReduction()))}];
   let summary = "cross-entropy of softmax(logits) against class labels";
@@ -515,7 +519,11 @@ def Tsr_SoftmaxCrossEntropyOp : Tsr_Op<"softmax_cross_entropy",
     logits are N x C, labels N class ids. Samples whose label equals
     `ignore_index` contribute nothing; `mean` divides by the number of the
     others, `sum` does not divide, `none` returns the N per-sample losses
-    (annotation `n c^, n -> n`).
+    (annotation `n c+, n -> n`). The classes may be split (a
+    vocabulary-parallel cross-entropy, `sum` and `none`): dist-partition
+    computes each piece's share with the row maximum and the sum of
+    exponentials reduced over the pieces, so that the shares add up to the
+    loss.
   }];
   let arguments = (ins Tsr_FloatTensor:$logits, Tsr_IndexTensor:$labels,
                        DefaultValuedAttr<I64Attr, "-100">:$ignore_index,
@@ -583,7 +591,7 @@ def Tsr_LayerNormGradOp : Tsr_Op<"layer_norm_grad",
 }
 
 def Tsr_SoftmaxCrossEntropyGradOp : Tsr_Op<"softmax_cross_entropy_grad",
-    "n c^, n, () -> n c^", [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+    "n c, n, () -> n c", [Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
   let rtArgs = [{.operands().i64(getIgnoreIndex())
                     .enumValue("Reduction", stringifyLossReduction(getReduction()))}];
   let summary = "logits gradient of softmax_cross_entropy";
@@ -591,7 +599,8 @@ def Tsr_SoftmaxCrossEntropyGradOp : Tsr_Op<"softmax_cross_entropy_grad",
     dlogits = (softmax(logits) - onehot(labels)) * dloss (divided by the
     number of counted samples for `mean`); ignored samples get zero. dloss
     is rank-0 for `mean` and `sum`, N for `none` (annotation
-    `n c^, n, n -> n c^`).
+    `n c, n, n -> n c`). Split classes (`sum`, `none`): each piece from the
+    row maximum and the sum of exponentials reduced over the pieces.
   }];
   let arguments = (ins Tsr_FloatTensor:$logits, Tsr_IndexTensor:$labels,
                        Tsr_FloatTensor:$grad,
@@ -605,7 +614,7 @@ def Tsr_SoftmaxCrossEntropyGradOp : Tsr_Op<"softmax_cross_entropy_grad",
   }];
 }
 
-def Tsr_EmbeddingGradOp : Tsr_Op<"embedding_grad", "*+ c, *+ -> v^ c",
+def Tsr_EmbeddingGradOp : Tsr_Op<"embedding_grad", "*+ c, *+ -> v c",
     [Pure]> {
   let rtArgs = [{.operands().shape(getType())}];
   let summary = "table gradient of gather on axis 0 (a scatter-add)";

@@ -2,7 +2,7 @@
 // the error names the op (its location is the ONNX node name) and the entry.
 // RUN: tessera-opt %s -dist-plan="plan=%S/../Inputs/frozen.json devices=2" -verify-diagnostics
 
-// expected-error @unknown {{dist-plan: plan entry trans[0] cannot split '/loss' (n+ c^, n+ -> ()): dimension 'c' is marked '^' and cannot be split}}
+// expected-error @unknown {{dist-plan: plan entry trans[0] cannot split '/probs' (d0 d1^ -> d0 d1^): dimension 'd1' is marked '^' and cannot be split}}
 func.func @train_step_sgd(%w1: tensor<8x16xf32> {tsr.param = "w1"}, %w2: tensor<16x8xf32> {tsr.param = "w2"},
                           %x: tensor<4x8xf32> {tsr.input = "x"}, %t: tensor<4xi64> {tsr.input = "t"},
                           %lr: tensor<f32> {tsr.hyper = "lr"}, %wd: tensor<f32> {tsr.hyper = "weight_decay"},
@@ -12,6 +12,7 @@ func.func @train_step_sgd(%w1: tensor<8x16xf32> {tsr.param = "w1"}, %w2: tensor<
   %h = tsr.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("/l.0/fc/MatMul")
   %g = tsr.relu %h : tensor<4x16xf32> loc("/l.0/relu")
   %y = tsr.matmul %g, %w2 : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32> loc("/l.1/proj/MatMul")
+  %probs = tsr.softmax %y {axis = 1 : i64} : tensor<4x8xf32> loc("/probs")
   %loss = tsr.softmax_cross_entropy sum %y, %t : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32> loc("/loss")
   %one = tsr.constant {tsr.backward} dense<1.0> : tensor<f32>
   %dy = tsr.softmax_cross_entropy_grad sum %y, %t, %one {tsr.backward = "/loss"} : (tensor<4x8xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x8xf32>
