@@ -93,12 +93,12 @@ const std::map<std::string, std::string> kExpected = {
     {"tsr.slice", "d0 d1^ d2^ -> d0 s1^ s2^"},
     {"tsr.split", "d0 d1 s^ -> d0 d1 p0^, d0 d1 p1^"},
     {"tsr.concat", "p0^ d1, p1^ d1 -> s^ d1"},
-    {"tsr.gather", "d0^ d1, i0 i1 -> i0 i1 d1"},
-    {"tsr.softmax_cross_entropy", "n+ c^, n+ -> ()"},
+    {"tsr.gather", "d0+ d1, i0 i1 -> i0 i1 d1"},
+    {"tsr.softmax_cross_entropy", "n+ c+, n+ -> ()"},
     {"tsr.layer_norm_grad", "a0+ a1+ n2^, a0+ a1+ n2^, n2^, a0+ a1+ 1, a0+ "
                             "a1+ 1 -> a0 a1 n2^, n2^, n2^"},
-    {"tsr.softmax_cross_entropy_grad", "n c^, n, () -> n c^"},
-    {"tsr.embedding_grad", "_0+ _1+ c, _0+ _1+ -> v^ c"},
+    {"tsr.softmax_cross_entropy_grad", "n c, n, () -> n c"},
+    {"tsr.embedding_grad", "_0+ _1+ c, _0+ _1+ -> v c"},
     {"tsr.add", "_0 _1, _1 -> _0 _1"},
     {"tsr.where", "_0 _1, _0 _1, () -> _0 _1"},
 };

@@ -305,8 +305,9 @@ LogicalResult Partitioner::planOps() {
       for (NamedAttribute e : split) {
         StringRef axis = cast<StringAttr>(e.getValue()).getValue();
         if (axis == "pp" && p.stage != kEvery)
-          return fail(&op, "cannot split a dimension over 'pp' on stage " +
-                               Twine(p.stage) +
+          return fail(&op, "cannot split '" + tsr::opNameOrKind(&op) + "' (" +
+                               op.getName().getStringRef() +
+                               ") over 'pp' on stage " + Twine(p.stage) +
                                ": only an op on every device (dist.stage "
                                "-1) is split over pp");
         axisOf.push_back({e.getName().str(), axis.str()});

@@ -204,8 +204,26 @@ Units groupUnits(Block &body) {
   std::vector<int64_t> unitOf(units.forward.size(), -1);
   llvm::StringMap<int64_t> layerUnit;
   std::vector<std::string> names{"(before the layers)"};
-  int64_t lastLayerOp = -1;
+  // Ops computed from parameters alone (a weight's bf16 copy, hoisted to
+  // the top by tsr-mixed-precision) belong to their layer but do not mark
+  // where the layers start or end for the ops around them.
+  llvm::DenseSet<Operation *> paramOnly;
+  auto isParamOnly = [&](Operation *op) {
+    return llvm::all_of(op->getOperands(), [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return arg.getOwner() == &body &&
+               isa<func::FuncOp>(body.getParentOp()) &&
+               getArgAttr<Tsr::ParamAttrHelper>(
+                   cast<func::FuncOp>(body.getParentOp()),
+                   arg.getArgNumber()) != nullptr;
+      Operation *d = v.getDefiningOp();
+      return d && (isa<tsr::ConstantOp>(d) || paramOnly.contains(d));
+    });
+  };
+  int64_t lastLayerOp = -1, lastAny = -1;
   for (auto [i, op] : llvm::enumerate(units.forward)) {
+    if (isParamOnly(op))
+      paramOnly.insert(op);
     SmallVector<StringRef> m;
     std::string name = tsr::opName(op);
     if (layer.match(name, &m)) {
@@ -215,9 +233,13 @@ Units groupUnits(Block &body) {
         names.push_back(key);
       }
       unitOf[i] = layerUnit[key];
-      lastLayerOp = i;
+      lastAny = i;
+      if (!paramOnly.contains(op))
+        lastLayerOp = i;
     }
   }
+  if (lastLayerOp < 0)
+    lastLayerOp = lastAny;
   if (layerUnit.empty()) {
     groupByModules(units);
     return units;
@@ -226,11 +248,13 @@ Units groupUnits(Block &body) {
   int64_t numUnits = layerUnit.size() + 2;
   int64_t current = 0;
   for (size_t i = 0; i < units.forward.size(); ++i) {
-    if (unitOf[i] >= 0)
+    bool marks = !paramOnly.contains(units.forward[i]);
+    if (unitOf[i] >= 0 && marks)
       current = unitOf[i];
     else if (int64_t(i) > lastLayerOp && lastLayerOp >= 0)
       current = numUnits - 1;
-    unitOf[i] = current;
+    if (unitOf[i] < 0)
+      unitOf[i] = current;
   }
   // Drop empty units (e.g. no ops after the last layer).
   std::vector<int64_t> compact(numUnits, -1);
@@ -776,15 +800,32 @@ LogicalResult planPipeline(func::FuncOp f, const planner::PlanShape &shape,
                                   DenseI64ArrayAttr::get(ctx, devices), nullptr,
                                   nullptr));
   }
-  // Forward ops: by unit, unless a plan file assigned them.
+  // Forward ops: by unit, unless a plan file assigned them. An op without
+  // the batch that only ops on every device read (a parameter's view or
+  // widened copy that no entry named) runs there too.
   llvm::DenseMap<Value, int64_t> stageOf;
-  for (auto [i, op] : llvm::enumerate(forward)) {
-    if (!hasAttr<Dist::StageAttrHelper>(op))
+  llvm::DenseSet<Operation *> byUnit;
+  for (auto [i, op] : llvm::enumerate(forward))
+    if (!hasAttr<Dist::StageAttrHelper>(op)) {
+      byUnit.insert(op);
       setAttr<Dist::StageAttrHelper>(
           op, IntegerAttr::get(i64, stageOfUnit(units.unitOf[i])));
+    }
+  for (Operation *op : llvm::reverse(forward)) {
+    auto readers = llvm::make_filter_range(op->getUsers(), [](Operation *u) {
+      return tsr::isForward(u) && !isa<func::ReturnOp>(u);
+    });
+    if (byUnit.contains(op) && !hasAttr<Dist::BatchAttrHelper>(op) &&
+        !readers.empty() && llvm::all_of(readers, [](Operation *u) {
+          auto s = getAttr<Dist::StageAttrHelper>(u);
+          return s && s.getInt() == DistDialect::kEveryStage;
+        }))
+      setAttr<Dist::StageAttrHelper>(
+          op, IntegerAttr::get(i64, DistDialect::kEveryStage));
+  }
+  for (Operation *op : forward)
     for (Value r : op->getResults())
       stageOf[r] = getAttr<Dist::StageAttrHelper>(op).getInt();
-  }
   reportPipeline(f, units, used, numStages);
   // Parameters live with their first forward use.
   llvm::StringMap<int64_t> paramStage;
