@@ -99,9 +99,12 @@ struct UnitCosts {
   std::vector<double> step; ///< once per step
   /// The tp collectives within micro and step.
   std::vector<double> microComm, stepComm;
-  std::vector<double> memA;   ///< activations per in-flight micro-batch
-  std::vector<double> memB;   ///< parameters, gradients, optimizer state
-  std::vector<double> grads;  ///< gradient bytes per device (dp sync)
+  std::vector<double> memA;  ///< activations per in-flight micro-batch
+  std::vector<double> memB;  ///< parameters, gradients, optimizer state
+  std::vector<double> grads; ///< gradient bytes per device (dp sync)
+  /// Gradient bytes held per device: through the backward, and at the
+  /// update (ZeRO-2: dp shards by then).
+  std::vector<double> gradsHeld, gradsAtUpdate;
   std::vector<int> gradCount; ///< their tensors (one collective each)
   size_t profiled = 0;        ///< ops timed by the profile database
   // The stage memory model's terms per unit (bytes per device; see
@@ -214,7 +217,7 @@ public:
         received += t.bytes;
         receivedFrom.push_back({t.owner, t.bytes});
       }
-    double g = c.grads[u], f = c.liveF[u] + kept;
+    double g = c.gradsHeld[u], f = c.liveF[u] + kept;
     shared += c.shared[u];
     trainF = std::max(trainF, f);
     trainFFirst = std::max(trainFFirst, f + shared);
@@ -222,6 +225,7 @@ public:
     trainB = std::max(trainB + (c.microBatches > 1 ? 0 : g), c.liveB[u] + kept);
     kept += c.memA[u];
     grads += g;
+    gradsAtUpdate += c.gradsAtUpdate[u];
     resident += c.resident[u];
     held += c.fixedHeld[u];
     weightHeld += c.weightHeld[u];
@@ -296,15 +300,16 @@ public:
       train = std::max(train, trainB + double(m - 2) * kept + grads + m * f +
                                   g + pendingW(1));
     }
-    double update = grads + largest + sent.forward + sent.back;
+    double update =
+        gradsAtUpdate + received + largest + sent.forward + sent.back;
     return resident + inputs + std::max(held + train, update);
   }
 
 private:
   const UnitCosts &c;
   double trainF = 0, trainFFirst = 0, trainFLast = 0, trainB = 0, kept = 0,
-         grads = 0, resident = 0, held = 0, inputs = 0, largest = 0, shared = 0,
-         received = 0, weightHeld = 0;
+         grads = 0, gradsAtUpdate = 0, resident = 0, held = 0, inputs = 0,
+         largest = 0, shared = 0, received = 0, weightHeld = 0;
   int first = -1;
   std::vector<size_t> tiedSeen; ///< indices in Problem::tied
   std::vector<std::pair<int, double>> receivedFrom; ///< (owner unit, bytes)
@@ -449,8 +454,9 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   UnitCosts c;
   for (std::vector<double> *v :
        {&c.micro, &c.microF, &c.step, &c.microComm, &c.stepComm, &c.memA,
-        &c.memB, &c.grads, &c.resident, &c.fixedHeld, &c.inputs, &c.largest,
-        &c.liveF, &c.liveB, &c.shared, &c.weightHeld})
+        &c.memB, &c.grads, &c.gradsHeld, &c.gradsAtUpdate, &c.resident,
+        &c.fixedHeld, &c.inputs, &c.largest, &c.liveF, &c.liveB, &c.shared,
+        &c.weightHeld})
     v->assign(n, 0);
   c.backward.assign(n, {});
   c.tiedReads.assign(n, {});
@@ -542,6 +548,12 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     c.liveB[u] = live(unit.backwardLive) + gathered;
     c.grads[u] = params;
     c.gradCount[u] = unit.params;
+    // ZeRO-2 (reduced early): a gradient is reduce-scattered once the last
+    // micro-batch's backward made it; with one micro-batch that is right
+    // away, with several the running totals stay whole to the last.
+    bool zero2 = p.zero2 && d > 1;
+    c.gradsAtUpdate[u] = zero2 ? params / double(d) : params;
+    c.gradsHeld[u] = zero2 && m == 1 ? params / double(d) : params;
     // The training driver's work around each step (runtime/common/
     // Driver.cpp), once per step on the ranks that hold the unit: each
     // argument passed in and each result taken back by name (an op's
@@ -673,7 +685,14 @@ std::vector<size_t> Search::memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
 
 double Search::dpSync(double grads, int count, int64_t d,
                       const cost::LinkSpec &link) const {
-  double t = collectives(cost::Collective::AllReduce, grads, count, d, link);
+  // ZeRO-2 reduce-scatters each gradient and all-gathers each updated
+  // parameter (a ring all-reduce's two halves, in two collectives).
+  double t =
+      p.zero2 && d > 1
+          ? collectives(cost::Collective::ReduceScatter, grads, count, d,
+                        link) +
+                collectives(cost::Collective::AllGather, grads, count, d, link)
+          : collectives(cost::Collective::AllReduce, grads, count, d, link);
   // ZeRO-3 gathers every parameter twice a step: for the forward and again
   // for the backward (dist-partition).
   if (p.zero3 && d > 1)

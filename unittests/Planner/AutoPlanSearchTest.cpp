@@ -662,6 +662,58 @@ TEST(AutoPlanSearch, OneCollectivePerParameterAndTheDriversWork) {
   ASSERT_EQ(e.error, "");
   EXPECT_NEAR(e.stepSeconds,
               compute + reduce + 10 * 1e-3 + 2 * 15 * 1e-6 + 2.5e-9, 1e-12);
+  // ZeRO-2 reduce-scatters each gradient and all-gathers each updated
+  // parameter: over 2 ranks one latency each, the all-reduce's two.
+  p.zero3 = false;
+  p.zero2 = true;
+  e = evaluatePlan(p, PlanShape{2, 1, 1, 1, {0}});
+  ASSERT_EQ(e.error, "");
+  EXPECT_NEAR(e.stepSeconds, compute + 5 * 1e-3 + 5 * 1e-3 + driver, 1e-12);
+}
+
+// The savers' memory on dp2: ZeRO-1 shards the optimizer state, ZeRO-2 the
+// gradients too (held whole only while micro-batches add into them),
+// ZeRO-3 the parameters too. A unit of 4 MB of parameters and 8 MB of
+// state: the step's peak is the update, which holds every gradient.
+TEST(AutoPlanSearch, ZeroStagesShardWhatTheySay) {
+  Problem p;
+  p.deviceSpec = writeSpec("zero", 1e12, 1e-6, 1e-9);
+  p.devices = 2;
+  p.batch = 2;
+  p.tpDegrees = {1};
+  p.memoryBytes = 1e12;
+  Unit u;
+  u.name = "u";
+  u.paramBytes = 4e6;
+  u.stateBytes = 8e6;
+  u.params = 2;
+  u.largestParamBytes = 2e6;
+  p.units.push_back(u);
+  OpCost op;
+  op.perMicroBatch = true;
+  op.flops = 1e6;
+  p.ops.push_back(op);
+  auto memory = [&](bool z1, bool z2, bool z3, int64_t m) {
+    p.zero1 = z1 || z2 || z3;
+    p.zero2 = z2;
+    p.zero3 = z3;
+    StepEvaluation e = evaluatePlan(p, PlanShape{2, 1, 1, m, {0}});
+    EXPECT_EQ(e.error, "");
+    return e.stages.empty() ? 0.0 : e.stages[0].memoryBytes;
+  };
+  double plain = memory(false, false, false, 1);
+  double z1 = memory(true, false, false, 1);
+  double z2 = memory(false, true, false, 1);
+  double z3 = memory(false, false, true, 1);
+  // ZeRO-1: half the state (the update's share of it too: the largest
+  // parameter's new state is half as large).
+  EXPECT_NEAR(plain - z1, 4e6 + 2e6 * 2 - 2e6 * 1, 1);
+  // ZeRO-2: half the gradients besides.
+  EXPECT_NEAR(z1 - z2, 2e6, 1);
+  EXPECT_LT(z3, z2);
+  // With micro-batches the running totals are whole through the backward,
+  // but the update still holds only the shards.
+  EXPECT_LE(memory(false, true, false, 2), memory(true, false, false, 2));
 }
 
 } // namespace

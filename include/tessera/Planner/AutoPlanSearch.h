@@ -166,6 +166,10 @@ struct Problem {
   /// weight gradients it may run later; OpCost::reach decides which).
   std::string schedule = "1f1b";
   bool zero1 = false;
+  /// ZeRO-2 where dp > 1: each gradient reduce-scattered into dp shards
+  /// once complete (implies zero1): held whole only while a step's
+  /// micro-batches add into it.
+  bool zero2 = false;
   /// ZeRO-3 where dp > 1: parameters sharded over dp like the optimizer
   /// state (implies zero1), each gathered whole while its op runs.
   bool zero3 = false;

@@ -621,7 +621,8 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
   problem.deviceSpec = options.deviceSpec;
   problem.memoryBytes = options.memoryGiB * double(1ull << 30);
   problem.schedule = options.schedule;
-  problem.zero1 = options.zero1 || options.zero3;
+  problem.zero1 = options.zero1 || options.zero2 || options.zero3;
+  problem.zero2 = options.zero2;
   problem.zero3 = options.zero3;
   problem.profileDatabase = options.profileDatabase;
   // One count of model FLOPs for the planner's MFU and the runtime's: the
@@ -929,7 +930,7 @@ bool markRecomputeAll(ModuleOp module, bool mark,
 } // namespace
 
 LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
-                       planner::PlanShape &shape, bool &zero3) {
+                       planner::PlanShape &shape, bool &zero2, bool &zero3) {
   auto fail = [&](const Twine &why) {
     return mlir::emitError(module.getLoc(), "dist-plan: plan 'auto': ") << why;
   };
@@ -937,35 +938,43 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   if (failed(buildStepModel(module, options, "auto", model)))
     return failure();
   autoplan::Result result = autoplan::searchAutoPlan(model.problem);
+  zero2 = options.zero2;
   zero3 = options.zero3;
-  // No plan fits in memory: the memory savers as plan choices. ZeRO-3
-  // (parameters sharded over dp) and recomputing every layer group's
-  // activations (dist-recompute) are each tried alone, the faster plan
-  // that fits wins; if neither fits alone, both together. Recompute marks
-  // stay only if the chosen plan recomputes.
+  // No plan fits in memory: the memory savers as plan choices. ZeRO-2
+  // (optimizer state and gradients sharded over dp), ZeRO-3 (parameters
+  // too) and recomputing every layer group's activations (dist-recompute)
+  // are each tried alone, the faster plan that fits wins; if none fits
+  // alone, ZeRO-3 and recomputation together. Recompute marks stay only if
+  // the chosen plan recomputes.
   bool recomputed = false, recomputeSome = false;
   llvm::DenseSet<int64_t> recomputedUnits; ///< with recomputeSome
   if (!result.error.empty() && result.candidates > 0 && result.feasible == 0) {
     struct Saver {
-      bool zero3, recompute;
+      bool zero2, zero3, recompute;
       const char *what;
       StepModel model;
       autoplan::Result result;
     };
-    SmallVector<Saver, 3> savers;
-    if (!options.zero3 && options.devices > 1)
-      savers.push_back({true, false, "with ZeRO-3", {}, {}});
-    savers.push_back({options.zero3,
+    SmallVector<Saver, 4> savers;
+    bool sharding = !options.zero3 && options.devices > 1;
+    if (sharding && !options.zero2)
+      savers.push_back({true, false, false, "with ZeRO-2", {}, {}});
+    if (sharding)
+      savers.push_back({false, true, false, "with ZeRO-3", {}, {}});
+    savers.push_back({options.zero2,
+                      options.zero3,
                       true,
                       "when every layer group's activations are recomputed",
                       {},
                       {}});
-    if (!options.zero3 && options.devices > 1)
-      savers.push_back({true, true, "with both", {}, {}});
+    if (sharding)
+      savers.push_back(
+          {false, true, true, "with ZeRO-3 and recomputation", {}, {}});
     auto tryOne = [&](Saver &saver) -> LogicalResult {
       if (saver.recompute && !markRecomputeAll(module, true))
         return success(); // nothing to recompute: leave it unfitted
       AutoPlanOptions o = options;
+      o.zero2 = saver.zero2;
       o.zero3 = saver.zero3;
       if (failed(buildStepModel(module, o, "auto", saver.model)))
         return failure();
@@ -977,7 +986,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     Saver *best = nullptr;
     std::string minima;
     for (Saver &saver : savers) {
-      // Both together only when neither alone fits.
+      // Both together only when none alone fits.
       if (saver.zero3 && saver.recompute && saver.zero3 != options.zero3 &&
           best)
         break;
@@ -997,6 +1006,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
       // activations (the plan evaluated with those stages' units as the
       // plain step has them, the others' as recomputed).
       AutoPlanOptions o = options;
+      o.zero2 = best->zero2;
       o.zero3 = best->zero3;
       StepModel plain;
       if (failed(buildStepModel(module, o, "auto", plain)))
@@ -1057,6 +1067,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
       // (With dp = 1 ZeRO-3 changes nothing; such a plan cannot be the one
       // that made the difference, but the flag says what the plan does.)
       zero3 = best->zero3 && result.shape.dp > 1;
+      zero2 = best->zero2 && result.shape.dp > 1;
     } else {
       result.error += minima;
     }
@@ -1120,6 +1131,9 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     if (zero3 && !options.zero3)
       os << "  zero3: parameters sharded over dp (no plan fits in memory "
             "without)\n";
+    if (zero2 && !options.zero2)
+      os << "  zero2: optimizer state and gradients sharded over dp (no "
+            "plan fits in memory without)\n";
     for (const autoplan::Candidate &c : result.runnersUp)
       os << llvm::formatv("  also fits: [dp = {0}, tp = {1}, pp = {2}], {3} "
                           "micro-batch(es): {4}\n",

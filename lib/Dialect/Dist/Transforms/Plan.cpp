@@ -142,6 +142,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     options.memoryGiB = memoryGiB;
     options.schedule = schedule;
     options.zero1 = spec.zero1;
+    options.zero2 = spec.zero2;
     options.zero3 = spec.zero3;
     options.report = report;
     return options;
@@ -159,12 +160,13 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       if (stagesPerDevice != 1)
         return fail("plans one stage per device (use the 1f1b, gpipe or "
                     "zb-h1 schedule)");
-      bool zero3 = false;
+      bool zero2 = false, zero3 = false;
       if (failed(planAuto(module, options ? *options : autoOptions(spec),
-                          spec.shape, zero3)))
+                          spec.shape, zero2, zero3)))
         return failure();
+      spec.zero2 = zero2;
       spec.zero3 = zero3;
-      spec.zero1 = spec.zero1 || spec.zero2 || zero3;
+      spec.zero1 = spec.zero1 || zero2 || zero3;
       spec.policies = {"dp", "tp", "pp"};
       spec.searched = true;
       return success();

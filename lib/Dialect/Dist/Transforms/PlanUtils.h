@@ -150,6 +150,7 @@ struct AutoPlanOptions {
   double memoryGiB = 16;
   std::string schedule = "1f1b";
   bool zero1 = false;
+  bool zero2 = false;
   bool zero3 = false;
   bool report = false;
   /// A plan file's constraints on the search (docs/plans.md): mesh axis
@@ -169,12 +170,14 @@ struct AutoPlanOptions {
 /// The auto policy (AutoPlan.cpp): models the largest train step of
 /// `module` and picks the fastest uniform mesh that fits in memory, with a
 /// stage start per stage; the built-in policies then annotate that shape.
-/// When no plan fits, it tries the memory savers: ZeRO-3 (`zero3` comes
-/// back true) and recomputing every layer group (dist.recompute marks).
+/// When no plan fits, it tries the memory savers: ZeRO-2 or ZeRO-3
+/// (`zero2`, `zero3` come back true) and recomputing layer groups
+/// (dist.recompute marks).
 /// Errors are emitted on the module.
 mlir::LogicalResult planAuto(mlir::ModuleOp module,
                              const AutoPlanOptions &options,
-                             planner::PlanShape &shape, bool &zero3);
+                             planner::PlanShape &shape, bool &zero2,
+                             bool &zero3);
 
 /// The auto policy's predicted step time of the plan the built-in
 /// policies wrote on `module` (mesh `shape`, stages from the forward ops'

@@ -103,7 +103,7 @@
 // BOTH: func.func @train_step_adamw({{.*}}dist.zero3, tsr.param
 // BOTH: tsr.matmul {{.*}}dist.recompute
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0001" 2>&1 | FileCheck %s --check-prefix=MEMORY
-// MEMORY: error: dist-plan: plan 'auto': no plan fits in 0.0001 GiB per device: the step needs at least 0.000361 GiB per device on 4 device(s), and at least 0.000342 GiB with ZeRO-3, at least 0.000306 GiB when every layer group's activations are recomputed, at least 0.000289 GiB with both
+// MEMORY: error: dist-plan: plan 'auto': no plan fits in 0.0001 GiB per device: the step needs at least 0.000361 GiB per device on 4 device(s), and at least 0.000361 GiB with ZeRO-2, at least 0.000342 GiB with ZeRO-3, at least 0.000306 GiB when every layer group's activations are recomputed, at least 0.000289 GiB with ZeRO-3 and recomputation
 // MEMORY-NOT: see current operation
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=64" 2>&1 | FileCheck %s --check-prefix=MESH
 // MESH: error: dist-plan: plan 'auto': no mesh of 64 devices divides the batch (4), the attention heads and the 4 layer groups
