@@ -56,7 +56,7 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
   JsonObject o = JsonValue(j, origin).getObject(
       {"name", "description", "peak_flops", "memory_bandwidth", "memory_bytes",
        "devices_per_node", "intra_node", "inter_node", "op_overhead",
-       "compute_slots"},
+       "compute_slots", "overlap_dp_reduction"},
       "a device spec");
   DeviceSpec spec;
   spec.name = o.get("name").getString("the spec's name");
@@ -85,6 +85,9 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
                   std::to_string(spec.devicesPerNode) + "], got " +
                   formatNumber(spec.computeSlots));
   }
+  if (auto overlap = o.find("overlap_dp_reduction"))
+    spec.overlapDpReduction =
+        overlap->getBool("whether the dp reduction overlaps the backward");
   return spec;
 }
 

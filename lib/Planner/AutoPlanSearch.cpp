@@ -388,6 +388,29 @@ private:
   /// the same bytes) and ZeRO-3's gathers, one collective per parameter.
   double dpSync(double grads, int count, int64_t d,
                 const cost::LinkSpec &link) const;
+  /// Whether the schedule runs two virtual stages per device (interleaved
+  /// 1F1B, ZB-V), each device's pair placed as dist-plan places them.
+  bool virtualStages() const {
+    return p.schedule == "interleaved" || p.schedule == "zb-v";
+  }
+  std::vector<int64_t> virtualDevices(int64_t pp) const {
+    std::vector<int64_t> devices;
+    for (int64_t s = 0; s < 2 * pp; ++s)
+      devices.push_back(p.schedule == "zb-v" ? (s < pp ? s : 2 * pp - 1 - s)
+                                             : s % pp);
+    return devices;
+  }
+  /// The first units of `parts` contiguous stages that balance the units'
+  /// time per micro-batch (the least slowest stage).
+  std::vector<size_t> balancedStarts(int64_t t, int64_t d, int64_t m,
+                                     int64_t parts) const;
+  /// The part of units [a, b]'s data-parallel communication the step
+  /// waits for: all of it, or with DeviceSpec::overlapDpReduction what
+  /// outlasts the last micro-batch's backward (each unit's gradients are
+  /// reduced once its backward made them, in backward order, one
+  /// collective after another, beside the backward of the units before it).
+  double dpExposed(const UnitCosts &c, size_t a, size_t b, int64_t d,
+                   const cost::LinkSpec &link) const;
   bool fitsMemory(const std::vector<StagePrediction> &stages) const;
   /// The step time with the schedule library's fill and drain (the closed
   /// form when pp == 1); "" or the schedule library's error.
@@ -664,7 +687,7 @@ std::vector<size_t> Search::memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
                               boundary.crossing * edgeScale, 2, ppLink);
         double time =
             std::max(fast[k - 1][a], double(m + pp - 1) * x + step +
-                                         dpSync(grads, count, d, dpLink));
+                                         dpExposed(c, a, b, d, dpLink));
         if (time < fast[k][b + 1]) {
           fast[k][b + 1] = time;
           fastFrom[k][b + 1] = a;
@@ -698,6 +721,59 @@ double Search::dpSync(double grads, int count, int64_t d,
   if (p.zero3 && d > 1)
     t += 2 * collectives(cost::Collective::AllGather, grads, count, d, link);
   return t;
+}
+
+std::vector<size_t> Search::balancedStarts(int64_t t, int64_t d, int64_t m,
+                                           int64_t parts) const {
+  size_t n = p.units.size();
+  UnitCosts c = unitCosts(t, d, m, parts);
+  std::vector<double> prefix(n + 1, 0);
+  for (size_t u = 0; u < n; ++u)
+    prefix[u + 1] = prefix[u] + c.micro[u];
+  // best[k][e]: units [0, e) in k stages; from[k][e]: the last one's start.
+  std::vector<std::vector<double>> best(parts + 1,
+                                        std::vector<double>(n + 1, kInf));
+  std::vector<std::vector<size_t>> from(parts + 1,
+                                        std::vector<size_t>(n + 1, 0));
+  best[0][0] = 0;
+  for (int64_t k = 1; k <= parts; ++k)
+    for (size_t e = size_t(k); e <= n; ++e)
+      for (size_t a = size_t(k - 1); a < e; ++a) {
+        double v = std::max(best[k - 1][a], prefix[e] - prefix[a]);
+        if (v < best[k][e]) {
+          best[k][e] = v;
+          from[k][e] = a;
+        }
+      }
+  std::vector<size_t> starts(parts, 0);
+  for (int64_t k = parts, e = int64_t(n); k >= 1; --k) {
+    starts[k - 1] = from[k][e];
+    e = int64_t(from[k][e]);
+  }
+  return starts;
+}
+
+double Search::dpExposed(const UnitCosts &c, size_t a, size_t b, int64_t d,
+                         const cost::LinkSpec &link) const {
+  if (!spec.overlapDpReduction || d == 1) {
+    double grads = 0;
+    int count = 0;
+    for (size_t u = a; u <= b; ++u) {
+      grads += c.grads[u];
+      count += c.gradCount[u];
+    }
+    return dpSync(grads, count, d, link);
+  }
+  double now = 0, busyUntil = 0;
+  for (size_t u = b + 1; u-- > a;) {
+    for (auto [reach, time] : c.backward[u])
+      now += time;
+    if (c.gradCount[u] == 0)
+      continue;
+    busyUntil =
+        std::max(busyUntil, now) + dpSync(c.grads[u], c.gradCount[u], d, link);
+  }
+  return std::max(0.0, busyUntil - now);
 }
 
 double Search::boundaryBytes(size_t a, size_t b, double edgeScale) const {
@@ -884,7 +960,7 @@ std::vector<size_t> Search::exactCut(const UnitCosts &c, int64_t t, int64_t d,
         x += 2 * collective(cost::Collective::SendRecv,
                             boundary.crossing * edgeScale, 2, ppLink);
       micro[a * n + b] = x;
-      step[a * n + b] = st + dpSync(grads, count, d, dpLink);
+      step[a * n + b] = st + dpExposed(c, a, b, d, dpLink);
       thresholds.push_back(step[a * n + b]);
     }
   }
@@ -991,7 +1067,7 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
                          ppLink);
       s.microSeconds += s.microSends;
     }
-    s.stepSeconds += dpSync(grads, count, d, dpLink);
+    s.stepSeconds += dpExposed(c, s.firstUnit, s.lastUnit, d, dpLink);
     micro = std::max(micro, s.microSeconds);
     step = std::max(step, s.stepSeconds);
     stages.push_back(s);
@@ -1320,6 +1396,37 @@ Result Search::run() {
         if (perReplica % m != 0 ||
             (p.fixedMicroBatches > 0 && m != p.fixedMicroBatches))
           continue;
+        if (virtualStages()) {
+          // Two virtual stages per device: pipelines only, cut for time.
+          if (pp < 2 || 2 * pp > int64_t(n) || lastPinned >= 0)
+            continue;
+          ++best.candidates;
+          StepEvaluation e = evaluateVirtual(
+              {d, t, 2 * pp, m, balancedStarts(t, d, m, 2 * pp)},
+              virtualDevices(pp));
+          if (!e.error.empty())
+            continue; // the schedule library's conditions (m vs pp)
+          double peak = 0;
+          for (const StagePrediction &st : e.stages)
+            peak = std::max(peak, st.memoryBytes);
+          if (!e.fits) {
+            leastNeeded = std::min(leastNeeded, peak);
+            continue;
+          }
+          ++best.feasible;
+          PlanShape shape{d, t, pp, m, {}};
+          for (const StagePrediction &st : e.stages)
+            shape.stageStarts.push_back(st.firstUnit);
+          feasible.push_back({shape, e.stepSeconds});
+          if (e.stepSeconds < best.stepSeconds) {
+            best.shape = shape;
+            best.stages = e.stages;
+            best.stepSeconds = e.stepSeconds;
+            best.bubble = e.bubble;
+            best.sharedComputeSeconds = e.sharedComputeSeconds;
+          }
+          continue;
+        }
         ++best.candidates;
         UnitCosts c = unitCosts(t, d, m, pp);
         double edgeScale = 1.0 / double(d * m);
@@ -1451,8 +1558,9 @@ Result Search::run() {
     }
     return best;
   }
-  // The winner's fill and drain from the schedule library.
-  if (best.shape.pp > 1) {
+  // The winner's fill and drain from the schedule library (the virtual
+  // stages' evaluation has them already).
+  if (best.shape.pp > 1 && !virtualStages()) {
     best.error =
         scheduledStep(best.shape.pp, best.shape.microBatches, best.stages,
                       best.stepSeconds, best.bubble, best.sharedComputeSeconds);

@@ -145,7 +145,8 @@ static cl::opt<std::string> schedule(
     "schedule",
     cl::desc("Pipeline schedule of the micro-batches: 1f1b, gpipe, "
              "interleaved, zb-h1, zb-h2, zb-v or search (--plan auto: 1f1b, "
-             "gpipe or zb-h1). Only for a plan with pipeline stages or several "
+             "gpipe, zb-h1, interleaved or zb-v). Only for a plan with "
+             "pipeline stages or several "
              "micro-batches (interleaved, zb-v: with pipeline stages)"),
     cl::init("1f1b"), cl::cat(category));
 static cl::opt<std::string> deviceSpec(

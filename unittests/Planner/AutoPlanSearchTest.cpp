@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 
@@ -669,6 +670,74 @@ TEST(AutoPlanSearch, OneCollectivePerParameterAndTheDriversWork) {
   e = evaluatePlan(p, PlanShape{2, 1, 1, 1, {0}});
   ASSERT_EQ(e.error, "");
   EXPECT_NEAR(e.stepSeconds, compute + 5 * 1e-3 + 5 * 1e-3 + driver, 1e-12);
+}
+
+// With the interleaved schedule the search cuts the units into two virtual
+// stages per device (for time) and reports the plan evaluateVirtualPlan
+// predicts: every device holds two stages, placed round robin.
+TEST(AutoPlanSearch, InterleavedPlansHaveTwoStagesPerDevice) {
+  Problem p = handProblem();
+  p.devices = 2;
+  p.schedule = "interleaved";
+  Result r = searchAutoPlan(p);
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(r.shape.pp, 2);
+  ASSERT_EQ(r.shape.stageStarts.size(), 4u);
+  EXPECT_EQ(r.shape.stageStarts.front(), 0u);
+  PlanShape virtualShape = r.shape;
+  virtualShape.pp = 4;
+  StepEvaluation e = evaluateVirtualPlan(p, virtualShape, {0, 1, 0, 1});
+  ASSERT_EQ(e.error, "");
+  EXPECT_DOUBLE_EQ(r.stepSeconds, e.stepSeconds);
+  EXPECT_TRUE(e.fits);
+  // One device: no pipeline to interleave.
+  p.devices = 1;
+  EXPECT_NE(searchAutoPlan(p).error, "");
+}
+
+// With a device that reduces gradients beside the backward (a GPU's
+// communication stream, DeviceSpec::overlapDpReduction), a unit's
+// reduction starts once the last micro-batch's backward made its
+// gradients: unit 1's (5 all-reduces of 2 latencies: 10 ms) runs during
+// unit 0's 1 s backward, and only unit 0's, after the backward ends, is
+// waited for.
+TEST(AutoPlanSearch, OverlappedDpReductionWaitsOnlyForTheTail) {
+  std::string plain = writeSpec("nooverlap", 1e12, 1e-3, 0);
+  std::string overlapped = ::testing::TempDir() + "/overlap-spec.json";
+  {
+    std::ifstream in(plain);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    text.insert(text.rfind('}'), ", \"overlap_dp_reduction\": true");
+    std::ofstream(overlapped) << text;
+  }
+  Problem p;
+  p.devices = 2;
+  p.batch = 2;
+  p.tpDegrees = {1};
+  p.memoryBytes = 1e12;
+  for (int i = 0; i < 2; ++i) {
+    Unit u;
+    u.name = "u" + std::to_string(i);
+    u.paramBytes = 5e3;
+    u.params = 5;
+    p.units.push_back(u);
+    OpCost f;
+    f.unit = i;
+    f.perMicroBatch = true;
+    f.flops = 2e11;
+    p.ops.push_back(f);
+    OpCost b = f;
+    b.backward = true;
+    b.reach = i;
+    p.ops.push_back(b);
+  }
+  p.deviceSpec = plain;
+  StepEvaluation e = evaluatePlan(p, PlanShape{2, 1, 1, 1, {0}});
+  ASSERT_EQ(e.error, "");
+  p.deviceSpec = overlapped;
+  StepEvaluation o = evaluatePlan(p, PlanShape{2, 1, 1, 1, {0}});
+  ASSERT_EQ(o.error, "");
+  EXPECT_NEAR(e.stepSeconds - o.stepSeconds, 10e-3, 1e-9);
 }
 
 // The savers' memory on dp2: ZeRO-1 shards the optimizer state, ZeRO-2 the

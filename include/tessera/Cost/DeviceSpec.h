@@ -45,6 +45,12 @@ struct DeviceSpec {
   /// devicesPerNode unless given; fewer when ranks share cores (4 ranks on
   /// 2 cores: about 2), so that plans keeping every rank busy slow down.
   double computeSlots = 1;
+  /// Whether the data-parallel gradient reductions run beside the backward
+  /// (a GPU's communication stream): a gradient's collective starts once
+  /// the last micro-batch's backward made it, and only what outlasts the
+  /// backward adds to the step. false (CPU ranks, whose collectives block)
+  /// unless given.
+  bool overlapDpReduction = false;
 
   /// Peak rate for \p dtype; throws Exception when the spec lacks it
   /// (silently falling back to another type would hide a wrong spec).

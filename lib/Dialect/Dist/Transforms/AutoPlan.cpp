@@ -590,12 +590,19 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
       !std::isfinite(options.memoryGiB * double(1ull << 30)))
     return fail("memory-gib must be a finite number > 0, got " +
                 sig3(options.memoryGiB));
-  // (A fixed plan's prediction also knows the virtual stages' schedules.)
-  bool virtualStages = policy != "auto" && (options.schedule == "interleaved" ||
-                                            options.schedule == "zb-v");
+  // Two virtual stages per device: a fixed plan's prediction, and the
+  // auto search, which cuts the layer groups into 2 x pp stages for time.
+  bool virtualStages =
+      options.schedule == "interleaved" || options.schedule == "zb-v";
+  if (virtualStages && policy == "auto" && !options.assign.empty())
+    return fail("the constraints' assign entries pin stages, which the "
+                "search does not take with two virtual stages per device "
+                "(schedule " +
+                options.schedule + ")");
   if (options.schedule != "1f1b" && options.schedule != "gpipe" &&
       options.schedule != "zb-h1" && !virtualStages)
-    return fail("plans for the 1f1b, gpipe or zb-h1 schedule, not '" +
+    return fail("plans for the 1f1b, gpipe, zb-h1, interleaved or zb-v "
+                "schedule, not '" +
                 options.schedule + "'");
   std::string specError = autoplan::checkDeviceSpec(options.deviceSpec);
   if (!specError.empty())

@@ -157,9 +157,18 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       return module.emitError("dist-plan: plan '") << text << "': " << why;
     };
     if (text == "auto") {
-      if (stagesPerDevice != 1)
-        return fail("plans one stage per device (use the 1f1b, gpipe or "
-                    "zb-h1 schedule)");
+      // The search cuts for the schedule's stages per device.
+      bool virtualSchedule = schedule == "interleaved" || schedule == "zb-v";
+      if (virtualSchedule &&
+          (stagesPerDevice != 2 || (schedule == "zb-v") != bool(vShape)))
+        return fail("schedule " + schedule +
+                    " runs two virtual stages per device: plan with "
+                    "stages-per-device=2" +
+                    (schedule == "zb-v" ? " and vshape" : ""));
+      if (!virtualSchedule && stagesPerDevice != 1)
+        return fail("plans " + Twine(int64_t(stagesPerDevice)) +
+                    " stages per device only for the interleaved or zb-v "
+                    "schedule (give it with schedule=)");
       bool zero2 = false, zero3 = false;
       if (failed(planAuto(module, options ? *options : autoOptions(spec),
                           spec.shape, zero2, zero3)))

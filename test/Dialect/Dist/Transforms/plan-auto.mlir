@@ -113,10 +113,18 @@
 // NONPOS: error: dist-plan: plan 'auto': memory-gib must be a finite number > 0, got 0
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=-2" 2>&1 | FileCheck %s --check-prefix=NEG
 // NEG: error: dist-plan: plan 'auto': memory-gib must be a finite number > 0, got -2
-// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 schedule=zb-v" 2>&1 | FileCheck %s --check-prefix=SCHED
-// SCHED: error: dist-plan: plan 'auto': plans for the 1f1b, gpipe or zb-h1 schedule, not 'zb-v'
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 schedule=zb-h2" 2>&1 | FileCheck %s --check-prefix=SCHED
+// SCHED: error: dist-plan: plan 'auto': plans for the 1f1b, gpipe, zb-h1, interleaved or zb-v schedule, not 'zb-h2'
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 schedule=zb-v" 2>&1 | FileCheck %s --check-prefix=ZBV
+// ZBV: error: dist-plan: plan 'auto': schedule zb-v runs two virtual stages per device: plan with stages-per-device=2 and vshape
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 stages-per-device=2" 2>&1 | FileCheck %s --check-prefix=VIRTUAL
-// VIRTUAL: error: dist-plan: plan 'auto': plans one stage per device (use the 1f1b, gpipe or zb-h1 schedule)
+// VIRTUAL: error: dist-plan: plan 'auto': plans 2 stages per device only for the interleaved or zb-v schedule (give it with schedule=)
+// With it, the search cuts the 4 layer groups into two virtual stages per
+// device of pp2, placed round robin (interleaved) or in a V (zb-v).
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=2 schedule=interleaved stages-per-device=2" | FileCheck %s --check-prefix=INTERLEAVED
+// INTERLEAVED: dist.mesh = #dist.mesh<[dp = 1, tp = 1, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = {{[0-9]+}}, stage_devices = [0, 1, 0, 1]>
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=2 schedule=zb-v stages-per-device=2 vshape" | FileCheck %s --check-prefix=ZBVPLAN
+// ZBVPLAN: dist.pipeline = #dist.pipeline<micro_batches = {{[0-9]+}}, stage_devices = [0, 1, 1, 0]>
 
 // A profile database: a measured time replaces the roofline estimate of the
 // ops it matches by name, dtype and operand shapes on one device. The file
