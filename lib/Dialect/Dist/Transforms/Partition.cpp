@@ -323,10 +323,10 @@ LogicalResult Partitioner::planOps() {
       p.perMicro = true;
       std::string name = batch.str();
       auto it = llvm::find_if(axisOf, [&](auto &e) { return e.first == name; });
-      if (it != axisOf.end() && it->second != "dp")
+      if (M > 1 && it != axisOf.end() && it->second != "dp")
         return fail(&op, "the batch dimension '" + name + "' is split over '" +
                              it->second + "', not dp");
-      int64_t factor = it != axisOf.end() ? dp : 1;
+      int64_t factor = it == axisOf.end() ? 1 : p.factors[name];
       // (unless pp splits another dimension of it: the vocabulary)
       if (p.stage == kEvery && pp > 1 &&
           llvm::none_of(axisOf, [](auto &e) { return e.second == "pp"; })) {
@@ -988,7 +988,8 @@ FailureOr<bool> Partitioner::emitVocabPiece(RankState &rs, Operation *op,
           : cast<tsr::SoftmaxCrossEntropyGradOp>(op).getIgnoreIndex();
   if (reduction == tsr::LossReduction::mean)
     return fail(op, "a cross-entropy with mean reduction cannot have its "
-                    "classes split (tsr-optimizer's sum and count can)");
+                    "classes split (tsr-decompose-means makes a distributed "
+                    "step's loss a sum, which can)");
   Value x = map.lookup(op->getOperand(0));
   Value labels = map.lookup(op->getOperand(1));
   auto xt = cast<RankedTensorType>(x.getType());
