@@ -74,6 +74,10 @@ def main():
     ap.add_argument("--spec")
     ap.add_argument("--profile-db")
     ap.add_argument("--out")
+    ap.add_argument("--no-op-profile", action="store_true",
+                    help="price the ops from the calibration's rates alone "
+                         "(no one-device --profile-ops runs)")
+    ap.add_argument("--profile-steps", type=int, default=60)
     a = ap.parse_args()
     binDir = os.path.join(a.build, "bin")
     work = tempfile.mkdtemp(prefix="tessera-bench-plans-")
@@ -86,8 +90,24 @@ def main():
                                   "--profile-db", prof, "--ranks", str(a.ranks)],
                                  capture_output=True, text=True, check=True)
             sys.stderr.write(cal.stderr)
-        extra = ["--device-spec", spec] + (["--profile-db", prof] if prof else [])
         compile_ = os.path.join(binDir, "tessera-compile")
+        if prof and not a.no_op_profile:
+            # The model's own ops, timed where a one-device program runs
+            # them, at each batch piece the plans run (1/m of the batch):
+            # added to the calibration's profile database.
+            for m in sorted({mb * dp for dp in (1, 2, 4) for mb in (1, 2, 4)
+                             if mb * dp <= a.ranks}):
+                out = os.path.join(work, f"profile-m{m}")
+                subprocess.run([compile_, a.model, "-o", out, "--devices", "1",
+                                "--profile-ops"] +
+                               (["--plan", "dp1", "--micro-batches", str(m)] if m > 1 else []),
+                               capture_output=True, text=True, check=True)
+                subprocess.run([os.path.join(out, "run"), "--data", a.data, "--steps",
+                                str(a.profile_steps), "--profile-ops", prof],
+                               capture_output=True, check=True)
+            sys.stderr.write("op profile: one-device runs at 1/m of the batch added to "
+                             f"{prof}\n")
+        extra = ["--device-spec", spec] + (["--profile-db", prof] if prof else [])
         plans = []
         for name, mb in PLANS:
             out = os.path.join(work, f"{name}-mb{mb}")

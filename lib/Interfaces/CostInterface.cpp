@@ -28,6 +28,32 @@ int64_t tensorBytes(Type type) {
   return t.getNumElements() * elementBytes;
 }
 
+std::string costDtypeName(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t)
+    return "";
+  Type e = t.getElementType();
+  if (e.isF32())
+    return "fp32";
+  if (e.isBF16())
+    return "bf16";
+  if (e.isF16())
+    return "fp16";
+  if (e.isF64())
+    return "fp64";
+  return "";
+}
+
+std::string costDtypeOf(Operation *op, llvm::StringRef fallback) {
+  for (Type t : op->getResultTypes())
+    if (std::string name = costDtypeName(t); !name.empty())
+      return name;
+  for (Type t : op->getOperandTypes())
+    if (std::string name = costDtypeName(t); !name.empty())
+      return name;
+  return fallback.str();
+}
+
 double operandAndResultBytes(Operation *op) {
   double n = 0;
   for (Type t : op->getOperandTypes())

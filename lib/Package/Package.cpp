@@ -365,6 +365,7 @@ FailureOr<EmittedPrograms> emitPrograms(ModuleOp module,
     ConvertTsrToEmitCOptions emitOptions;
     emitOptions.modelName = options.modelName;
     emitOptions.peakFlops = options.peakFlopsPerRank;
+    emitOptions.profileOps = options.profileOps;
     if (distributed)
       emitOptions.initWeights = "../init.safetensors";
     emitOptions.constantsFile =

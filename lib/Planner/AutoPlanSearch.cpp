@@ -1211,6 +1211,7 @@ StepEvaluation Search::evaluatePlan(const PlanShape &shape) const {
     }
   int64_t t = shape.tp, d = shape.dp, pp = shape.pp, m = shape.microBatches;
   UnitCosts c = unitCosts(t, d, m, pp);
+  out.profiledOps = c.profiled;
   double micro = 0, step = 0;
   evaluate(c, starts, t, d, m, pp, 1.0 / double(d * m), out.stages, micro,
            step);
@@ -1247,6 +1248,7 @@ Search::evaluateVirtual(const PlanShape &shape,
     return out;
   }
   UnitCosts c = unitCosts(t, d, m, stages);
+  out.profiledOps = c.profiled;
   double micro = 0, step = 0;
   evaluate(c, starts, t, d, m, stages, 1.0 / double(d * m), out.stages, micro,
            step);

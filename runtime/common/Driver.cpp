@@ -55,7 +55,8 @@ const char *const kValueFlags[] = {"--data",
                                    "--resume",
                                    "--val-data",
                                    "--eval-every",
-                                   "--eval-steps"};
+                                   "--eval-steps",
+                                   "--profile-ops"};
 
 double parseDouble(const std::string &flag, const std::string &value) {
   char *end = nullptr;
@@ -657,6 +658,21 @@ int run(int argc, char **argv, const Program &program) {
     watchdog::start(o.commTimeout, worldRank());
   // Only rank 0 writes files: a path that cannot be written fails now, not
   // after the training it would have saved.
+  if (!o.profileOps.empty()) {
+    if (program.opKeys.empty())
+      throw Error("--profile-ops needs a program compiled with "
+                  "tessera-compile --profile-ops (this one has no op marks)");
+    // Ops that wait for other ranks would be timed with the wait: a
+    // one-rank program (--devices 1; --micro-batches M gives the shapes of
+    // plans that split the batch M ways) times the kernels alone.
+    if (multi)
+      throw Error("--profile-ops times a one-rank program; this one runs "
+                  "on " +
+                  std::to_string(program.worldSize) +
+                  " ranks (compile with --devices 1 --profile-ops)");
+    checkWritable(o.profileOps, "--profile-ops");
+    opprofile::checkDatabase(o.profileOps);
+  }
   if (lead) {
     if (!o.save.empty())
       checkWritable(o.save, "--save");
@@ -738,6 +754,8 @@ int run(int argc, char **argv, const Program &program) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   std::vector<Tensor> args, results;
+  if (!o.profileOps.empty())
+    opprofile::start(program.opKeys.size());
   // The parameters and state the step returns (a parameter it only reads,
   // such as an integer one, comes back from nowhere: the driver keeps it).
   std::set<std::string> returned;
@@ -863,11 +881,17 @@ int run(int argc, char **argv, const Program &program) {
     std::vector<Tensor> kept;
     if (o.noDonate)
       kept = args;
+    // --profile-ops: the marks of this step alone (not an evaluation's);
+    // the first steps warm the caches and the allocator and are dropped.
+    if (!o.profileOps.empty())
+      opprofile::endStep(false);
     try {
       step.fn(args, results);
     } catch (const Error &e) {
       throw Error("step " + std::to_string(i) + ": " + e.what());
     }
+    if (!o.profileOps.empty())
+      opprofile::endStep(i - first >= std::min<int64_t>(2, (o.steps - first) / 2));
     if (results.size() != step.results.size())
       throw Error("the step function returned " +
                   std::to_string(results.size()) + " results, expected " +
@@ -981,6 +1005,14 @@ int run(int argc, char **argv, const Program &program) {
                       o.keepCheckpoints);
   }
 
+  if (!o.profileOps.empty()) {
+    opprofile::stop();
+    opprofile::writeDatabase(o.profileOps, program.opKeys);
+    std::cerr << "wrote " << o.profileOps << " (each op's median time over "
+              << "the steps after the first "
+              << std::min<int64_t>(2, (o.steps - first) / 2) << ")\n";
+  }
+
   // A resume with every step done runs none, and --checkpoint-dir then
   // writes the checkpoint it resumed in this program's plan: resharding
   // without training (docs/training.md).
@@ -1087,6 +1119,11 @@ std::string usage(const std::string &argv0) {
          "                         state through each step (more memory),\n"
          "                         so that a non-finite step can tell\n"
          "                         whether a gradient or the update broke\n"
+         "  --profile-ops FILE     programs compiled with --profile-ops: time\n"
+         "                         every op where it runs and write the\n"
+         "                         medians into the profile database FILE\n"
+         "                         (added to it when it exists), which\n"
+         "                         tessera-compile --profile-db reads\n"
          "  --help                 this text\n"
          "\n"
          "Each step prints a JSON line to stdout (step, loss, tokens_per_s,\n"
@@ -1145,6 +1182,8 @@ RunOptions parseRunOptions(int argc, char **argv) {
       o.save = value;
     else if (flag == "--log")
       o.log = value;
+    else if (flag == "--profile-ops")
+      o.profileOps = value;
     else if (flag == "--dump-grads")
       o.dumpGrads = value;
     else if (flag == "--optimizer") {

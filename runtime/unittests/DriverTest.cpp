@@ -9,6 +9,7 @@
 
 #include "TestUtil.h"
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -453,4 +454,93 @@ TEST(Driver, LearningRateSchedule) {
   o.lrDecay = "constant";
   EXPECT_EQ(scheduledLr(o, 9), 1.0);
   EXPECT_EQ(scheduledLr(o, 1), 2.0 / 3.0); // the warm-up still applies
+}
+
+namespace {
+/// Spins until `seconds` have passed on the clock the profile reads.
+void busy(double seconds) {
+  auto until = std::chrono::steady_clock::now() +
+               std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                   std::chrono::duration<double>(seconds));
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+} // namespace
+
+// --profile-ops: an op's time runs from its mark to the next mark or the
+// end of the step; a step recorded false (warm-up) is dropped; the median
+// is over the recorded steps; ids that no recorded step ran have none. The
+// times are lower bounds by construction (each op spins past its length).
+TEST(OpProfile, MarksTimeTheOpsOfRecordedSteps) {
+  opprofile::start(3);
+  opMark(2); // the warm-up runs id 2, which no recorded step runs
+  busy(1e-3);
+  opprofile::endStep(false);
+  for (int s = 0; s < 3; ++s) {
+    opMark(0);
+    busy(2e-3);
+    opMark(1);
+    busy(5e-4);
+    opprofile::endStep(true);
+  }
+  opprofile::stop();
+  opMark(0); // off: not timed
+  std::vector<double> med = opprofile::medians();
+  ASSERT_EQ(med.size(), 3u);
+  EXPECT_GE(med[0], 2e-3);
+  EXPECT_GE(med[1], 5e-4);
+  EXPECT_EQ(med[2], -1.0);
+}
+
+// The database: one entry per key (ops sharing a key: the mean of their
+// medians), added to an existing file whose device, rates and other
+// entries stay and whose entry of the same key is replaced.
+TEST(OpProfile, WritesAProfileDatabaseIntoAnExistingOne) {
+  std::string path = tempPath("profile.json");
+  {
+    std::ofstream f(path);
+    f << R"({"device": "calibrated-x", "entries": [
+      {"op": "exp", "dtype": "fp32", "seconds": 1e-7, "seconds_per_flop": 2e-9},
+      {"op": "matmul", "dtype": "fp32", "shapes": [[2, 3], [3, 4]], "seconds": 99},
+      {"op": "neg", "dtype": "fp32", "shapes": [[5]], "seconds": 3e-7}]})";
+  }
+  std::vector<OpKey> keys = {{"matmul", "fp32", {{2, 3}, {3, 4}}},
+                             {"matmul", "fp32", {{2, 3}, {3, 4}}},
+                             {"add", "fp32", {{4}, {}}}};
+  opprofile::start(3);
+  opMark(0);
+  busy(1e-3);
+  opMark(1);
+  busy(3e-3);
+  opprofile::endStep(true);
+  opprofile::stop();
+  std::vector<double> med = opprofile::medians();
+  opprofile::writeDatabase(path, keys);
+  std::ifstream in(path);
+  nlohmann::json db = nlohmann::json::parse(in);
+  EXPECT_EQ(db["device"], "calibrated-x");
+  ASSERT_EQ(db["entries"].size(), 3u);
+  EXPECT_EQ(db["entries"][0]["op"], "exp");
+  EXPECT_EQ(db["entries"][0]["seconds_per_flop"], 2e-9);
+  EXPECT_EQ(db["entries"][1]["op"], "neg");
+  const nlohmann::json &mm = db["entries"][2];
+  EXPECT_EQ(mm["op"], "matmul");
+  EXPECT_EQ(mm["shapes"], nlohmann::json::parse("[[2, 3], [3, 4]]"));
+  EXPECT_EQ(mm["seconds"].get<double>(), (med[0] + med[1]) / 2);
+  EXPECT_GE(mm["seconds"].get<double>(), 2e-3);
+  // Not a profile database: refused before and when writing.
+  {
+    std::ofstream f(path);
+    f << "[1, 2]";
+  }
+  EXPECT_THROW(opprofile::checkDatabase(path), Error);
+  EXPECT_THROW(opprofile::writeDatabase(path, keys), Error);
+  std::remove(path.c_str());
+  // A new file names no device.
+  opprofile::writeDatabase(path, keys);
+  std::ifstream again(path);
+  nlohmann::json fresh = nlohmann::json::parse(again);
+  EXPECT_FALSE(fresh.contains("device"));
+  EXPECT_EQ(fresh["entries"].size(), 1u);
+  std::remove(path.c_str());
 }

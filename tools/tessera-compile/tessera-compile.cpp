@@ -182,6 +182,13 @@ static cl::opt<bool> staticMemory(
              "(dist-static-memory; default on, =false: every tensor from the "
              "runtime's caching allocator)"),
     cl::init(true), cl::cat(category));
+static cl::opt<bool> profileOps(
+    "profile-ops",
+    cl::desc("Emit programs that can time every op where it runs: their "
+             "`run --profile-ops FILE` writes each op's median time into the "
+             "profile database FILE, which --profile-db then reads (one "
+             "rank: --devices 1; docs/planner.md)"),
+    cl::cat(category));
 static cl::list<std::string> dialectPlugins(
     "load-dialect-plugin",
     cl::desc("Load an extension dialect built out of tree (a shared library "
@@ -334,6 +341,7 @@ int main(int argc, char **argv) {
   out.runtimeLinkOptions = TESSERA_RUNTIME_LINK_OPTIONS;
   out.emitRankIR = emitRankIR;
   out.staticMemory = staticMemory;
+  out.profileOps = profileOps;
   out.progress = quiet ? nullptr : &llvm::errs();
 
   // Import.

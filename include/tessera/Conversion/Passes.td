@@ -39,6 +39,14 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
     literals for GPT-2, megabytes of source per program) are read from that
     file with `tessera::rt::constant("<key>")`, and the Program table names
     the file. The caller writes the file (lib/Package does).
+
+    With `profile-ops`, each op is preceded by `tessera::rt::opMark(id)`
+    and the Program table lists each id's key as the auto planner's cost
+    model looks ops up in a profile database (the op's name without its
+    dialect, the element type it is priced in, its operand shapes): a run
+    with `--profile-ops FILE` times every op where the program runs it
+    (the placement, the kernel and the releases after it, with the caches
+    as the step leaves them) and writes the medians into FILE.
   }];
   let options = [
     Option<"emitMain", "emit-main", "bool", /*default=*/"true",
@@ -65,6 +73,11 @@ def ConvertTsrToEmitC : Pass<"convert-tsr-to-emitc", "::mlir::ModuleOp"> {
     Option<"peakFlops", "peak-flops", "double", /*default=*/"0.0",
            "The device's peak FLOP/s, for the model FLOPs utilisation the "
            "program logs (Program::peakFlopsPerRank; 0: not logged)">,
+    Option<"profileOps", "profile-ops", "bool", /*default=*/"false",
+           "Time every op in place: a `tessera::rt::opMark(id)` call before "
+           "each op and, in the Program table, each id's key (op name, "
+           "element type, operand shapes) for the program's --profile-ops "
+           "FILE, which writes them as a profile database">,
   ];
   let dependentDialects = ["::mlir::emitc::EmitCDialect"];
 }

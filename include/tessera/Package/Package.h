@@ -41,6 +41,9 @@ struct PackageOptions {
   /// arena that the program allocates once (dist-static-memory); false:
   /// every tensor from the runtime's caching allocator.
   bool staticMemory = true;
+  /// Emit an opMark before each op and the ops' profile keys
+  /// (convert-tsr-to-emitc's profile-ops), for the programs' --profile-ops.
+  bool profileOps = false;
   /// The device's peak FLOP/s (the device spec's), for the utilisation the
   /// programs log; 0: not logged.
   double peakFlopsPerRank = 0;

@@ -252,6 +252,7 @@ struct StepEvaluation {
   double stepSeconds = 0, closedFormSeconds = 0;
   double bubble = 0;
   double sharedComputeSeconds = 0; ///< as in Result
+  size_t profiledOps = 0;          ///< as in Result
 };
 
 /// Evaluates one fully specified plan: `shape.stageStarts` must hold the

@@ -23,6 +23,7 @@
 #include "tessera/Dialect/Dist/IR/DistDialect.h"
 #include "tessera/Dialect/Dist/IR/DistOps.h"
 #include "tessera/Dialect/Tsr/IR/TsrOps.h"
+#include "tessera/Interfaces/CostInterface.h"
 #include "tessera/Layout/Rvd.h"
 
 #include "mlir/Conversion/ConvertToEmitC/ToEmitCInterface.h"
@@ -262,7 +263,8 @@ LogicalResult validateFunction(func::FuncOp fn, int64_t maxInlineConstant,
 /// takes its arguments over, and insertReleases drops each after its last
 /// use, so that a donated argument (the driver's parameters and optimizer
 /// state) is freed there rather than when the step returns.
-emitc::FuncOp buildFrame(func::FuncOp fn) {
+emitc::FuncOp buildFrame(func::FuncOp fn,
+                         const llvm::DenseMap<Operation *, int64_t> &opIds) {
   MLIRContext *ctx = fn.getContext();
   OpBuilder b(fn);
   Type tensorType = emitc::OpaqueType::get(ctx, kRuntimeTensorType);
@@ -327,6 +329,13 @@ emitc::FuncOp buildFrame(func::FuncOp fn) {
         cb, op.getLoc(),
         cb.getStringAttr("// " + (where.empty() ? "" : where + ": ") + what),
         ValueRange{});
+    // profile-ops: the op's time runs from its mark to the next one.
+    if (auto id = opIds.find(&op); id != opIds.end())
+      emitc::VerbatimOp::create(
+          cb, op.getLoc(),
+          cb.getStringAttr("tessera::rt::opMark(" +
+                           std::to_string(id->second) + ");"),
+          ValueRange{});
     if (!arenaBytes)
       continue;
     auto slots = getAttr<Dist::ArenaAttrHelper>(&op);
@@ -442,7 +451,7 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
                           func::FuncOp gradStep, StringRef model,
                           StringRef init, ArrayRef<int64_t> ranks,
                           int64_t worldSize, StringRef constants,
-                          double peakFlops) {
+                          double peakFlops, ArrayRef<std::string> opKeys) {
   std::string text;
   llvm::raw_string_ostream os(text);
   // A piece of optimizer state (dist.shard): the whole tensor's shape and,
@@ -588,6 +597,14 @@ LogicalResult emitProgram(ModuleOp module, ArrayRef<func::FuncOp> steps,
     }
   os << "},\n";
   os << "  /*plan=*/" << cppString(plan) << ",\n";
+  // profile-ops: what each opMark id times, as the profile database keys
+  // it (--profile-ops FILE writes the database).
+  if (!opKeys.empty()) {
+    os << "  /*opKeys=*/{";
+    for (auto [i, key] : llvm::enumerate(opKeys))
+      os << (i ? ",\n    " : "\n    ") << key;
+    os << "},\n";
+  }
   os << "};\n\n";
   os << "int main(int argc, char **argv) {\n"
         "  return tessera::rt::runMain(argc, argv, kProgram);\n}";
@@ -644,6 +661,37 @@ struct ConvertTsrToEmitCPass
       else if (hasAttr<Tsr::GradStepAttrHelper>(f))
         gradStep = f;
     }
+    // profile-ops: an id per op of every function, in emission order, and
+    // its key: the op's name without its dialect, the element type the
+    // cost model prices it in, its operand shapes (the auto planner's
+    // OpCost for the same op; docs/planner.md "Profiling a model's ops").
+    llvm::DenseMap<Operation *, int64_t> opIds;
+    SmallVector<std::string> opKeys;
+    if (profileOps && emitMain && !steps.empty()) {
+      for (func::FuncOp f : funcs) {
+        std::string mainDtype;
+        for (unsigned i = 0; i < f.getNumArguments() && mainDtype.empty(); ++i)
+          if (getArgAttr<Tsr::ParamAttrHelper>(f, i))
+            mainDtype = costDtypeName(f.getArgumentTypes()[i]);
+        if (mainDtype.empty())
+          mainDtype = "fp32";
+        for (Operation &op : f.getBody().front()) {
+          if (isa<func::ReturnOp>(op))
+            continue;
+          std::string key = "{" +
+                            cppString(op.getName().stripDialect()) + ", " +
+                            cppString(costDtypeOf(&op, mainDtype)) + ", {";
+          for (auto [i, t] : llvm::enumerate(op.getOperandTypes())) {
+            auto ranked = dyn_cast<RankedTensorType>(t);
+            key += std::string(i ? ", " : "") + "{" +
+                   (ranked ? joinInts(ranked.getShape()) : "") + "}";
+          }
+          key += "}}";
+          opIds[&op] = int64_t(opKeys.size());
+          opKeys.push_back(std::move(key));
+        }
+      }
+    }
     if (emitMain && !steps.empty()) {
       std::string model = modelName;
       if (model.empty())
@@ -660,13 +708,13 @@ struct ConvertTsrToEmitCPass
         worldSize = mesh.numRanks();
       if (failed(emitProgram(
               module, steps, gradStep, model, initWeights, ranks, worldSize,
-              outlined ? StringRef(constantsFile) : "", peakFlops)))
+              outlined ? StringRef(constantsFile) : "", peakFlops, opKeys)))
         return signalPassFailure();
     }
 
     SmallVector<emitc::FuncOp> emitted;
     for (func::FuncOp f : funcs) {
-      emitted.push_back(buildFrame(f));
+      emitted.push_back(buildFrame(f, opIds));
       f.erase();
     }
     for (func::FuncOp f : llvm::to_vector(module.getOps<func::FuncOp>()))

@@ -41,23 +41,6 @@ namespace autoplan = tessera::planner::autoplan;
 
 namespace {
 
-/// The device spec's name for a float element type, or "".
-std::string dtypeName(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t)
-    return "";
-  Type e = t.getElementType();
-  if (e.isF32())
-    return "fp32";
-  if (e.isBF16())
-    return "bf16";
-  if (e.isF16())
-    return "fp16";
-  if (e.isF64())
-    return "fp64";
-  return "";
-}
-
 /// A storage of the replay: a tensor and its views.
 struct Storage {
   autoplan::Unit::Live bytes; ///< its size, in the class a plan scales it by
@@ -738,7 +721,7 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
       ++unit.params;
       ++unit.stepValues;
       if (mainDtype.empty())
-        mainDtype = dtypeName(arg.getType());
+        mainDtype = tessera::costDtypeName(arg.getType());
     } else if (auto st = getArgAttr<Tsr::StateAttrHelper>(f, i)) {
       int u = paramUnit.lookup(st.getValue().split('/').second);
       autoplan::Unit &unit = problem.units[u];
@@ -812,18 +795,16 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
     c.perMicroBatch = batchFlow.names.count(&op);
     auto tpIt = tpNames.find(&op);
     c.tpSplit = tpIt != tpNames.end();
-    std::string dtype;
     auto account = [&](Value v) {
       double b = tessera::tensorBytes(v.getType());
       (batchFlow.carriers.count(v) ? c.batchBytes : c.fixedBytes) += b;
-      if (dtype.empty())
-        dtype = dtypeName(v.getType());
     };
     for (Value v : op.getResults())
       account(v);
     for (Value v : op.getOperands())
       account(v);
-    c.dtype = dtype.empty() ? problem.mainDtype : dtype;
+    // As the profile database keys it (convert-tsr-to-emitc's op profile).
+    c.dtype = tessera::costDtypeOf(&op, problem.mainDtype);
     c.op = op.getName().stripDialect().str();
     for (Value v : op.getOperands()) {
       autoplan::OpCost::Operand &o = c.operands.emplace_back();
@@ -1146,10 +1127,13 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                           "micro-batch(es): {4}\n",
                           c.shape.dp, c.shape.tp, c.shape.pp,
                           c.shape.microBatches, seconds(c.stepSeconds));
+    // Views (reshapes) take no time and are never looked up.
     if (!options.profileDatabase.empty())
-      os << llvm::formatv("  profile database: {0} of {1} op(s) timed by "
-                          "measurement\n",
-                          result.profiledOps, problem.ops.size());
+      os << llvm::formatv(
+          "  profile database: {0} of {1} op(s) timed by measurement\n",
+          result.profiledOps,
+          llvm::count_if(problem.ops,
+                         [](const autoplan::OpCost &c) { return !c.view; }));
     os << llvm::formatv("  planner: {0} candidate(s), {1} fit, {2} planner "
                         "run(s), {3:f3} s CPU\n",
                         result.candidates, result.feasible, result.plannerCalls,
@@ -1226,6 +1210,14 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
                     sig3(options.memoryGiB),
                     sharedNote(eval.sharedComputeSeconds))
           .str());
+  if (!options.profileDatabase.empty())
+    lines.push_back(
+        llvm::formatv(
+            "profile database: {0} of {1} op(s) timed by measurement",
+            eval.profiledOps,
+            llvm::count_if(model.problem.ops,
+                           [](const autoplan::OpCost &c) { return !c.view; }))
+            .str());
   return success();
 }
 

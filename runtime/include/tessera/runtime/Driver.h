@@ -9,6 +9,7 @@
 #ifndef TESSERA_RUNTIME_DRIVER_H
 #define TESSERA_RUNTIME_DRIVER_H
 
+#include "tessera/runtime/OpProfile.h"
 #include "tessera/runtime/Tensor.h"
 
 #include <string>
@@ -108,13 +109,16 @@ struct Program {
   /// 2 micro-batch(es), schedule 1f1b"; "one device"), which checkpoints
   /// record in their index.
   std::string plan;
+  /// Programs compiled with --profile-ops: what each opMark id times
+  /// (OpProfile.h); empty otherwise.
+  std::vector<OpKey> opKeys;
 };
 
 /// The whole `OUT/run` interface:
 ///   --data FILE --steps K [--init FILE.safetensors] [--save FILE]
 ///   [--optimizer adamw|sgd] [--lr X] [--beta1 X] [--beta2 X] [--eps X]
 ///   [--weight-decay X] [--clip-norm X] [--seed S] [--log FILE.jsonl]
-///   [--comm-timeout S] [--no-donate]
+///   [--comm-timeout S] [--no-donate] [--profile-ops FILE]
 /// Defaults: adamw, lr 1e-3 (adamw) / 0.1 (sgd), betas 0.9/0.999, eps 1e-8,
 /// weight decay 0.01 (adamw) / 0 (sgd). Each step prints one JSON line to
 /// stdout {"step", "loss", "lr", "grad_norm" (when the step returns it),
@@ -179,6 +183,9 @@ template <class T, size_t N> const T &rankValue(const T (&rows)[N]) {
 /// The parsed flags (exposed for tests; runMain is the normal entry).
 struct RunOptions {
   std::string data, init, save, log, dumpGrads;
+  /// --profile-ops FILE: each op's median time into a profile database
+  /// (programs compiled with tessera-compile --profile-ops, one rank).
+  std::string profileOps;
   int64_t steps = -1;
   std::string optimizer; ///< empty: not given
   double lr = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = -1;

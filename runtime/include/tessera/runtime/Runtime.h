@@ -29,6 +29,7 @@
 #include "tessera/runtime/Comm.h"
 #include "tessera/runtime/Driver.h"
 #include "tessera/runtime/Files.h"
+#include "tessera/runtime/OpProfile.h"
 #include "tessera/runtime/Ops.h"
 #include "tessera/runtime/Tensor.h"
 

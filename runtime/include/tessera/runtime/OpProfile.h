@@ -1,0 +1,72 @@
+//===- OpProfile.h - every op of a step timed where it runs ----*- C++ -*-===//
+//
+// A program compiled with `tessera-compile --profile-ops` calls opMark(id)
+// before each op of its steps; its Program table names each id's op
+// (Program::opKeys). Run with `--profile-ops FILE`, the driver turns the
+// marks on: an op's time is from its mark to the next one (its placement,
+// its kernel and the releases after it, with the caches as the step leaves
+// them) or to the end of the step, and FILE gets each op's median over the
+// steps as a profile database entry (docs/planner.md), which the auto
+// planner's cost model then uses instead of its estimate. Off, a mark is
+// one load and branch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TESSERA_RUNTIME_OPPROFILE_H
+#define TESSERA_RUNTIME_OPPROFILE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera {
+namespace rt {
+
+/// What an opMark id times, as the auto planner's profile database keys an
+/// op: its name without its dialect ("matmul"), the element type it is
+/// priced in ("fp32") and its operand shapes.
+struct OpKey {
+  std::string op;
+  std::string dtype;
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+namespace opprofile {
+
+/// Whether marks are timed (start() .. stop()).
+extern bool active;
+/// Times ids 0 .. ops - 1 from now on.
+void start(size_t ops);
+void stop();
+/// The slow half of opMark.
+void mark(int64_t id);
+/// Closes the op in flight at the end of a step; its times join each op's
+/// samples when `record` (false: a warm-up step, dropped).
+void endStep(bool record);
+/// Per id, the median of its recorded step times in seconds; negative for
+/// an id no recorded step ran.
+std::vector<double> medians();
+/// Writes the medians of the ids `keys` names into the profile database
+/// at `path` (docs/planner.md): one measurement per distinct key (the mean
+/// over the ids that share it, e.g. the same matmul in every layer). An
+/// existing database keeps its device, its rates and its other entries;
+/// these replace the entries of the same key. Throws Error when `path`
+/// holds something else or cannot be written.
+void writeDatabase(const std::string &path, const std::vector<OpKey> &keys);
+/// Throws writeDatabase's Error now when `path` exists and is not a profile
+/// database (before a run whose profile could not be written).
+void checkDatabase(const std::string &path);
+
+} // namespace opprofile
+
+/// Before op `id` of a step (programs compiled with --profile-ops).
+inline void opMark(int64_t id) {
+  if (opprofile::active)
+    opprofile::mark(id);
+}
+
+} // namespace rt
+} // namespace tessera
+
+#endif // TESSERA_RUNTIME_OPPROFILE_H

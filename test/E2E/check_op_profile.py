@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Checks a profile database that `run --profile-ops` wrote.
+
+    check_op_profile.py DB.json PROGRAM.cpp... [--function F] [--kept OP]
+                        [--replaced SECONDS]
+
+Every op key of the programs' step function (--function, default
+train_step_adamw: its opMark ids in the Program table's /*opKeys=*/ list)
+must have exactly one entry in DB, timed in seconds > 0 and finite; a rate entry
+of op OP (seconds_per_flop) must still be there (--kept), and no entry may
+still have the time SECONDS that a measurement replaced (--replaced).
+Prints "ok: N keys measured, M entries" or FAIL lines and exits 1.
+"""
+import argparse
+import json
+import math
+import re
+import sys
+
+
+def program_keys(path, function):
+    """The keys of the ops that `function` marks: its opMark ids, looked up
+    in the /*opKeys=*/ list (entry i is id i, one per line)."""
+    lines = open(path).read().splitlines()
+    start = next((i for i, l in enumerate(lines) if "/*opKeys=*/{" in l), None)
+    if start is None:
+        return None
+    ids = set()
+    inside = False
+    for line in lines:
+        if line.startswith(f"void {function}("):
+            inside = True
+        elif inside and line.startswith("}"):
+            break
+        elif inside:
+            m = re.search(r"tessera::rt::opMark\((\d+)\);", line)
+            if m:
+                ids.add(int(m.group(1)))
+    keys = []
+    for line in lines[start + 1:]:
+        if line.startswith("};"):
+            break
+        k = re.match(r'\s*\{"([^"]+)", "([^"]+)", \{(.*)\}\}', line)
+        if not k:
+            raise SystemExit(f"FAIL {path}: cannot read key line {line!r}")
+        # Each {...} without braces inside is one operand's shape.
+        shapes = tuple(tuple(int(d) for d in s.split(",") if d.strip())
+                       for s in re.findall(r"\{([^{}]*)\}", k.group(3)))
+        keys.append((k.group(1), k.group(2), shapes))
+    return {keys[i] for i in ids}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("db")
+    ap.add_argument("programs", nargs="+")
+    ap.add_argument("--function", default="train_step_adamw",
+                    help="the step function the runs called")
+    ap.add_argument("--kept")
+    ap.add_argument("--replaced", type=float)
+    a = ap.parse_args()
+    db = json.load(open(a.db))
+    fails = []
+    seen = {}
+    for e in db["entries"]:
+        if "shapes" not in e:
+            continue
+        key = (e["op"], e["dtype"], tuple(tuple(s) for s in e["shapes"]))
+        if key in seen:
+            fails.append(f"key {key} has two entries")
+        seen[key] = e["seconds"]
+        if not (math.isfinite(e["seconds"]) and e["seconds"] > 0):
+            fails.append(f"key {key}: seconds {e['seconds']}")
+        if a.replaced is not None and e["seconds"] == a.replaced:
+            fails.append(f"key {key} still has the replaced time {a.replaced}")
+    wanted = set()
+    for p in a.programs:
+        keys = program_keys(p, a.function)
+        if keys is None:
+            fails.append(f"{p} has no opKeys")
+            continue
+        wanted |= keys
+    for k in sorted(wanted - set(seen)):
+        fails.append(f"key {k} of the programs was not measured")
+    if a.kept and not any(e.get("op") == a.kept and "seconds_per_flop" in e
+                          for e in db["entries"]):
+        fails.append(f"the rate of {a.kept} was dropped")
+    for f in fails:
+        print("FAIL", f)
+    if fails:
+        sys.exit(1)
+    print(f"ok: {len(wanted)} keys measured, {len(db['entries'])} entries")
+
+
+if __name__ == "__main__":
+    main()
