@@ -110,6 +110,24 @@ void foldTyped(const void *src, int64_t n, int64_t count, void *dst,
                ReduceKind kind) {
   const T *in = static_cast<const T *>(src);
   T *out = static_cast<T *>(dst);
+  if constexpr (std::is_same_v<T, Acc>) {
+    // Block by block into `out`, the kind chosen once per block: each
+    // element is still combined left to right (the same bits as one
+    // accumulator per element), and the sum is a loop the compiler
+    // vectorizes. Element by element with the kind's switch inside, the
+    // fold of a dp step's gradients took a tenth of a CPU rank's time.
+    std::copy(in, in + count, out);
+    for (int64_t j = 1; j < n; ++j) {
+      const T *block = in + j * count;
+      if (kind == ReduceKind::sum)
+        for (int64_t i = 0; i < count; ++i)
+          out[i] = out[i] + block[i];
+      else
+        for (int64_t i = 0; i < count; ++i)
+          out[i] = combine(out[i], block[i], kind);
+    }
+    return;
+  }
   for (int64_t i = 0; i < count; ++i) {
     Acc acc = static_cast<Acc>(in[i]);
     for (int64_t j = 1; j < n; ++j)
