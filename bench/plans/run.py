@@ -5,9 +5,13 @@
                        [--spec FILE --profile-db FILE] [--out results.md]
 
 Calibrates this machine for the ranks (tessera-calibrate --ranks N, unless
---spec is given), compiles each plan of PLANS with the calibrated spec (each
-prints its predicted step time) and `--plan auto` (its choice), then runs the
-plans in R rounds, rotating the order each round, S training steps each.
+--spec is given), compiles each plan of PLANS, then runs the plans in R
+rounds, rotating the order each round, S training steps each. Unless
+--no-op-profile, each round first times the model's ops in one-device
+programs (--profile-ops) at 1/m of the batch for every m the plans split it
+into; each op's median over the rounds joins the calibration's profile
+database. Then each plan's predicted step time and `--plan auto`'s choice
+come from the calibrated spec and that database.
 A plan's measured step is the median of its per-step times (elapsed_s
 differences after the first 10 steps) in a round, then the median over the
 rounds. Prints a table, Spearman's rank correlation between predicted and
@@ -91,10 +95,14 @@ def main():
                                  capture_output=True, text=True, check=True)
             sys.stderr.write(cal.stderr)
         compile_ = os.path.join(binDir, "tessera-compile")
+        # The model's own ops, timed where a one-device program runs them,
+        # at each batch piece the plans run (1/m of the batch). They are
+        # timed once per round, between the plans' runs, so that the
+        # profile sees the machine as the measurements do (this VM's speed
+        # drifts by a third within minutes); each op's time is the median
+        # over the rounds, added to the calibration's profile database.
+        profilers = []
         if prof and not a.no_op_profile:
-            # The model's own ops, timed where a one-device program runs
-            # them, at each batch piece the plans run (1/m of the batch):
-            # added to the calibration's profile database.
             for m in sorted({mb * dp for dp in (1, 2, 4) for mb in (1, 2, 4)
                              if mb * dp <= a.ranks}):
                 out = os.path.join(work, f"profile-m{m}")
@@ -102,32 +110,27 @@ def main():
                                 "--profile-ops"] +
                                (["--plan", "dp1", "--micro-batches", str(m)] if m > 1 else []),
                                capture_output=True, text=True, check=True)
-                subprocess.run([os.path.join(out, "run"), "--data", a.data, "--steps",
-                                str(a.profile_steps), "--profile-ops", prof],
-                               capture_output=True, check=True)
-            sys.stderr.write("op profile: one-device runs at 1/m of the batch added to "
-                             f"{prof}\n")
-        extra = ["--device-spec", spec] + (["--profile-db", prof] if prof else [])
+                profilers.append(out)
         plans = []
         for name, mb in PLANS:
             out = os.path.join(work, f"{name}-mb{mb}")
             r = subprocess.run([compile_, a.model, "-o", out, "--devices", str(a.ranks),
-                                "--plan", name, "--micro-batches", str(mb)] + extra,
+                                "--plan", name, "--micro-batches", str(mb), "--quiet"],
                                capture_output=True, text=True)
             if r.returncode != 0:
                 sys.exit(f"compiling {name} mb{mb} failed:\n{r.stderr}")
-            plans.append({"plan": f"{name} mb{mb}", "dir": out,
-                          "predicted": seconds(r.stderr), "times": []})
-        r = subprocess.run([compile_, a.model, "-o", os.path.join(work, "auto"),
-                            "--devices", str(a.ranks), "--plan", "auto", "--no-build"] + extra,
-                           capture_output=True, text=True)
-        m = re.search(r"mesh \[dp = (\d+), tp = (\d+), pp = (\d+)\], (\d+) micro-batch", r.stderr)
-        auto = None
-        if m:
-            dp, tp, pp, mb = map(int, m.groups())
-            parts = [f"{ax}{n}" for ax, n in (("dp", dp), ("tp", tp), ("pp", pp)) if n > 1]
-            auto = f"{'x'.join(parts) or 'dp1'} mb{mb}"
+            plans.append({"plan": f"{name} mb{mb}", "name": name, "mb": mb, "dir": out,
+                          "times": []})
+        rounds = []
         for rnd in range(a.rounds):
+            if profilers:
+                db = os.path.join(work, f"ops-{rnd}.json")
+                shutil.copy(prof, db)
+                for out in profilers:
+                    subprocess.run([os.path.join(out, "run"), "--data", a.data, "--steps",
+                                    str(a.profile_steps), "--profile-ops", db],
+                                   capture_output=True, check=True)
+                rounds.append(json.load(open(db)))
             k = rnd % len(plans)
             for p in plans[k:] + plans[:k]:
                 log = os.path.join(work, "log.jsonl")
@@ -140,6 +143,40 @@ def main():
                 d = [y - x for x, y in zip(e, e[1:])][10:]
                 p["times"].append(statistics.median(d))
             sys.stderr.write(f"round {rnd + 1}/{a.rounds} done\n")
+        if rounds:
+            times = {}
+            for db in rounds:
+                for e in db["entries"]:
+                    if "shapes" in e:
+                        key = json.dumps([e["op"], e["dtype"], e["shapes"]])
+                        times.setdefault(key, []).append(e["seconds"])
+            merged = json.load(open(prof))
+            merged["entries"] = [e for e in merged["entries"] if "shapes" not in e]
+            for key, ts in times.items():
+                op, dtype, shapes = json.loads(key)
+                merged["entries"].append({"op": op, "dtype": dtype, "shapes": shapes,
+                                          "seconds": statistics.median(ts)})
+            prof = os.path.join(work, "ops.json")
+            json.dump(merged, open(prof, "w"))
+            sys.stderr.write(f"op profile: {len(times)} ops, medians over {len(rounds)} "
+                             "rounds\n")
+        # Predictions after the rounds, from the spec and the profile.
+        extra = ["--device-spec", spec] + (["--profile-db", prof] if prof else [])
+        for p in plans:
+            r = subprocess.run([compile_, a.model, "-o", os.path.join(work, "predict"),
+                                "--devices", str(a.ranks), "--plan", p["name"],
+                                "--micro-batches", str(p["mb"]), "--no-build"] + extra,
+                               capture_output=True, text=True, check=True)
+            p["predicted"] = seconds(r.stderr)
+        r = subprocess.run([compile_, a.model, "-o", os.path.join(work, "auto"),
+                            "--devices", str(a.ranks), "--plan", "auto", "--no-build"] + extra,
+                           capture_output=True, text=True)
+        m = re.search(r"mesh \[dp = (\d+), tp = (\d+), pp = (\d+)\], (\d+) micro-batch", r.stderr)
+        auto = None
+        if m:
+            dp, tp, pp, mb = map(int, m.groups())
+            parts = [f"{ax}{n}" for ax, n in (("dp", dp), ("tp", tp), ("pp", pp)) if n > 1]
+            auto = f"{'x'.join(parts) or 'dp1'} mb{mb}"
         for p in plans:
             p["measured"] = statistics.median(p["times"])
         pred = [p["predicted"] for p in plans]

@@ -56,7 +56,7 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
   JsonObject o = JsonValue(j, origin).getObject(
       {"name", "description", "peak_flops", "memory_bandwidth", "memory_bytes",
        "devices_per_node", "intra_node", "inter_node", "op_overhead",
-       "compute_slots", "overlap_dp_reduction"},
+       "compute_slots", "contention", "overlap_dp_reduction"},
       "a device spec");
   DeviceSpec spec;
   spec.name = o.get("name").getString("the spec's name");
@@ -84,6 +84,13 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
       slots->fail("expected a number in [1, devices_per_node = " +
                   std::to_string(spec.devicesPerNode) + "], got " +
                   formatNumber(spec.computeSlots));
+  }
+  if (auto contention = o.find("contention")) {
+    size_t n = size_t(spec.devicesPerNode);
+    for (const JsonValue &v : contention->getArray(
+             "one slowdown per count of ranks computing at once", n, n))
+      spec.contention.push_back(
+          v.getNumber(Range::Positive, "a slowdown (time over alone)"));
   }
   if (auto overlap = o.find("overlap_dp_reduction"))
     spec.overlapDpReduction =

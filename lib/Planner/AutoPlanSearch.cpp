@@ -424,7 +424,7 @@ private:
                     const std::vector<StagePrediction> &stages,
                     double &shared) const;
   /// The wait for compute slots (DeviceSpec::computeSlots) of a plan whose
-  /// own compute spans `span` seconds of the step.
+  /// schedule spans `span` seconds of the step.
   double sharedCompute(const std::vector<StagePrediction> &stages, int64_t m,
                        double span) const;
 
@@ -1098,25 +1098,44 @@ static double zeroBubbleStep(int64_t pp, int64_t m, double micro,
 double Search::sharedCompute(const std::vector<StagePrediction> &stages,
                              int64_t m, double span) const {
   // Ranks of one node compete for its computeSlots: with r times more ranks
-  // than slots, the step takes at least r x the compute of its average rank
+  // than slots, the step takes at least r x the work of its average rank
   // (every stage has dp x tp ranks). A plan whose ranks take turns (a
   // pipeline's fill and drain) already spends that long; one that keeps
-  // them all busy (dp, tp) waits for the difference.
+  // them all busy (dp, tp) waits for the difference. The work counts the
+  // rank's collectives and sends as well as its ops: ranks that share
+  // cores are host processes, whose messages are copied, folded and
+  // polled for by their own core.
   double ranks = double(std::min<int64_t>(p.devices, spec.devicesPerNode));
-  double ratio = ranks / spec.computeSlots;
-  if (ratio <= 1 || stages.empty())
+  if (stages.empty())
     return 0;
   double work = 0;
   for (const StagePrediction &s : stages)
-    work += double(m) * s.microCompute + s.stepCompute;
+    work += double(m) * s.microSeconds + s.stepSeconds;
   work /= double(stages.size());
+  if (!spec.contention.empty()) {
+    // Measured sharing: the plan's ranks are busy `busy` of the span at
+    // once on average (the dp4 step: all of them; a one-micro-batch
+    // pipeline: one stage's), and everything slows by the calibrated
+    // slowdown of that many busy ranks (linear between counts; the rest
+    // wait, polling).
+    if (span <= 0)
+      return 0;
+    double busy = std::clamp(ranks * work / span, 1.0, ranks);
+    const std::vector<double> &g = spec.contention;
+    size_t lo = std::min(g.size() - 1, size_t(busy) - 1);
+    size_t hi = std::min(g.size() - 1, lo + 1);
+    double slow = g[lo] + (g[hi] - g[lo]) * (busy - double(lo + 1));
+    return std::max(0.0, span * (slow - 1));
+  }
+  double ratio = ranks / spec.computeSlots;
+  if (ratio <= 1)
+    return 0;
   return std::max(0.0, work * ratio - span);
 }
 
-/// The slowest stage's times: per micro-batch and once per step, in all
-/// and their compute parts.
+/// The slowest stage's times: per micro-batch and once per step.
 struct Slowest {
-  double micro = 0, step = 0, microC = 0, stepC = 0;
+  double micro = 0, step = 0;
   /// The forward, B and W parts of a micro-batch, each the largest over
   /// the stages.
   double forward = 0, backwardB = 0, weight = 0;
@@ -1124,8 +1143,6 @@ struct Slowest {
     for (const StagePrediction &s : stages) {
       micro = std::max(micro, s.microSeconds);
       step = std::max(step, s.stepSeconds);
-      microC = std::max(microC, s.microCompute);
-      stepC = std::max(stepC, s.stepCompute);
       forward = std::max(forward, s.microForward);
       weight = std::max(weight, s.microWeight);
       backwardB =
@@ -1140,12 +1157,10 @@ double Search::closedForm(int64_t pp, int64_t m,
   Slowest w(stages);
   if (p.schedule == "zb-h1" && pp > 1) {
     double step = zeroBubbleStep(pp, m, w.micro, w.forward, w.weight, w.step);
-    // The compute share of the same span, as for 1F1B.
-    double scale = w.micro > 0 ? w.microC / w.micro : 1;
-    shared = sharedCompute(stages, m, (step - w.step) * scale + w.stepC);
+    shared = sharedCompute(stages, m, step);
     return step + shared;
   }
-  shared = sharedCompute(stages, m, closedFormStep(pp, m, w.microC, w.stepC));
+  shared = sharedCompute(stages, m, closedFormStep(pp, m, w.micro, w.step));
   return closedFormStep(pp, m, w.micro, w.step) + shared;
 }
 
@@ -1184,9 +1199,8 @@ std::string Search::scheduledStep(int64_t pp, int64_t m,
   double perMicro = double(ps.forwardSpan + ps.backwardSpan + ps.weightSpan);
   double busy = perMicro * double(m);
   bubble = 1 - busy / double(order.makespan);
-  double computeUnit = w.micro > 0 ? unit * w.microC / w.micro : 0;
   shared =
-      sharedCompute(stages, m, double(order.makespan) * computeUnit + w.stepC);
+      sharedCompute(stages, m, double(order.makespan) * unit + w.step);
   stepSeconds = double(order.makespan) * unit + w.step + shared;
   return "";
 }

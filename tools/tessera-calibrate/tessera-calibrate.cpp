@@ -17,7 +17,11 @@
 //     the driver sets it), the fixed cost subtracted;
 //   - compute_slots: the same matmuls on all N ranks at once; N x solo time
 //     over concurrent time is how many ranks compute at full speed together
-//     (about the cores when ranks outnumber them);
+//     (the median of three alternations of alone and together, at most the
+//     CPUs the ranks may run on);
+//   - contention: for k = 1 .. N, how much slower a matmul runs while k
+//     ranks compute at once and the others wait in a blocking MPI call,
+//     than with the others asleep (N > 1);
 //   - intra_node latency and bandwidth: the alpha-beta link that makes the
 //     cost model's collective formulas (lib/Cost/Collectives.cpp) fit the
 //     measured send/recv, all-reduce and all-gather of groups of 2 and N
@@ -44,6 +48,7 @@
 #include <mpi.h>
 #include <nlohmann/json.hpp>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -591,27 +596,106 @@ int run(const Options &o) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
 
-  // Compute, all ranks at once.
+  // Compute, all ranks at once. The machine's speed drifts (a VM's host
+  // shares its cores), so rank 0 alone and all ranks together alternate
+  // three times and the median ratio counts; and the ranks never compute
+  // faster than the CPUs they may run on.
   double slots = 1;
   {
     rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
-    MPI_Barrier(MPI_COMM_WORLD);
-    double mine =
-        timeCalls([&] { rt::matmul(p, p); }, window * 10, MPI_COMM_SELF, 3);
-    std::vector<double> all(size_t(size), 0);
-    MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0,
-               MPI_COMM_WORLD);
+    std::vector<double> ratios;
+    double concurrentLast = 0, soloLast = solo128;
+    for (int trial = 0; trial < 3; ++trial) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double solo = 0;
+      if (lead)
+        solo = timeCalls([&] { rt::matmul(p, p); }, window * 10, MPI_COMM_SELF);
+      MPI_Barrier(MPI_COMM_WORLD);
+      double mine =
+          timeCalls([&] { rt::matmul(p, p); }, window * 10, MPI_COMM_SELF, 3);
+      std::vector<double> all(size_t(size), 0);
+      MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0,
+                 MPI_COMM_WORLD);
+      if (lead) {
+        std::sort(all.begin(), all.end());
+        concurrentLast = all[all.size() / 2];
+        soloLast = solo;
+        ratios.push_back(double(size) * solo / concurrentLast);
+      }
+    }
     if (lead) {
-      std::sort(all.begin(), all.end());
-      double concurrent = all[all.size() / 2];
-      slots =
-          std::clamp(double(size) * solo128 / concurrent, 1.0, double(size));
+      std::sort(ratios.begin(), ratios.end());
+      cpu_set_t set;
+      double cpus = double(size);
+      if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cpus = std::min(cpus, double(CPU_COUNT(&set)));
+      slots = std::clamp(ratios[ratios.size() / 2], 1.0, std::max(1.0, cpus));
       std::snprintf(line, sizeof line,
                     "matmul %lldx%lld on %d rank(s) at once: %.3g s per call "
-                    "(alone %.3g s): %.3g compute slot(s)",
-                    (long long)probe, (long long)probe, size, concurrent,
-                    solo128, slots);
+                    "(alone %.3g s; median of 3 alternations, at most the "
+                    "%g CPU(s) the ranks may use): %.3g compute slot(s)",
+                    (long long)probe, (long long)probe, size, concurrentLast,
+                    soloLast, cpus, slots);
       say(line);
+    }
+  }
+
+  // Contention (several ranks): k ranks compute while the others wait in a
+  // blocking MPI call, as a pipeline's idle stages wait (polling, yielding
+  // the core), for k = 1 .. N; each against rank 0 computing while the
+  // others sleep (a host as idle as the one-device --profile-ops runs
+  // see). Three alternations, the median slowdown per k.
+  std::vector<double> contention;
+  if (size > 1) {
+    rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
+    auto matmuls = [&] { rt::matmul(p, p); };
+    // Waits without polling: the ranks that are not measured sleep.
+    auto sleepingBarrier = [] {
+      MPI_Request r;
+      MPI_Ibarrier(MPI_COMM_WORLD, &r);
+      int done = 0;
+      for (;;) {
+        MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+        if (done)
+          break;
+        usleep(200);
+      }
+    };
+    std::vector<std::vector<double>> slow(static_cast<size_t>(size));
+    for (int trial = 0; trial < 3; ++trial) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      double quiet = 0;
+      if (lead)
+        quiet = timeCalls(matmuls, window * 10, MPI_COMM_SELF, 3);
+      sleepingBarrier();
+      for (int k = 1; k <= size; ++k) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double mine = 0;
+        if (rank < k)
+          mine = timeCalls(matmuls, window * 10, MPI_COMM_SELF, 3);
+        MPI_Barrier(MPI_COMM_WORLD); // the others poll here meanwhile
+        std::vector<double> all(size_t(size), 0);
+        MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0,
+                   MPI_COMM_WORLD);
+        if (lead) {
+          std::vector<double> busy(all.begin(), all.begin() + k);
+          std::sort(busy.begin(), busy.end());
+          slow[size_t(k - 1)].push_back(busy[busy.size() / 2] / quiet);
+        }
+      }
+    }
+    if (lead) {
+      std::string text = "contention (matmul " + std::to_string(probe) +
+                         " while k ranks compute and the rest wait, over "
+                         "alone on an idle host), k = 1 ..";
+      for (std::vector<double> &v : slow) {
+        std::sort(v.begin(), v.end());
+        contention.push_back(std::max(1e-3, v[v.size() / 2]));
+        char num[32];
+        std::snprintf(num, sizeof num, " %.3g", contention.back());
+        text += num;
+      }
+      say(text);
     }
   }
 
@@ -758,6 +842,8 @@ int run(const Options &o) {
   spec["inter_node"] = spec["intra_node"];
   spec["op_overhead"] = programOverhead;
   spec["compute_slots"] = slots;
+  if (!contention.empty())
+    spec["contention"] = contention;
   std::string text = spec.dump(2) + "\n";
   // What we write must load (the same strict reader the compiler uses).
   cost::parseDeviceSpec(text, o.out);

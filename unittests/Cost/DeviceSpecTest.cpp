@@ -140,8 +140,8 @@ TEST(Roofline, ComputeAndMemoryBound) {
   EXPECT_THROW(rooflineTime(s, -1, 0, "fp32"), Exception);
 }
 
-// op_overhead and compute_slots: optional, in range, and the overhead adds
-// to every roofline time.
+// op_overhead, compute_slots and contention: optional, in range, and the
+// overhead adds to every roofline time.
 TEST(DeviceSpec, OpOverheadAndComputeSlots) {
   DeviceSpec plain = parseDeviceSpec(kTinySpec);
   EXPECT_EQ(plain.opOverhead, 0);
@@ -165,6 +165,21 @@ TEST(DeviceSpec, OpOverheadAndComputeSlots) {
   slots.insert(slots.rfind('}'), R"(, "compute_slots": 5)");
   EXPECT_EQ(errorOf(slots), "spec.json: compute_slots: expected a number in "
                             "[1, devices_per_node = 4], got 5");
+  // contention: one positive slowdown per device of the node.
+  std::string contention = kTinySpec;
+  contention.insert(contention.rfind('}'),
+                    R"(, "contention": [1, 1.1, 2, 2.5])");
+  EXPECT_EQ(parseDeviceSpec(contention).contention,
+            (std::vector<double>{1, 1.1, 2, 2.5}));
+  EXPECT_TRUE(plain.contention.empty());
+  std::string shortList = kTinySpec;
+  shortList.insert(shortList.rfind('}'), R"(, "contention": [1, 2])");
+  EXPECT_NE(errorOf(shortList).find("contention"), std::string::npos)
+      << errorOf(shortList);
+  std::string zero = kTinySpec;
+  zero.insert(zero.rfind('}'), R"(, "contention": [1, 0, 2, 2])");
+  EXPECT_NE(errorOf(zero).find("contention"), std::string::npos)
+      << errorOf(zero);
   std::string negative = kTinySpec;
   negative.insert(negative.rfind('}'), R"(, "op_overhead": -1)");
   EXPECT_NE(errorOf(negative).find("op_overhead"), std::string::npos)

@@ -528,8 +528,9 @@ TEST(AutoPlanSearch, EvaluatePlanRejectsMalformedCuts) {
 }
 
 // Ranks sharing compute slots (DeviceSpec::computeSlots): a plan that keeps
-// all its ranks busy waits r x its average rank's compute minus the compute
-// its schedule already spans; one whose stages take turns does not.
+// all its ranks busy waits r x its average rank's work (ops, collectives,
+// sends) minus what its schedule already spans; one whose stages take turns
+// does not.
 TEST(AutoPlanSearch, SharedComputeSlotsSlowPlansThatKeepEveryRankBusy) {
   std::string dir = ::testing::TempDir();
   std::string spec = dir + "/shared-spec.json";
@@ -581,6 +582,43 @@ TEST(AutoPlanSearch, SharedComputeSlotsSlowPlansThatKeepEveryRankBusy) {
   e = evaluatePlan(p, dp);
   EXPECT_EQ(e.sharedComputeSeconds, 0);
   EXPECT_NEAR(e.stepSeconds, perRank, 1e-12);
+  // A host rank's collectives run on its own core too: with a link of
+  // 1 ms latency, dp4 on 2 slots takes twice its unshared step, the
+  // gradients' all-reduces included (every rank does the same work).
+  auto withLatency = [&](const char *slots) {
+    std::ofstream f(spec);
+    f << R"({"name": "shared", "peak_flops": {"fp32": 1e11},
+      "memory_bandwidth": 1e12, "memory_bytes": 1e12, "devices_per_node": 4,
+      "intra_node": {"bandwidth": 1e12, "latency": 1e-3},
+      "inter_node": {"bandwidth": 1e12, "latency": 1e-3},
+      "op_overhead": 1e-6)"
+      << slots << "}";
+  };
+  for (Unit &u : p.units) { // two small gradients each, all-reduced over dp
+    u.paramBytes = 1e3;
+    u.params = 2;
+  }
+  withLatency("");
+  StepEvaluation alone = evaluatePlan(p, dp);
+  ASSERT_EQ(alone.error, "");
+  EXPECT_GT(alone.stepSeconds, perRank + 1e-3); // the all-reduces
+  withLatency(R"(, "compute_slots": 2)");
+  e = evaluatePlan(p, dp);
+  EXPECT_NEAR(e.stepSeconds, 2 * alone.stepSeconds, 1e-12);
+  EXPECT_NEAR(e.sharedComputeSeconds, alone.stepSeconds, 1e-12);
+  // A measured contention replaces the slots: dp4 keeps all 4 ranks busy
+  // (the 4th entry), pp4 with one micro-batch one at a time (the 1st).
+  withLatency(R"(, "compute_slots": 2, "contention": [1.25, 1.5, 2, 3])");
+  e = evaluatePlan(p, dp);
+  EXPECT_NEAR(e.stepSeconds, 3 * alone.stepSeconds, 1e-12);
+  withLatency("");
+  StepEvaluation ppAlone = evaluatePlan(p, pp);
+  withLatency(R"(, "contention": [1.25, 1.5, 2, 3])");
+  e = evaluatePlan(p, pp);
+  // Busy ranks on average: 4 x (the average rank's work) / the span; each
+  // stage works a quarter of the span, so 1 (plus the step's own work).
+  EXPECT_NEAR(e.stepSeconds, 1.25 * ppAlone.stepSeconds,
+              1e-3 * ppAlone.stepSeconds);
 }
 
 /// A device spec file (in the test's temporary folder) with 1e11 fp32

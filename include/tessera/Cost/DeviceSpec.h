@@ -45,6 +45,13 @@ struct DeviceSpec {
   /// devicesPerNode unless given; fewer when ranks share cores (4 ranks on
   /// 2 cores: about 2), so that plans keeping every rank busy slow down.
   double computeSlots = 1;
+  /// Measured sharing of a node's cores (tessera-calibrate): entry k - 1 is
+  /// how much slower an op runs while k of the node's devicesPerNode ranks
+  /// compute at once and the others wait in a blocking call (which polls,
+  /// and takes turns on the cores), than on an otherwise idle host. Empty
+  /// unless given; given, it replaces computeSlots' bound (the planner
+  /// slows a plan by the entry of its average count of busy ranks).
+  std::vector<double> contention;
   /// Whether the data-parallel gradient reductions run beside the backward
   /// (a GPU's communication stream): a gradient's collective starts once
   /// the last micro-batch's backward made it, and only what outlasts the

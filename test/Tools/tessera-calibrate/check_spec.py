@@ -16,6 +16,15 @@ def need(cond, what):
 need(spec["devices_per_node"] == ranks, "devices_per_node is the rank count")
 need(1 <= spec["compute_slots"] <= ranks, "compute_slots in [1, ranks]")
 need(spec["op_overhead"] > 0, "an op call costs something")
+# One slowdown per count of busy ranks. Whatever the machine, ranks busy at
+# once can never share more cores than there are: k = ranks busy on fewer
+# cores than ranks is slower than one rank alone (a third at least, the
+# measurement's noise well inside it: N ranks on N/2 cores run at 2x).
+import os
+need(len(spec["contention"]) == ranks and all(x > 0 for x in spec["contention"]),
+     "contention: one positive slowdown per count of busy ranks")
+if (os.cpu_count() or ranks) < ranks:
+    need(spec["contention"][-1] > 1.3, "all ranks busy on fewer cores are slower")
 for dtype in ("fp32", "fp64"):
     need(spec["peak_flops"][dtype] > 0, f"peak_flops {dtype} > 0")
 need(spec["memory_bandwidth"] > 0, "memory bandwidth > 0")
