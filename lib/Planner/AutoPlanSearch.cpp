@@ -503,11 +503,40 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     if (profile) {
       std::optional<std::vector<cost::Shape>> shapes =
           localShapes(op, d * m, t);
-      std::optional<double> measured =
-          shapes ? profile->lookup(op.op, op.dtype, *shapes, flops)
-                 : profile->lookupRate(op.op, op.dtype, flops);
-      if (measured) {
-        time = *measured;
+      std::optional<double> exact =
+          shapes ? profile->lookup(op.op, op.dtype, *shapes) : std::nullopt;
+      // The estimate without an exact entry: the op's rate, else the
+      // roofline.
+      auto estimate = [&](double f, double b) {
+        if (std::optional<double> r = profile->lookupRate(op.op, op.dtype, f))
+          return *r;
+        return cost::rooflineTime(spec, f, b, op.dtype);
+      };
+      if (exact) {
+        time = *exact;
+        ++c.profiled;
+      } else if (std::optional<std::vector<cost::Shape>> whole =
+                     t > 1 && op.tpSplit ? localShapes(op, d * m, 1)
+                                         : std::nullopt) {
+        // A tp piece that no one-device run could time: the op's own
+        // measurement at its whole shape, scaled by the estimate's ratio
+        // between the piece and the whole.
+        std::optional<double> measuredWhole =
+            profile->lookup(op.op, op.dtype, *whole);
+        double wholeFlops = op.flops * scale;
+        double wholeBytes = op.batchBytes * scale + op.fixedBytes;
+        double wholeEstimate = estimate(wholeFlops, wholeBytes);
+        if (measuredWhole && wholeEstimate > 0) {
+          time = *measuredWhole * estimate(flops, bytes) / wholeEstimate;
+          ++c.profiled;
+        } else if (std::optional<double> r =
+                       profile->lookupRate(op.op, op.dtype, flops)) {
+          time = *r;
+          ++c.profiled;
+        }
+      } else if (std::optional<double> r =
+                     profile->lookupRate(op.op, op.dtype, flops)) {
+        time = *r;
         ++c.profiled;
       }
     }

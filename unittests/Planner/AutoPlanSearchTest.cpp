@@ -637,6 +637,52 @@ std::string writeSpec(const std::string &name, double memoryBandwidth,
   return path;
 }
 
+// A profile database times ops at the shapes one-device runs see; a tp
+// piece is not one of them: its time is the op's own measurement at the
+// whole shape, scaled by the estimate's ratio between piece and whole.
+TEST(AutoPlanSearch, TpPiecesScaleTheirWholeMeasurement) {
+  std::string spec = writeSpec("tppiece", 1e12, 0, 1e-6);
+  std::string db = ::testing::TempDir() + "/tppiece-profile.json";
+  {
+    std::ofstream f(db);
+    f << R"({"entries": [{"op": "matmul", "dtype": "fp32",
+                          "shapes": [[2, 16]], "seconds": 0.5}]})";
+  }
+  Problem p;
+  p.deviceSpec = spec;
+  p.profileDatabase = db;
+  p.devices = 2;
+  p.batch = 2;
+  p.tpDegrees = {1, 2};
+  p.memoryBytes = 1e12;
+  Unit u;
+  u.name = "u";
+  p.units.push_back(u);
+  OpCost op;
+  op.op = "matmul";
+  op.perMicroBatch = true;
+  op.tpSplit = true;
+  op.flops = 2e11;
+  op.operands.push_back({{2, 16}, /*batchDim=*/0, /*tpDim=*/1});
+  p.ops.push_back(op);
+  // tp2: the piece [2, 8]; the roofline (1e-6 s + FLOPs / 1e11) halves
+  // nearly, and so does the measured 0.5 s.
+  StepEvaluation e = evaluatePlan(p, PlanShape{1, 2, 1, 1, {0}});
+  ASSERT_EQ(e.error, "");
+  EXPECT_EQ(e.profiledOps, 1u);
+  EXPECT_NEAR(e.stepSeconds, 0.5 * (1e-6 + 1.0) / (1e-6 + 2.0), 1e-12);
+  // dp2: the batch piece [1, 16] was not measured, and the whole shape is
+  // only a guide for tp pieces: the roofline.
+  e = evaluatePlan(p, PlanShape{2, 1, 1, 1, {0}});
+  ASSERT_EQ(e.error, "");
+  EXPECT_EQ(e.profiledOps, 0u);
+  EXPECT_NEAR(e.stepSeconds, 1e-6 + 1.0, 1e-12);
+  // One device: the whole shape, measured.
+  e = evaluatePlan(p, PlanShape{1, 1, 1, 1, {0}});
+  ASSERT_EQ(e.error, "");
+  EXPECT_NEAR(e.stepSeconds, 0.5, 1e-12);
+}
+
 // A view (a reshape) costs nothing, not even the op overhead.
 TEST(AutoPlanSearch, ViewsAreFree) {
   std::string spec = writeSpec("view", 1e12, 1e-3, 1e-6);
