@@ -637,6 +637,20 @@ std::string writeSpec(const std::string &name, double memoryBandwidth,
   return path;
 }
 
+/// The tests' small problem: 2 devices of 1e12 bytes each, `batch`
+/// samples, the given tp degrees, priced by `spec`; the test adds its units
+/// and ops.
+Problem smallProblem(const std::string &spec, int64_t batch,
+                     std::vector<int64_t> tpDegrees = {1}) {
+  Problem p;
+  p.deviceSpec = spec;
+  p.devices = 2;
+  p.batch = batch;
+  p.tpDegrees = std::move(tpDegrees);
+  p.memoryBytes = 1e12;
+  return p;
+}
+
 // A profile database times ops at the shapes one-device runs see; a tp
 // piece is not one of them: its time is the op's own measurement at the
 // whole shape, scaled by the estimate's ratio between piece and whole.
@@ -648,13 +662,8 @@ TEST(AutoPlanSearch, TpPiecesScaleTheirWholeMeasurement) {
     f << R"({"entries": [{"op": "matmul", "dtype": "fp32",
                           "shapes": [[2, 16]], "seconds": 0.5}]})";
   }
-  Problem p;
-  p.deviceSpec = spec;
+  Problem p = smallProblem(spec, 2, {1, 2});
   p.profileDatabase = db;
-  p.devices = 2;
-  p.batch = 2;
-  p.tpDegrees = {1, 2};
-  p.memoryBytes = 1e12;
   Unit u;
   u.name = "u";
   p.units.push_back(u);
@@ -686,12 +695,7 @@ TEST(AutoPlanSearch, TpPiecesScaleTheirWholeMeasurement) {
 // A view (a reshape) costs nothing, not even the op overhead.
 TEST(AutoPlanSearch, ViewsAreFree) {
   std::string spec = writeSpec("view", 1e12, 1e-3, 1e-6);
-  Problem p;
-  p.deviceSpec = spec;
-  p.devices = 2;
-  p.batch = 2;
-  p.tpDegrees = {1};
-  p.memoryBytes = 1e12;
+  Problem p = smallProblem(spec, 2);
   Unit u;
   u.name = "u";
   u.paramBytes = 4e3;
@@ -717,12 +721,7 @@ TEST(AutoPlanSearch, ViewsAreFree) {
 // (parameters and AdamW's m and v) two op overheads each.
 TEST(AutoPlanSearch, OneCollectivePerParameterAndTheDriversWork) {
   std::string spec = writeSpec("perparam", 1e12, 1e-3, 1e-6);
-  Problem p;
-  p.deviceSpec = spec;
-  p.devices = 2;
-  p.batch = 2;
-  p.tpDegrees = {1};
-  p.memoryBytes = 1e12;
+  Problem p = smallProblem(spec, 2);
   Unit u;
   u.name = "u";
   u.paramBytes = 5e3;
@@ -794,11 +793,7 @@ TEST(AutoPlanSearch, OverlappedDpReductionWaitsOnlyForTheTail) {
     text.insert(text.rfind('}'), ", \"overlap_dp_reduction\": true");
     std::ofstream(overlapped) << text;
   }
-  Problem p;
-  p.devices = 2;
-  p.batch = 2;
-  p.tpDegrees = {1};
-  p.memoryBytes = 1e12;
+  Problem p = smallProblem(plain, 2);
   for (int i = 0; i < 2; ++i) {
     Unit u;
     u.name = "u" + std::to_string(i);
@@ -829,12 +824,7 @@ TEST(AutoPlanSearch, OverlappedDpReductionWaitsOnlyForTheTail) {
 // ZeRO-3 the parameters too. A unit of 4 MB of parameters and 8 MB of
 // state: the step's peak is the update, which holds every gradient.
 TEST(AutoPlanSearch, ZeroStagesShardWhatTheySay) {
-  Problem p;
-  p.deviceSpec = writeSpec("zero", 1e12, 1e-6, 1e-9);
-  p.devices = 2;
-  p.batch = 2;
-  p.tpDegrees = {1};
-  p.memoryBytes = 1e12;
+  Problem p = smallProblem(writeSpec("zero", 1e12, 1e-6, 1e-9), 2);
   Unit u;
   u.name = "u";
   u.paramBytes = 4e6;
@@ -909,12 +899,7 @@ TEST(AutoPlanSearch, VirtualStagesArePredictedByDevice) {
 
 TEST(AutoPlanSearch, ZeroBubbleSplitsTheBackwardLikeTheSchedule) {
   std::string spec = writeSpec("zb", 1e30, 1e-30, 1e-30);
-  Problem p;
-  p.deviceSpec = spec;
-  p.devices = 2;
-  p.batch = 4;
-  p.tpDegrees = {1};
-  p.memoryBytes = 1e12;
+  Problem p = smallProblem(spec, 4);
   for (int u = 0; u < 2; ++u) {
     Unit unit;
     unit.name = "u" + std::to_string(u);
