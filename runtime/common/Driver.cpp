@@ -754,6 +754,9 @@ int run(int argc, char **argv, const Program &program) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   std::vector<Tensor> args, results;
+  // --profile-ops: the first steps warm the caches and the allocator and
+  // are dropped (half of a short run).
+  const int64_t profileWarmup = std::min<int64_t>(2, (o.steps - first) / 2);
   if (!o.profileOps.empty())
     opprofile::start(program.opKeys.size());
   // The parameters and state the step returns (a parameter it only reads,
@@ -881,8 +884,7 @@ int run(int argc, char **argv, const Program &program) {
     std::vector<Tensor> kept;
     if (o.noDonate)
       kept = args;
-    // --profile-ops: the marks of this step alone (not an evaluation's);
-    // the first steps warm the caches and the allocator and are dropped.
+    // --profile-ops: the marks of this step alone (not an evaluation's).
     if (!o.profileOps.empty())
       opprofile::endStep(false);
     try {
@@ -891,7 +893,7 @@ int run(int argc, char **argv, const Program &program) {
       throw Error("step " + std::to_string(i) + ": " + e.what());
     }
     if (!o.profileOps.empty())
-      opprofile::endStep(i - first >= std::min<int64_t>(2, (o.steps - first) / 2));
+      opprofile::endStep(i - first >= profileWarmup);
     if (results.size() != step.results.size())
       throw Error("the step function returned " +
                   std::to_string(results.size()) + " results, expected " +
@@ -1010,7 +1012,7 @@ int run(int argc, char **argv, const Program &program) {
     opprofile::writeDatabase(o.profileOps, program.opKeys);
     std::cerr << "wrote " << o.profileOps << " (each op's median time over "
               << "the steps after the first "
-              << std::min<int64_t>(2, (o.steps - first) / 2) << ")\n";
+              << profileWarmup << ")\n";
   }
 
   // A resume with every step done runs none, and --checkpoint-dir then

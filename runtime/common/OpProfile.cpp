@@ -93,15 +93,10 @@ std::vector<double> medians() {
 }
 
 namespace {
-std::string keyText(const std::string &op, const std::string &dtype,
-                    const std::vector<std::vector<int64_t>> &shapes) {
-  std::string k = op + "|" + dtype;
-  for (const auto &shape : shapes) {
-    k += "|";
-    for (int64_t d : shape)
-      k += std::to_string(d) + ",";
-  }
-  return k;
+/// An entry's key: its op, dtype and shapes as JSON text.
+std::string keyText(const nlohmann::json &op, const nlohmann::json &dtype,
+                    const nlohmann::json &shapes) {
+  return nlohmann::json::array({op, dtype, shapes}).dump();
 }
 /// The profile database at `path`; null when there is no such file.
 nlohmann::json readDatabase(const std::string &path) {
@@ -152,39 +147,18 @@ void writeDatabase(const std::string &path, const std::vector<OpKey> &keys) {
       for (const json &e : old["entries"]) {
         // Keep rates and the entries these measurements do not replace.
         if (e.is_object() && e.contains("shapes") && e.contains("op") &&
-            e.contains("dtype") && e["op"].is_string() &&
-            e["dtype"].is_string() && e["shapes"].is_array()) {
-          std::vector<std::vector<int64_t>> shapes;
-          bool ok = true;
-          for (const json &s : e["shapes"]) {
-            shapes.emplace_back();
-            if (!s.is_array()) {
-              ok = false;
-              break;
-            }
-            for (const json &d : s)
-              if (d.is_number_integer())
-                shapes.back().push_back(d.get<int64_t>());
-              else
-                ok = false;
-          }
-          if (ok && index.count(keyText(e["op"].get<std::string>(),
-                                        e["dtype"].get<std::string>(), shapes)))
-            continue;
-        }
+            e.contains("dtype") &&
+            index.count(keyText(e["op"], e["dtype"], e["shapes"])))
+          continue;
         db["entries"].push_back(e);
       }
     }
   }
-  for (const auto &[key, sum] : ours) {
-    json shapes = json::array();
-    for (const auto &shape : key->shapes)
-      shapes.push_back(shape);
+  for (const auto &[key, sum] : ours)
     db["entries"].push_back({{"op", key->op},
                              {"dtype", key->dtype},
-                             {"shapes", shapes},
+                             {"shapes", key->shapes},
                              {"seconds", sum.first / double(sum.second)}});
-  }
   std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);

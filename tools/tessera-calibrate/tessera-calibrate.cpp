@@ -15,13 +15,12 @@
 //   - memory_bandwidth: an element-wise add of 2^20 floats (three streams);
 //   - peak_flops fp32 / fp64: square matmuls (BLAS, one thread per rank as
 //     the driver sets it), the fixed cost subtracted;
-//   - compute_slots: the same matmuls on all N ranks at once; N x solo time
-//     over concurrent time is how many ranks compute at full speed together
-//     (the median of three alternations of alone and together, at most the
-//     CPUs the ranks may run on);
-//   - contention: for k = 1 .. N, how much slower a matmul runs while k
-//     ranks compute at once and the others wait in a blocking MPI call,
-//     than with the others asleep (N > 1);
+//   - contention: for k = 1 .. N, how much slower a 128 x 128 matmul runs
+//     while k ranks compute at once and the others wait in a blocking MPI
+//     call, than with the others asleep (N > 1; the median of three
+//     alternations: the host's speed drifts);
+//   - compute_slots: N over the contention of all N busy, at most the CPUs
+//     the ranks may run on (1 with one rank);
 //   - intra_node latency and bandwidth: the alpha-beta link that makes the
 //     cost model's collective formulas (lib/Cost/Collectives.cpp) fit the
 //     measured send/recv, all-reduce and all-gather of groups of 2 and N
@@ -562,8 +561,7 @@ int run(const Options &o) {
   // a program wait in a receive).
   // overhead: a kernel's fixed cost timed alone (taken out of the rates
   // below); programOverhead: an op's fixed cost in a program (the spec's).
-  double overhead = 0, programOverhead = 0, bandwidth = 0, fp32 = 0, fp64 = 0,
-         solo128 = 0;
+  double overhead = 0, programOverhead = 0, bandwidth = 0, fp32 = 0, fp64 = 0;
   const int64_t ew = int64_t(1) << 20;
   const int64_t gemm = 256, probe = 128;
   if (lead) {
@@ -579,8 +577,6 @@ int run(const Options &o) {
           2.0 * double(gemm * gemm * gemm) / std::max(t - overhead, 1e-9);
       (dt == rt::DType::f32 ? fp32 : fp64) = rate;
     }
-    rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
-    solo128 = timeCalls([&] { rt::matmul(p, p); }, window, MPI_COMM_SELF);
     int ops = 0;
     programOverhead = std::max(programOpOverhead(window, ops), overhead);
     std::snprintf(line, sizeof line,
@@ -596,56 +592,13 @@ int run(const Options &o) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
 
-  // Compute, all ranks at once. The machine's speed drifts (a VM's host
-  // shares its cores), so rank 0 alone and all ranks together alternate
-  // three times and the median ratio counts; and the ranks never compute
-  // faster than the CPUs they may run on.
-  double slots = 1;
-  {
-    rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
-    std::vector<double> ratios;
-    double concurrentLast = 0, soloLast = solo128;
-    for (int trial = 0; trial < 3; ++trial) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      double solo = 0;
-      if (lead)
-        solo = timeCalls([&] { rt::matmul(p, p); }, window * 10, MPI_COMM_SELF);
-      MPI_Barrier(MPI_COMM_WORLD);
-      double mine =
-          timeCalls([&] { rt::matmul(p, p); }, window * 10, MPI_COMM_SELF, 3);
-      std::vector<double> all(size_t(size), 0);
-      MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0,
-                 MPI_COMM_WORLD);
-      if (lead) {
-        std::sort(all.begin(), all.end());
-        concurrentLast = all[all.size() / 2];
-        soloLast = solo;
-        ratios.push_back(double(size) * solo / concurrentLast);
-      }
-    }
-    if (lead) {
-      std::sort(ratios.begin(), ratios.end());
-      cpu_set_t set;
-      double cpus = double(size);
-      if (sched_getaffinity(0, sizeof set, &set) == 0)
-        cpus = std::min(cpus, double(CPU_COUNT(&set)));
-      slots = std::clamp(ratios[ratios.size() / 2], 1.0, std::max(1.0, cpus));
-      std::snprintf(line, sizeof line,
-                    "matmul %lldx%lld on %d rank(s) at once: %.3g s per call "
-                    "(alone %.3g s; median of 3 alternations, at most the "
-                    "%g CPU(s) the ranks may use): %.3g compute slot(s)",
-                    (long long)probe, (long long)probe, size, concurrentLast,
-                    soloLast, cpus, slots);
-      say(line);
-    }
-  }
-
   // Contention (several ranks): k ranks compute while the others wait in a
   // blocking MPI call, as a pipeline's idle stages wait (polling, yielding
   // the core), for k = 1 .. N; each against rank 0 computing while the
   // others sleep (a host as idle as the one-device --profile-ops runs
   // see). Three alternations, the median slowdown per k.
   std::vector<double> contention;
+  double slots = 1;
   if (size > 1) {
     rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
     auto matmuls = [&] { rt::matmul(p, p); };
@@ -696,6 +649,19 @@ int run(const Options &o) {
         text += num;
       }
       say(text);
+      // All N ranks busy at contention c: N / c of them at full speed, at
+      // most the CPUs they may run on.
+      cpu_set_t set;
+      double cpus = double(size);
+      if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cpus = std::min(cpus, double(CPU_COUNT(&set)));
+      slots = std::clamp(double(size) / contention.back(), 1.0,
+                         std::max(1.0, cpus));
+      std::snprintf(line, sizeof line,
+                    "%.3g compute slot(s) (%d ranks over the contention of "
+                    "all busy, at most the %g CPU(s) they may use)",
+                    slots, size, cpus);
+      say(line);
     }
   }
 
