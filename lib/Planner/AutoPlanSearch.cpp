@@ -106,6 +106,9 @@ struct UnitCosts {
   /// update (ZeRO-2: dp shards by then).
   std::vector<double> gradsHeld, gradsAtUpdate;
   std::vector<int> gradCount; ///< their tensors (one collective each)
+  /// The unit's parameters are sharded over dp (ZeRO-3) and gathered for
+  /// the forward and again for the backward.
+  std::vector<char> zero3;
   size_t profiled = 0;        ///< ops timed by the profile database
   // The stage memory model's terms per unit (bytes per device; see
   // StageMemory).
@@ -385,9 +388,11 @@ private:
   double boundaryBytes(size_t a, size_t b, double edgeScale) const;
   /// A stage's once-per-step data-parallel communication: the gradient
   /// all-reduce before the update (ZeRO-1: reduce-scatter and all-gather,
-  /// the same bytes) and ZeRO-3's gathers, one collective per parameter.
-  double dpSync(double grads, int count, int64_t d,
-                const cost::LinkSpec &link) const;
+  /// the same bytes) and, for the parameters ZeRO-3 shards (`sharded`
+  /// bytes in `shardedCount` tensors), their gathers; one collective per
+  /// parameter.
+  double dpSync(double grads, int count, double sharded, int shardedCount,
+                int64_t d, const cost::LinkSpec &link) const;
   /// Whether the schedule runs two virtual stages per device (interleaved
   /// 1F1B, ZB-V), each device's pair placed as dist-plan places them.
   bool virtualStages() const {
@@ -489,6 +494,7 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
           {i, p.tied[i].owner,
            p.tied[i].split ? p.tied[i].bytes / double(t) : p.tied[i].bytes});
   c.gradCount.assign(n, 0);
+  c.zero3.assign(n, 0);
   // The fraction of the global batch one micro-batch of one replica holds.
   double s = 1.0 / double(d * m);
   const cost::LinkSpec &tpLink = groupLink(spec, planMesh(d, t, pp), kTp);
@@ -554,15 +560,17 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   c.microBatches = m;
   c.pp = pp;
   c.sendScale = 1.0 / double(d);
-  auto live = [&](const std::vector<Unit::Live> &points) {
+  // `held`: the values computed from parameters alone are held for the
+  // step (micro-batches), not live at the op only.
+  auto live = [&](const std::vector<Unit::Live> &points, bool held) {
     double peak = 0;
     for (const Unit::Live &l : points)
-      peak = std::max(peak, (l.batch + l.batchSplit / double(t)) * s + l.fixed +
-                                l.fixedSplit / double(t) -
-                                (m > 1 ? l.shared + l.sharedSplit / double(t) +
-                                             l.paramCopy +
-                                             l.paramCopySplit / double(t)
-                                       : 0));
+      peak = std::max(peak,
+                      (l.batch + l.batchSplit / double(t)) * s + l.fixed +
+                          l.fixedSplit / double(t) -
+                          (held ? l.shared + l.sharedSplit / double(t) +
+                                      l.paramCopy + l.paramCopySplit / double(t)
+                                : 0));
     return peak;
   };
   for (size_t u = 0; u < n; ++u) {
@@ -572,15 +580,19 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     // ZeRO-3 keeps 1/d of each parameter between uses; the whole copy
     // gathered for an op lives while the unit runs (one at a time, at
     // most the unit's largest parameter beside the others' shards).
-    bool zero3 = p.zero3 && d > 1;
+    bool zero3 = p.zero3 && d > 1 && !unit.paramsWhole;
+    c.zero3[u] = zero3;
     c.resident[u] = (zero3 ? params / double(d) : params) +
                     (p.zero1 || zero3 ? state / double(d) : state);
     c.fixedHeld[u] = unit.actFixedBytes + unit.actFixedBytesSplit / double(t);
     // With micro-batches, one copy of each value computed from the
     // parameters alone serves them all (CSE) and lives from the first
     // forward to the last; dist-recompute leaves those the backward reads,
-    // held for the step.
-    if (m > 1) {
+    // held for the step. Not under ZeRO-3: dist-partition gathers the
+    // parameter for each micro-batch's use and makes such values (a
+    // weight's transpose) again from it, as with one micro-batch.
+    bool held = m > 1 && !zero3;
+    if (held) {
       c.shared[u] = unit.sharedBytes + unit.sharedBytesSplit / double(t);
       c.fixedHeld[u] +=
           unit.paramCopyBytes + unit.paramCopyBytesSplit / double(t);
@@ -596,8 +608,8 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
         (zero3 ? unit.largestParamBytes / double(d) : unit.largestParamBytes) *
         (1 + stateRatio);
     double gathered = zero3 ? unit.largestParamBytes : 0;
-    c.liveF[u] = live(unit.forwardLive) + gathered;
-    c.liveB[u] = live(unit.backwardLive) + gathered;
+    c.liveF[u] = live(unit.forwardLive, held) + gathered;
+    c.liveB[u] = live(unit.backwardLive, held) + gathered;
     c.grads[u] = params;
     c.gradCount[u] = unit.params;
     // ZeRO-2 (reduced early): a gradient is reduce-scattered once the last
@@ -735,8 +747,8 @@ std::vector<size_t> Search::memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
   return starts;
 }
 
-double Search::dpSync(double grads, int count, int64_t d,
-                      const cost::LinkSpec &link) const {
+double Search::dpSync(double grads, int count, double sharded, int shardedCount,
+                      int64_t d, const cost::LinkSpec &link) const {
   // ZeRO-2 reduce-scatters each gradient and all-gathers each updated
   // parameter (a ring all-reduce's two halves, in two collectives).
   double t =
@@ -745,10 +757,12 @@ double Search::dpSync(double grads, int count, int64_t d,
                         link) +
                 collectives(cost::Collective::AllGather, grads, count, d, link)
           : collectives(cost::Collective::AllReduce, grads, count, d, link);
-  // ZeRO-3 gathers every parameter twice a step: for the forward and again
-  // for the backward (dist-partition).
-  if (p.zero3 && d > 1)
-    t += 2 * collectives(cost::Collective::AllGather, grads, count, d, link);
+  // ZeRO-3 gathers every parameter it shards twice per micro-batch: for
+  // the forward and again for the backward (dist-partition); the callers
+  // count the micro-batches in.
+  if (shardedCount > 0 && d > 1)
+    t += 2 * collectives(cost::Collective::AllGather, sharded, shardedCount, d,
+                         link);
   return t;
 }
 
@@ -785,13 +799,20 @@ std::vector<size_t> Search::balancedStarts(int64_t t, int64_t d, int64_t m,
 double Search::dpExposed(const UnitCosts &c, size_t a, size_t b, int64_t d,
                          const cost::LinkSpec &link) const {
   if (!spec.overlapDpReduction || d == 1) {
-    double grads = 0;
-    int count = 0;
+    double grads = 0, sharded = 0;
+    int count = 0, shardedCount = 0;
     for (size_t u = a; u <= b; ++u) {
       grads += c.grads[u];
       count += c.gradCount[u];
+      if (c.zero3[u]) {
+        sharded += c.grads[u];
+        shardedCount += c.gradCount[u];
+      }
     }
-    return dpSync(grads, count, d, link);
+    // Each micro-batch gathers its own copies (dist-partition).
+    int64_t m = c.microBatches;
+    return dpSync(grads, count, sharded * double(m), int(shardedCount * m), d,
+                  link);
   }
   double now = 0, busyUntil = 0;
   for (size_t u = b + 1; u-- > a;) {
@@ -800,7 +821,10 @@ double Search::dpExposed(const UnitCosts &c, size_t a, size_t b, int64_t d,
     if (c.gradCount[u] == 0)
       continue;
     busyUntil =
-        std::max(busyUntil, now) + dpSync(c.grads[u], c.gradCount[u], d, link);
+        std::max(busyUntil, now) +
+        dpSync(c.grads[u], c.gradCount[u],
+               c.zero3[u] ? c.grads[u] * double(c.microBatches) : 0,
+               c.zero3[u] ? int(c.gradCount[u] * c.microBatches) : 0, d, link);
   }
   return std::max(0.0, busyUntil - now);
 }

@@ -746,6 +746,23 @@ TEST(AutoPlanSearch, OneCollectivePerParameterAndTheDriversWork) {
   ASSERT_EQ(e.error, "");
   EXPECT_NEAR(e.stepSeconds,
               compute + reduce + 10 * 1e-3 + 2 * 15 * 1e-6 + 2.5e-9, 1e-12);
+  // A unit whose parameters ZeRO-3 leaves whole (the auto policy's
+  // per-stage choice) beside one it shards, in one stage: only the
+  // sharded unit's 5 parameters are gathered; the whole unit's 3 are
+  // all-reduced and read whole by the finite check.
+  Unit whole;
+  whole.name = "whole";
+  whole.paramBytes = 3e3;
+  whole.params = 3;
+  whole.stepValues = 9;
+  whole.paramsWhole = true;
+  p.units.push_back(whole);
+  e = evaluatePlan(p, PlanShape{2, 1, 1, 1, {0}});
+  ASSERT_EQ(e.error, "");
+  EXPECT_NEAR(e.stepSeconds,
+              compute + 8 * 2e-3 + 10 * 1e-3 + 2 * 24 * 1e-6 + 2.5e-9 + 3e-9,
+              1e-12);
+  p.units.pop_back();
   // ZeRO-2 reduce-scatters each gradient and all-gathers each updated
   // parameter: over 2 ranks one latency each, the all-reduce's two.
   p.zero3 = false;
@@ -854,6 +871,10 @@ TEST(AutoPlanSearch, ZeroStagesShardWhatTheySay) {
   // ZeRO-2: half the gradients besides.
   EXPECT_NEAR(z1 - z2, 2e6, 1);
   EXPECT_LT(z3, z2);
+  // ZeRO-3 that leaves the unit's parameters whole holds what ZeRO-1 does.
+  p.units[0].paramsWhole = true;
+  EXPECT_DOUBLE_EQ(memory(false, false, true, 1), z1);
+  p.units[0].paramsWhole = false;
   // With micro-batches the running totals are whole through the backward,
   // but the update still holds only the shards.
   EXPECT_LE(memory(false, true, false, 2), memory(true, false, false, 2));

@@ -102,6 +102,11 @@ struct Unit {
   /// state, data inputs): the training driver hands each to the step and
   /// takes each result back, every step.
   int stepValues = 0;
+  /// Under Problem::zero3: the unit's parameters stay whole over dp (their
+  /// optimizer state stays sharded, as ZeRO-1's). The auto policy shards
+  /// the parameters of only the stages that do not fit without; a plan's
+  /// prediction reads which from the parameters' dist.zero3.
+  bool paramsWhole = false;
   /// Bytes live while one of the unit's forward (backward) ops runs, beyond
   /// the parameters and state, the activations other units keep and the
   /// gradients of other units' parameters: one entry per op, from a replay

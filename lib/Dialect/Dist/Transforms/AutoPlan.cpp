@@ -388,6 +388,8 @@ struct StepModel {
   func::FuncOp step;
   Units units;
   int64_t batch = 0;
+  /// Each parameter's unit: that of its first forward use.
+  llvm::StringMap<int> paramUnit;
 };
 
 /// A mesh axis size that a trans entry's split over it allows: at least 2
@@ -681,7 +683,7 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
   }
   // Parameters and their state live with the first forward use.
   llvm::DenseMap<Value, int> unitOfValue;
-  llvm::StringMap<int> paramUnit;
+  llvm::StringMap<int> &paramUnit = model.paramUnit;
   for (BlockArgument arg : body.getArguments()) {
     auto name = getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber());
     if (!name)
@@ -731,6 +733,20 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
     }
   }
   problem.mainDtype = mainDtype.empty() ? "fp32" : mainDtype;
+  // A written plan whose ZeRO-3 shards some parameters only (the auto
+  // policy's per-stage choice): the units of the others keep them whole.
+  if (options.zero3) {
+    std::vector<char> sharded(numUnits, 0);
+    bool any = false;
+    for (BlockArgument arg : body.getArguments())
+      if (auto name = getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber());
+          name && getArgAttr<Dist::Zero3AttrHelper>(f, arg.getArgNumber())) {
+        sharded[paramUnit[name.getValue()]] = 1;
+        any = true;
+      }
+    for (size_t u = 0; any && u < numUnits; ++u)
+      problem.units[u].paramsWhole = problem.units[u].params > 0 && !sharded[u];
+  }
   for (BlockArgument arg : body.getArguments()) {
     unsigned i = arg.getArgNumber();
     if (auto name = getArgAttr<Tsr::ParamAttrHelper>(f, i)) {
@@ -918,7 +934,8 @@ bool markRecomputeAll(ModuleOp module, bool mark,
 } // namespace
 
 LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
-                       planner::PlanShape &shape, bool &zero2, bool &zero3) {
+                       planner::PlanShape &shape, bool &zero2, bool &zero3,
+                       std::vector<std::string> &zero3Params) {
   auto fail = [&](const Twine &why) {
     return mlir::emitError(module.getLoc(), "dist-plan: plan 'auto': ") << why;
   };
@@ -936,6 +953,8 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   // the chosen plan recomputes.
   bool recomputed = false, recomputeSome = false;
   llvm::DenseSet<int64_t> recomputedUnits; ///< with recomputeSome
+  zero3Params.clear();
+  std::vector<size_t> zero3Stages; ///< with zero3Params: the stages sharded
   if (!result.error.empty() && result.candidates > 0 && result.feasible == 0) {
     struct Saver {
       bool zero2, zero3, recompute;
@@ -1045,6 +1064,47 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
         recomputeSome = true;
       }
     }
+    if (best && best->zero3 && !options.zero3 && best->result.shape.dp > 1) {
+      // Per stage as well: a stage that fits with its parameters whole
+      // keeps them so (its optimizer state stays sharded, as ZeRO-1's),
+      // saving their two gathers a step. Each stage's memory depends on
+      // its own units only; the mixed plan is evaluated again.
+      const planner::PlanShape &chosen = best->result.shape;
+      autoplan::Problem whole = best->model.problem;
+      for (autoplan::Unit &u : whole.units)
+        u.paramsWhole = true;
+      autoplan::StepEvaluation alone = autoplan::evaluatePlan(whole, chosen);
+      autoplan::Problem mixed = best->model.problem;
+      std::vector<size_t> sharded;
+      if (alone.error.empty() && alone.stages.size() == size_t(chosen.pp)) {
+        for (auto [i, st] : llvm::enumerate(alone.stages)) {
+          bool fits = st.memoryBytes <= whole.memoryBytes;
+          for (size_t u = st.firstUnit; u <= st.lastUnit; ++u)
+            mixed.units[u].paramsWhole = fits;
+          if (!fits)
+            sharded.push_back(i);
+        }
+      }
+      autoplan::StepEvaluation both =
+          alone.error.empty() && sharded.size() < size_t(chosen.pp)
+              ? autoplan::evaluatePlan(mixed, chosen)
+              : autoplan::StepEvaluation();
+      if (!sharded.empty() && both.error.empty() && both.fits &&
+          both.stepSeconds <= best->result.stepSeconds) {
+        autoplan::Result &r = best->result;
+        r.mfu *= r.stepSeconds / both.stepSeconds;
+        r.stepSeconds = both.stepSeconds;
+        r.bubble = both.bubble;
+        r.sharedComputeSeconds = both.sharedComputeSeconds;
+        r.stages = both.stages;
+        best->model.problem = std::move(mixed);
+        zero3Stages = std::move(sharded);
+        for (const auto &[name, u] : best->model.paramUnit)
+          if (!best->model.problem.units[u].paramsWhole)
+            zero3Params.push_back(name.str());
+        llvm::sort(zero3Params);
+      }
+    }
     if (best) {
       if (best->recompute)
         markRecomputeAll(module, true,
@@ -1116,9 +1176,17 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
       os << "  recompute: the layer groups of stage(s) " << which
          << " (no plan fits in memory without; the other stages fit)\n";
     }
-    if (zero3 && !options.zero3)
+    if (zero3 && !options.zero3 && zero3Stages.empty())
       os << "  zero3: parameters sharded over dp (no plan fits in memory "
             "without)\n";
+    if (zero3 && !zero3Stages.empty()) {
+      std::string which;
+      for (size_t i : zero3Stages)
+        which += (which.empty() ? "" : ", ") + std::to_string(i);
+      os << "  zero3: the parameters of stage(s) " << which
+         << " sharded over dp (no plan fits in memory without; the other "
+            "stages fit with theirs whole)\n";
+    }
     if (zero2 && !options.zero2)
       os << "  zero2: optimizer state and gradients sharded over dp (no "
             "plan fits in memory without)\n";

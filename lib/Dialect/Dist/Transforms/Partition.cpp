@@ -171,8 +171,12 @@ private:
   int64_t nextTag = 1;
   bool failedAny = false;
   /// Whether the op being emitted is a backward op or an update (1) or a
-  /// forward op (0): a ZeRO-3 parameter is gathered once per phase.
+  /// forward op (0), and the micro-batch it serves (a rematerialized op:
+  /// its user's): a ZeRO-3 parameter is gathered for each micro-batch's
+  /// forward and again for its backward, and released after (FSDP).
   int64_t usePhase = 0;
+  int64_t useMicro = 0;
+  int64_t rematMicro = -1; ///< while emitRemat runs: its micro-batch
 
   LogicalResult fail(Operation *op, const Twine &message) {
     failedAny = true;
@@ -214,6 +218,12 @@ private:
   LogicalResult emitAll();
   LogicalResult emitInstance(Operation *op, int64_t m);
   bool rematerialized(Operation *op);
+  /// A parameter of the step that ZeRO-3 keeps sharded (dist.zero3).
+  bool isZero3Param(Value v) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &step.getBody().front() &&
+           getArgAttr<Dist::Zero3AttrHelper>(step, arg.getArgNumber());
+  }
   FailureOr<bool> emitVocabPiece(RankState &rs, Operation *op, const OpPlan &p,
                                  IRMapping &map,
                                  SmallVectorImpl<Value> &results);
@@ -619,12 +629,17 @@ FailureOr<Value> Partitioner::convertLocal(RankState &r, Operation *where,
 FailureOr<Value> Partitioner::materialize(RankState &r, Value v,
                                           const FullLayout &want, int64_t m) {
   int64_t piece = (want.mb.kind == lay::AxisKind::R) ? 0 : m;
-  // A ZeRO-3 parameter is gathered again for the backward, so that the
-  // whole copy does not live from the forward to the backward.
-  if (auto arg = dyn_cast<BlockArgument>(v))
-    if (usePhase && arg.getOwner() == &step.getBody().front() &&
-        getArgAttr<Dist::Zero3AttrHelper>(step, arg.getArgNumber()))
-      piece = -1 - piece;
+  // A ZeRO-3 parameter is gathered for each micro-batch's forward and
+  // again for its backward, so that no whole copy lives from one use to
+  // the next (one key per micro-batch and phase). A stage that reads it
+  // without holding it (a tied embedding's head) receives it whole once
+  // per phase, as without ZeRO-3.
+  if (isZero3Param(v)) {
+    auto home = argStages.find(cast<BlockArgument>(v));
+    bool held = home == argStages.end() || home->second < 0 ||
+                onDevice(home->second, deviceOfRank(r.rank));
+    piece = -1 - ((held ? 2 * useMicro : 0) + usePhase);
+  }
   auto key = std::make_tuple(v.getAsOpaquePointer(), want.key(), piece);
   auto hit = r.converted.find(key);
   if (hit != r.converted.end())
@@ -763,6 +778,7 @@ LogicalResult Partitioner::emitInstance(Operation *op, int64_t m) {
     }
   }
   usePhase = (p.kind > 0 || hasAttr<Tsr::UpdateAttrHelper>(op)) ? 1 : 0;
+  useMicro = p.perMicro ? m : std::max<int64_t>(rematMicro, 0);
   // A value made on every device that this stage's op wants whole over pp
   // is gathered (or summed) over pp by every rank, here, so that each pp
   // group's members make the same collectives at the same point.
@@ -1100,10 +1116,11 @@ bool Partitioner::readyOnEveryDevice(Operation *op, int64_t m) {
 
 /// Whether `op` is made again right before each micro-batch's use: a
 /// widening cast of a value the batch does not reach (a bf16 weight's f32
-/// copy, tsr-widen-at-use), or a transpose or reshape of one, used only by
-/// ops of each micro-batch and other such ops. Made once, CSE's single copy
-/// would live from the first micro-batch's use to the last one's, beside
-/// the narrow value it is cheap to widen again.
+/// copy, tsr-widen-at-use), or a transpose or reshape of one or of a ZeRO-3
+/// parameter, used only by ops of each micro-batch and other such ops. Made
+/// once, CSE's single copy would live from the first micro-batch's use to
+/// the last one's, beside the narrow value it is cheap to widen again (the
+/// shard it is gathered from again).
 bool Partitioner::rematerialized(Operation *op) {
   if (auto it = remat.find(op); it != remat.end())
     return it->second;
@@ -1114,9 +1131,13 @@ bool Partitioner::rematerialized(Operation *op) {
       auto to = dyn_cast<FloatType>(c.getType().getElementType());
       return from && to && to.getWidth() > from.getWidth();
     }
-    if (isa<tsr::TransposeOp, tsr::ReshapeOp>(o))
+    // ... or of a ZeRO-3 parameter, gathered for each micro-batch anyway.
+    if (isa<tsr::TransposeOp, tsr::ReshapeOp>(o)) {
+      if (isZero3Param(o->getOperand(0)))
+        return true;
       if (Operation *in = o->getOperand(0).getDefiningOp())
         return kind(in);
+    }
     return false;
   };
   bool ok = kind(op) && plans.count(op) && !plans[op].perMicro &&
@@ -1155,7 +1176,11 @@ LogicalResult Partitioner::emitRemat(Operation *op, int64_t m) {
     }
   }
   rematFor[op] = m;
-  return emitInstance(op, 0);
+  int64_t outer = rematMicro;
+  rematMicro = m;
+  LogicalResult made = emitInstance(op, 0);
+  rematMicro = outer;
+  return made;
 }
 
 /// Whether every use of `v` wants its micro-batch pieces summed (as the

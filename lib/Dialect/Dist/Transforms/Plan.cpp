@@ -55,8 +55,10 @@ struct PlanSpec {
   bool zero1 = false;
   /// ZeRO-2 (implies zero1).
   bool zero2 = false;
-  /// ZeRO-3 (implies zero1).
+  /// ZeRO-3 (implies zero1); with zero3Params, of those parameters only
+  /// (the auto policy's per-stage choice).
   bool zero3 = false;
+  std::vector<std::string> zero3Params;
   /// From a plan file: entries applied after the policy.
   std::vector<PlanFile::Trans> trans;
   std::vector<PlanFile::Assign> assign;
@@ -171,7 +173,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                     "schedule (give it with schedule=)");
       bool zero2 = false, zero3 = false;
       if (failed(planAuto(module, options ? *options : autoOptions(spec),
-                          spec.shape, zero2, zero3)))
+                          spec.shape, zero2, zero3, spec.zero3Params)))
         return failure();
       spec.zero2 = zero2;
       spec.zero3 = zero3;
@@ -410,7 +412,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     if (spec.zero2 && spec.shape.dp > 1)
       planZero2(f, spec.shape.dp);
     if (spec.zero3 && spec.shape.dp > 1)
-      planZero3(f, spec.shape.dp);
+      planZero3(f, spec.shape.dp, spec.zero3Params);
     else if (spec.zero1 && spec.shape.dp > 1)
       planZero1(f, spec.shape.dp);
     if (failed(applyPlanFile(f, spec)) || failed(applyRecompute(f, spec)) ||

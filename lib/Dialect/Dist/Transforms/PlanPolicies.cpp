@@ -697,7 +697,7 @@ void planZero2(func::FuncOp f, int64_t dp) {
     addSplit(op, name, "dp");
 }
 
-void planZero3(func::FuncOp f, int64_t dp) {
+void planZero3(func::FuncOp f, int64_t dp, ArrayRef<std::string> only) {
   planZero1(f, dp);
   for (Operation &op : f.getBody().front()) {
     if (!isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op))
@@ -709,8 +709,10 @@ void planZero3(func::FuncOp f, int64_t dp) {
         }))
       continue;
     auto arg = dyn_cast<BlockArgument>(op.getOperand(0));
-    if (arg && arg.getOwner() == &f.getBody().front() &&
-        getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber()))
+    if (!arg || arg.getOwner() != &f.getBody().front())
+      continue;
+    auto name = getArgAttr<Tsr::ParamAttrHelper>(f, arg.getArgNumber());
+    if (name && (only.empty() || llvm::is_contained(only, name.getValue())))
       setArgAttr<Dist::Zero3AttrHelper>(f, arg.getArgNumber(),
                                         UnitAttr::get(f.getContext()));
   }

@@ -132,8 +132,10 @@ void planZero1(mlir::func::FuncOp f, int64_t dp);
 /// clipping) split like the update.
 void planZero2(mlir::func::FuncOp f, int64_t dp);
 /// ZeRO-3: ZeRO-1, and each parameter whose update ZeRO-1 split is kept
-/// sharded like its update (dist.zero3 on its argument).
-void planZero3(mlir::func::FuncOp f, int64_t dp);
+/// sharded like its update (dist.zero3 on its argument); with `only`
+/// non-empty, only the parameters it names (the others stay whole).
+void planZero3(mlir::func::FuncOp f, int64_t dp,
+               llvm::ArrayRef<std::string> only = {});
 /// pp: stages by layer groups balanced by FLOPs (or the shape's stage
 /// starts), `stagesPerDevice` virtual stages per device (in a V with
 /// `vShape`, recorded in dist.pipeline); parameters with their first use,
@@ -171,13 +173,15 @@ struct AutoPlanOptions {
 /// `module` and picks the fastest uniform mesh that fits in memory, with a
 /// stage start per stage; the built-in policies then annotate that shape.
 /// When no plan fits, it tries the memory savers: ZeRO-2 or ZeRO-3
-/// (`zero2`, `zero3` come back true) and recomputing layer groups
-/// (dist.recompute marks).
+/// (`zero2`, `zero3` come back true; `zero3Params` names the parameters
+/// ZeRO-3 shards when only some stages need it, empty: every one) and
+/// recomputing layer groups (dist.recompute marks).
 /// Errors are emitted on the module.
 mlir::LogicalResult planAuto(mlir::ModuleOp module,
                              const AutoPlanOptions &options,
                              planner::PlanShape &shape, bool &zero2,
-                             bool &zero3);
+                             bool &zero3,
+                             std::vector<std::string> &zero3Params);
 
 /// The auto policy's predicted step time of the plan the built-in
 /// policies wrote on `module` (mesh `shape`, stages from the forward ops'

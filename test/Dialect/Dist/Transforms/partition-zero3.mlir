@@ -6,6 +6,28 @@
 // place of the whole and returns the shard: no all-gather after the update.
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw -inline -dist-plan="plan=dp devices=2 zero3=true" | FileCheck %s --check-prefix=PLAN
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw -inline -dist-plan="plan=dp devices=2 zero3=true" -dist-partition | FileCheck %s
+// With micro-batches each micro-batch gathers the weights for its own
+// forward and backward, and makes the transposes it reads from its own
+// copy: no whole weight lives from one micro-batch's use to the next's
+// (FSDP's reshard after use).
+// RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw -inline -dist-plan="plan=dp devices=2 zero3=true micro-batches=2" -dist-partition | FileCheck %s --check-prefix=MB
+// MB-LABEL: func.func @train_step_adamw_rank1
+// MB-SAME: %[[W1:[a-z0-9]+]]: tensor<4x16xf32> {dist.shard
+// MB-SAME: %[[W2:[a-z0-9]+]]: tensor<8x8xf32> {dist.shard
+// MB: %[[F1:.*]] = dist.all_gather %[[W1]]
+// MB-NEXT: tsr.matmul %{{.*}}, %[[F1]] : (tensor<1x8xf32>
+// MB: %[[F2:.*]] = dist.all_gather %[[W2]]
+// MB-NEXT: tsr.matmul %{{.*}}, %[[F2]] : (tensor<1x16xf32>
+// MB: %[[B2:.*]] = dist.all_gather %[[W2]]
+// MB-NEXT: tsr.transpose %[[B2]]
+// MB: %[[G1:.*]] = dist.all_gather %[[W1]]
+// MB-NEXT: tsr.matmul %{{.*}}, %[[G1]] : (tensor<1x8xf32>
+// MB: %[[G2:.*]] = dist.all_gather %[[W2]]
+// MB-NEXT: tsr.matmul %{{.*}}, %[[G2]] : (tensor<1x16xf32>
+// MB: %[[C2:.*]] = dist.all_gather %[[W2]]
+// MB-NEXT: tsr.transpose %[[C2]]
+// MB-NOT: dist.all_gather
+// MB: tsr.adamw_update
 // With tensor parallelism a split weight is kept as its tp piece (Megatron)
 // with or without ZeRO-3; ZeRO-3 adds the dp shard.
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw -inline -dist-plan="plan=dp2xtp2 devices=4" -dist-partition | FileCheck %s --check-prefix=TP

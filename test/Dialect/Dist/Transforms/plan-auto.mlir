@@ -94,14 +94,32 @@
 // RECOMPUTE-NOT: dist.recompute{{.*}}dist.stage = 1
 // RECOMPUTE-NOT: tsr.backward{{.*}}dist.recompute
 // Below the least with either saver alone (0.000306 GiB recomputing,
-// 0.000342 with ZeRO-3), both: dp4 with the parameters sharded
-// (dist.zero3) and every layer group recomputed.
+// 0.000342 with ZeRO-3), both: dp2 x tp2 with 2 micro-batches, the
+// parameters sharded (dist.zero3; gathered for each micro-batch's use, so
+// a weight's transpose is made per micro-batch too) and every layer group
+// recomputed.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0003 report=true" 2>&1 | FileCheck %s --check-prefix=BOTH
-// BOTH: mesh [dp = 4, tp = 1, pp = 1]
+// BOTH: mesh [dp = 2, tp = 2, pp = 1], 2 micro-batch(es)
 // BOTH: recompute: every layer group (no plan fits in memory without)
 // BOTH: zero3: parameters sharded over dp (no plan fits in memory without)
 // BOTH: func.func @train_step_adamw({{.*}}dist.zero3, tsr.param
 // BOTH: tsr.matmul {{.*}}dist.recompute
+// ZeRO-3 per stage: constrained to dp2 x pp2, neither the plain plan
+// (0.00044 GiB) nor ZeRO-2 (0.000379) fits in 0.00036 GiB; ZeRO-3 does,
+// and the second stage (one micro-batch in flight) fits with its
+// parameters whole, so only the first stage's are sharded (and gathered).
+// RUN: echo '{"policy": "auto", "mesh": {"dp": 2, "pp": 2}}' > %t.dp2pp2.json
+// RUN: tessera-opt %t.mlir -dist-plan="plan=%t.dp2pp2.json devices=4 memory-gib=0.00036 report=true" 2>&1 | FileCheck %s --check-prefix=Z3STAGE
+// Z3STAGE: mesh [dp = 2, tp = 1, pp = 2]
+// Z3STAGE: stage 0: units (before the layers) .. h.0 (2 of 4)
+// Z3STAGE: zero3: the parameters of stage(s) 0 sharded over dp (no plan fits in memory without; the other stages fit with theirs whole)
+// Z3STAGE: func.func @train_step_adamw({{.*}}{dist.zero3, tsr.param = "transformer.h.0.mlp.c_proj.bias"}, %arg14: tensor<32xf32> {tsr.param = "transformer.h.1.ln_1.weight"}
+// Z3STAGE-NOT: dist.zero3, tsr.param = "transformer.h.1
+// Z3STAGE-NOT: dist.zero3, tsr.param = "transformer.ln_f
+// Below both savers' least, recomputing stage 0 as well.
+// RUN: tessera-opt %t.mlir -dist-plan="plan=%t.dp2pp2.json devices=4 memory-gib=0.00035 report=true" 2>&1 | FileCheck %s --check-prefix=Z3RC
+// Z3RC: recompute: the layer groups of stage(s) 0 (no plan fits in memory without; the other stages fit)
+// Z3RC-NEXT: zero3: the parameters of stage(s) 0 sharded over dp
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.0001" 2>&1 | FileCheck %s --check-prefix=MEMORY
 // MEMORY: error: dist-plan: plan 'auto': no plan fits in 0.0001 GiB per device: the step needs at least 0.000361 GiB per device on 4 device(s), and at least 0.000361 GiB with ZeRO-2, at least 0.000342 GiB with ZeRO-3, at least 0.000306 GiB when every layer group's activations are recomputed, at least 0.000289 GiB with ZeRO-3 and recomputation
 // MEMORY-NOT: see current operation

@@ -77,9 +77,10 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
            "file's \"zero2\": false contradicts it)">,
     Option<"zero3", "zero3", "bool", /*default=*/"false",
            "ZeRO-1, and parameters kept sharded over dp like their updates, "
-           "all-gathered before their forward and backward uses (ZeRO-3 / "
-           "FSDP; dp > 1, auto excepted; a plan file's \"zero3\": false "
-           "contradicts it)">,
+           "all-gathered before each micro-batch's forward and backward "
+           "uses (ZeRO-3 / FSDP; dp > 1, auto excepted, which may shard "
+           "the parameters of some stages only; a plan file's \"zero3\": "
+           "false contradicts it)">,
     Option<"stagesPerDevice", "stages-per-device", "int64_t",
            /*default=*/"1",
            "Virtual pipeline stages per device (>= 1; 2 for interleaved and "
