@@ -561,25 +561,27 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   c.pp = pp;
   c.sendScale = 1.0 / double(d);
   // `held`: the values computed from parameters alone are held for the
-  // step (micro-batches), not live at the op only.
-  auto live = [&](const std::vector<Unit::Live> &points, bool held) {
+  // step (micro-batches), not live at the op only. `gathered`: ZeRO-3's
+  // whole copies of the parameters an op reads are alive at it.
+  auto live = [&](const std::vector<Unit::Live> &points, bool held,
+                  bool gathered) {
     double peak = 0;
     for (const Unit::Live &l : points)
-      peak = std::max(peak,
-                      (l.batch + l.batchSplit / double(t)) * s + l.fixed +
-                          l.fixedSplit / double(t) -
-                          (held ? l.shared + l.sharedSplit / double(t) +
-                                      l.paramCopy + l.paramCopySplit / double(t)
-                                : 0));
+      peak = std::max(
+          peak, (l.batch + l.batchSplit / double(t)) * s + l.fixed +
+                    l.fixedSplit / double(t) -
+                    (held ? l.shared + l.sharedSplit / double(t) + l.paramCopy +
+                                l.paramCopySplit / double(t)
+                          : 0) +
+                    (gathered ? l.params + l.paramsSplit / double(t) : 0));
     return peak;
   };
   for (size_t u = 0; u < n; ++u) {
     const Unit &unit = p.units[u];
     double params = unit.paramBytes + unit.paramBytesSplit / double(t);
     double state = unit.stateBytes + unit.stateBytesSplit / double(t);
-    // ZeRO-3 keeps 1/d of each parameter between uses; the whole copy
-    // gathered for an op lives while the unit runs (one at a time, at
-    // most the unit's largest parameter beside the others' shards).
+    // ZeRO-3 keeps 1/d of each parameter between uses; the whole copies
+    // gathered for an op are alive at it (Unit::Live::params).
     bool zero3 = p.zero3 && d > 1 && !unit.paramsWhole;
     c.zero3[u] = zero3;
     c.resident[u] = (zero3 ? params / double(d) : params) +
@@ -607,9 +609,8 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     c.largest[u] =
         (zero3 ? unit.largestParamBytes / double(d) : unit.largestParamBytes) *
         (1 + stateRatio);
-    double gathered = zero3 ? unit.largestParamBytes : 0;
-    c.liveF[u] = live(unit.forwardLive, held) + gathered;
-    c.liveB[u] = live(unit.backwardLive, held) + gathered;
+    c.liveF[u] = live(unit.forwardLive, held, zero3);
+    c.liveB[u] = live(unit.backwardLive, held, zero3);
     c.grads[u] = params;
     c.gradCount[u] = unit.params;
     // ZeRO-2 (reduced early): a gradient is reduce-scattered once the last

@@ -121,6 +121,9 @@ struct Unit {
     /// Of fixed (fixedSplit), the values of paramCopyBytes alive at the op,
     /// which micro-batches hold for the step instead.
     double paramCopy = 0, paramCopySplit = 0;
+    /// The unit's own parameters the op reads: under ZeRO-3 their whole
+    /// copies, gathered for the op, are alive beside the rest.
+    double params = 0, paramsSplit = 0;
   };
   std::vector<Live> forwardLive, backwardLive;
 };

@@ -82,6 +82,7 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
                  const LogicalDim &batchFlow,
                  const llvm::DenseMap<Value, int64_t> &tpValues,
                  const llvm::DenseMap<Operation *, int64_t> &forwardUnit,
+                 const llvm::StringMap<int> &paramUnit,
                  autoplan::Problem &problem) {
   std::vector<Storage> storages;
   llvm::DenseMap<Value, int> storageOf;
@@ -292,6 +293,47 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
     if (s.lastUse >= 0)
       dies[s.lastUse].push_back(int(k));
   }
+  // ZeRO-3's gathered copies: dist-partition gathers a parameter for each
+  // phase (the forward, the backward) of each micro-batch, and the copy
+  // lives from the phase's first use to its last; here over the ops of
+  // the parameter's own unit (a later unit's reader, the tied head, is
+  // the search's business: received or on the same stage).
+  // A recomputed op's copy reads the backward's gather, from the start of
+  // its unit's backward (where dist-recompute places the copies).
+  std::vector<int> backwardStart(problem.units.size(), -1);
+  for (auto [i, op] : llvm::enumerate(order))
+    if (!tsr::isForward(op) && !hasAttr<Tsr::UpdateAttrHelper>(op) &&
+        opUnit.count(op) && backwardStart[opUnit.lookup(op)] < 0)
+      backwardStart[opUnit.lookup(op)] = int(i);
+  std::vector<std::pair<double, double>> gatheredAt(order.size(), {0, 0});
+  for (BlockArgument arg : body.getArguments()) {
+    auto name = getArgAttr<Tsr::ParamAttrHelper>(step, arg.getArgNumber());
+    if (!name)
+      continue;
+    int own = paramUnit.lookup(name.getValue());
+    int first[2] = {-1, -1}, last[2] = {-1, -1};
+    for (auto [i, op] : llvm::enumerate(order)) {
+      if (hasAttr<Tsr::UpdateAttrHelper>(op) || !opUnit.count(op) ||
+          opUnit.lookup(op) != own ||
+          !llvm::is_contained(op->getOperands(), arg))
+        continue;
+      int phase = tsr::isForward(op) ? 0 : 1;
+      if (first[phase] < 0)
+        first[phase] = int(i);
+      last[phase] = int(i);
+      if (phase == 0 && hasAttr<Dist::RecomputeAttrHelper>(op) &&
+          backwardStart[own] >= 0) {
+        first[1] = first[1] < 0 ? backwardStart[own]
+                                : std::min(first[1], backwardStart[own]);
+        last[1] = std::max(last[1], backwardStart[own]);
+      }
+    }
+    double bytes = double(tessera::tensorBytes(arg.getType()));
+    for (int phase : {0, 1})
+      for (int i = first[phase]; i >= 0 && i <= last[phase]; ++i)
+        (tpValues.contains(arg) ? gatheredAt[i].second : gatheredAt[i].first) +=
+            bytes;
+  }
   std::vector<bool> born(storages.size(), false);
   for (auto [i, op] : llvm::enumerate(order)) {
     for (Value r : op->getResults()) {
@@ -324,6 +366,8 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
       point.sharedSplit = shared.fixedSplit;
       point.paramCopy = paramCopies.fixed;
       point.paramCopySplit = paramCopies.fixedSplit;
+      point.params = gatheredAt[i].first;
+      point.paramsSplit = gatheredAt[i].second;
       (tsr::isForward(op) ? problem.units[u].forwardLive
                           : problem.units[u].backwardLive)
           .push_back(point);
@@ -898,7 +942,8 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
   for (auto [c, op] : llvm::zip_equal(problem.ops, opOf))
     if (auto it = reach.find(op); it != reach.end())
       c.reach = it->second;
-  replayUnits(body, opUnit, reach, batchFlow, tpValues, forwardUnit, problem);
+  replayUnits(body, opUnit, reach, batchFlow, tpValues, forwardUnit,
+              model.paramUnit, problem);
   return applyConstraints(model, options, policy);
 }
 

@@ -650,11 +650,20 @@ void reportPipeline(func::FuncOp f, const Units &units, ArrayRef<double> flops,
 } // namespace
 
 void planZero1(func::FuncOp f, int64_t dp) {
+  // The first dimension that dp divides and no other axis splits already
+  // (where tp splits a weight's dimension 0, ZeRO shards its tp piece along
+  // dimension 1, keeping both savings).
   for (Operation &op : f.getBody().front())
     if (isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op)) {
       auto t = cast<RankedTensorType>(op.getOperand(0).getType());
-      if (t.getRank() > 0 && t.getDimSize(0) % dp == 0)
-        addSplit(&op, "_0", "dp");
+      DictionaryAttr split = getAttr<Dist::SplitAttrHelper>(&op);
+      for (int64_t d = 0; d < t.getRank(); ++d) {
+        std::string name = "_" + std::to_string(d);
+        if (t.getDimSize(d) % dp != 0 || (split && split.get(name)))
+          continue;
+        addSplit(&op, name, "dp");
+        break;
+      }
     }
 }
 
@@ -676,12 +685,17 @@ void planZero2(func::FuncOp f, int64_t dp) {
                      .Default([](Operation *) { return Value(); });
     if (!grad)
       continue;
+    // The dimension ZeRO-1 split over dp ("_d").
     DictionaryAttr split = getAttr<Dist::SplitAttrHelper>(&op);
-    if (split && llvm::any_of(split, [](NamedAttribute a) {
-          auto axis = dyn_cast<StringAttr>(a.getValue());
-          return a.getName() == "_0" && axis && axis.getValue() == "dp";
-        }))
-      seeds.push_back({grad, 0});
+    for (NamedAttribute a :
+         split ? split.getValue() : ArrayRef<NamedAttribute>()) {
+      auto axis = dyn_cast<StringAttr>(a.getValue());
+      int64_t d = 0;
+      if (axis && axis.getValue() == "dp" &&
+          a.getName().strref().starts_with("_") &&
+          !a.getName().strref().drop_front().getAsInteger(10, d))
+        seeds.push_back({grad, d});
+    }
   }
   // Not through the updates themselves (ZeRO-1 split them already): from
   // an update's gradient the trace would go on to its parameter and from

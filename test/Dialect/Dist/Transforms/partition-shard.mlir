@@ -1,7 +1,9 @@
 // dist-partition marks each optimizer-state argument that is a piece of the
 // whole with the mesh axes splitting each of its dimensions (dist.shard),
 // the same on every rank: ZeRO-1 splits the AdamW moments' dim 0 over dp,
-// tensor parallelism fc1's columns over tp. Whole values get no mark.
+// tensor parallelism fc1's columns over tp; fc2 is row-parallel (tp splits
+// its dim 0), so ZeRO-1 splits its tp piece's dim 1 over dp and each rank
+// holds a quarter. Whole values get no mark.
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw -inline -dist-plan="plan=dp2xtp2 devices=4 zero1=true" -dist-partition | FileCheck %s
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw -inline -dist-plan="plan=dp devices=2" -dist-partition | FileCheck %s --check-prefix=WHOLE
 // Without -inline the step calls the gradient function: an error, not a
@@ -12,7 +14,7 @@
 // CHECK-LABEL: func.func @train_step_adamw_rank0
 // CHECK-SAME: %{{.*}}: tensor<4x8xf32> {dist.shard = {{\[}}["dp"], ["tp"]], tsr.state = "adamw.m/fc1.weight"}
 // CHECK-SAME: %{{.*}}: tensor<4x8xf32> {dist.shard = {{\[}}["dp"], ["tp"]], tsr.state = "adamw.v/fc1.weight"}
-// CHECK-SAME: %{{.*}}: tensor<8x8xf32> {dist.shard = {{\[}}["dp"], []], tsr.state = "adamw.m/fc2.weight"}
+// CHECK-SAME: %{{.*}}: tensor<8x4xf32> {dist.shard = {{\[}}["tp"], ["dp"]], tsr.state = "adamw.m/fc2.weight"}
 // CHECK-LABEL: func.func @train_step_adamw_rank3
 // CHECK-SAME: %{{.*}}: tensor<4x8xf32> {dist.shard = {{\[}}["dp"], ["tp"]], tsr.state = "adamw.m/fc1.weight"}
 

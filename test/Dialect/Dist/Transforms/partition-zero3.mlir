@@ -29,7 +29,8 @@
 // MB-NOT: dist.all_gather
 // MB: tsr.adamw_update
 // With tensor parallelism a split weight is kept as its tp piece (Megatron)
-// with or without ZeRO-3; ZeRO-3 adds the dp shard.
+// with or without ZeRO-3; ZeRO-3 adds the dp shard, on the first dimension
+// tp leaves whole (dim 1 of the row-parallel fc2).
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw -inline -dist-plan="plan=dp2xtp2 devices=4" -dist-partition | FileCheck %s --check-prefix=TP
 // RUN: tessera-opt %s -tsr-autodiff -tsr-optimizer=optimizer=adamw -inline -dist-plan="plan=dp2xtp2 devices=4 zero3=true" -dist-partition | FileCheck %s --check-prefix=TPZ3
 
@@ -59,7 +60,7 @@
 // TP-SAME: tensor<8x8xf32> {dist.shard = {{\[}}["tp"], []], tsr.param = "fc2.weight"}
 // TPZ3-LABEL: func.func @train_step_adamw_rank0
 // TPZ3-SAME: tensor<4x8xf32> {dist.shard = {{\[}}["dp"], ["tp"]], tsr.param = "fc1.weight"}
-// TPZ3-SAME: tensor<8x8xf32> {dist.shard = {{\[}}["dp"], []], tsr.param = "fc2.weight"}
+// TPZ3-SAME: tensor<8x4xf32> {dist.shard = {{\[}}["tp"], ["dp"]], tsr.param = "fc2.weight"}
 func.func @model(%w1: tensor<8x16xf32> {tsr.param = "fc1.weight"}, %w2: tensor<16x8xf32> {tsr.param = "fc2.weight"},
                  %x: tensor<4x8xf32> {tsr.input = "x"}, %t: tensor<4xi64> {tsr.input = "t"}) -> (tensor<f32> {tsr.loss}) {
   %h = tsr.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32> loc("/fc1/MatMul")
