@@ -1705,6 +1705,158 @@ evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
   });
 }
 
+namespace {
+StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
+                          const std::vector<bool> &everyDevice) {
+  StepEvaluation bad;
+  size_t n = problem.units.size();
+  if (everyDevice.size() != n || shape.pp < 1 ||
+      shape.stageStarts.size() != size_t(shape.pp)) {
+    bad.error = "an interlaced plan needs one flag per unit and one start "
+                "per stage";
+    return bad;
+  }
+  double pp = double(shape.pp);
+  // The pipelined units, renumbered; what the units on every device add
+  // to each stage (folded into its first unit).
+  Problem q = problem;
+  q.units.clear();
+  q.ops.clear();
+  q.edges.clear();
+  q.tied.clear();
+  q.unitStages.clear();
+  std::vector<int> renum(n, -1);
+  Unit extra;
+  for (size_t u = 0; u < n; ++u) {
+    const Unit &e = problem.units[u];
+    if (!everyDevice[u]) {
+      renum[u] = int(q.units.size());
+      q.units.push_back(e);
+      continue;
+    }
+    extra.paramBytes += e.paramBytes;
+    extra.paramBytesSplit += e.paramBytesSplit;
+    extra.stateBytes += e.stateBytes;
+    extra.stateBytesSplit += e.stateBytesSplit;
+    extra.actBytes += e.actBytes / pp;
+    extra.actBytesSplit += e.actBytesSplit / pp;
+    extra.actFixedBytes += e.actFixedBytes;
+    extra.actFixedBytesSplit += e.actFixedBytesSplit;
+    extra.sharedBytes += e.sharedBytes;
+    extra.sharedBytesSplit += e.sharedBytesSplit;
+    extra.weightBytes += e.weightBytes / pp;
+    extra.weightBytesSplit += e.weightBytesSplit / pp;
+    extra.paramCopyBytes += e.paramCopyBytes;
+    extra.paramCopyBytesSplit += e.paramCopyBytesSplit;
+    extra.inputBytes += e.inputBytes;
+    extra.largestParamBytes =
+        std::max(extra.largestParamBytes, e.largestParamBytes);
+    extra.params += e.params;
+    extra.stepValues += e.stepValues;
+    for (auto *points : {&e.forwardLive, &e.backwardLive})
+      for (Unit::Live l : *points) {
+        l.batch /= pp;
+        l.batchSplit /= pp;
+        (points == &e.forwardLive ? extra.forwardLive : extra.backwardLive)
+            .push_back(l);
+      }
+  }
+  if (q.units.empty()) {
+    bad.error = "every unit runs on every device: nothing is pipelined";
+    return bad;
+  }
+  PlanShape local = shape;
+  for (size_t &start : local.stageStarts) {
+    if (start >= n || renum[start] < 0) {
+      bad.error = "a stage starts at a unit on every device";
+      return bad;
+    }
+    start = size_t(renum[start]);
+  }
+  for (size_t first : local.stageStarts) {
+    Unit &u = q.units[first];
+    u.paramBytes += extra.paramBytes;
+    u.paramBytesSplit += extra.paramBytesSplit;
+    u.stateBytes += extra.stateBytes;
+    u.stateBytesSplit += extra.stateBytesSplit;
+    u.actBytes += extra.actBytes;
+    u.actBytesSplit += extra.actBytesSplit;
+    u.actFixedBytes += extra.actFixedBytes;
+    u.actFixedBytesSplit += extra.actFixedBytesSplit;
+    u.sharedBytes += extra.sharedBytes;
+    u.sharedBytesSplit += extra.sharedBytesSplit;
+    u.weightBytes += extra.weightBytes;
+    u.weightBytesSplit += extra.weightBytesSplit;
+    u.paramCopyBytes += extra.paramCopyBytes;
+    u.paramCopyBytesSplit += extra.paramCopyBytesSplit;
+    u.inputBytes += extra.inputBytes;
+    u.largestParamBytes =
+        std::max(u.largestParamBytes, extra.largestParamBytes);
+    u.params += extra.params;
+    u.stepValues += extra.stepValues;
+    u.forwardLive.insert(u.forwardLive.end(), extra.forwardLive.begin(),
+                         extra.forwardLive.end());
+    u.backwardLive.insert(u.backwardLive.end(), extra.backwardLive.begin(),
+                          extra.backwardLive.end());
+  }
+  auto reach = [&](int r) {
+    return r >= 0 && size_t(r) < n && renum[r] >= 0 ? renum[r] : 2147483647;
+  };
+  for (const OpCost &op : problem.ops) {
+    if (!everyDevice[op.unit]) {
+      OpCost c = op;
+      c.unit = renum[op.unit];
+      c.reach = reach(op.reach);
+      q.ops.push_back(std::move(c));
+      continue;
+    }
+    // 1/pp of each micro-batch's work on every stage (the batch split
+    // over pp); an op once per step (an update) whole on each.
+    for (size_t first : local.stageStarts) {
+      OpCost c = op;
+      c.unit = int(first);
+      c.reach = 2147483647;
+      if (op.perMicroBatch) {
+        c.flops /= pp;
+        c.batchBytes /= pp;
+        c.allReduceBytes /= pp;
+        c.allGatherBytes /= pp;
+        c.operands.clear(); // no measured shape is this piece's
+      }
+      q.ops.push_back(std::move(c));
+    }
+  }
+  for (const Edge &e : problem.edges)
+    if (renum[e.from] >= 0 && renum[e.to] >= 0)
+      q.edges.push_back({renum[e.from], renum[e.to], e.bytes});
+  for (const TiedParam &t : problem.tied) {
+    if (renum[t.owner] < 0)
+      continue;
+    TiedParam k = t;
+    k.owner = renum[t.owner];
+    k.readers.clear();
+    for (int r : t.readers)
+      if (renum[r] >= 0)
+        k.readers.push_back(renum[r]);
+    if (!k.readers.empty())
+      q.tied.push_back(std::move(k));
+  }
+  return evaluatePlan(q, local);
+}
+} // namespace
+
+StepEvaluation
+evaluateInterlacedPlan(const Problem &problem, const PlanShape &shape,
+                       const std::vector<bool> &everyDevice) noexcept {
+  try {
+    return interlaced(problem, shape, everyDevice);
+  } catch (...) {
+    StepEvaluation e;
+    e.error = "out of memory in the auto planner";
+    return e;
+  }
+}
+
 std::string checkDeviceSpec(const std::string &nameOrPath) noexcept {
   try {
     cost::loadDeviceSpec(resolveSpecName(nameOrPath));

@@ -918,6 +918,72 @@ TEST(AutoPlanSearch, VirtualStagesArePredictedByDevice) {
   EXPECT_NE(evaluateVirtualPlan(p, c, {0, 1, 0, 1}).error, "");
 }
 
+// An interlaced pipeline: the embedding and the head (units 0 and 3) on
+// every device, the two layers pipelined. It is predicted as the pipeline
+// of the layers alone in which each stage also does half of each
+// micro-batch's embedding and head work and holds their parameters: the
+// same figures as that pipeline written out by hand.
+TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
+  std::string spec = writeSpec("interlaced", 1e12, 1e-6, 1e-6);
+  auto unit = [](const char *name, double params, double act) {
+    Unit u;
+    u.name = name;
+    u.paramBytes = params;
+    u.stateBytes = 2 * params;
+    u.params = 1;
+    u.largestParamBytes = params;
+    u.actBytes = act;
+    return u;
+  };
+  auto op = [](int u, double flops) {
+    OpCost c;
+    c.unit = u;
+    c.perMicroBatch = true;
+    c.flops = flops;
+    c.batchBytes = 1e3;
+    return c;
+  };
+  Problem p = smallProblem(spec, 4);
+  p.units = {unit("embed", 4e5, 8e3), unit("h.0", 1e5, 2e3),
+             unit("h.1", 1e5, 2e3), unit("head", 6e5, 4e3)};
+  p.ops = {op(0, 2e9), op(1, 1e10), op(2, 1e10), op(3, 6e9)};
+  p.edges = {{1, 2, 5e3}};
+  PlanShape shape{1, 1, 2, 2, {1, 2}};
+  StepEvaluation e =
+      evaluateInterlacedPlan(p, shape, {true, false, false, true});
+  ASSERT_EQ(e.error, "");
+  Problem hand = smallProblem(spec, 4);
+  for (int i = 1; i <= 2; ++i) {
+    Unit u = p.units[i];
+    u.paramBytes += 4e5 + 6e5;
+    u.stateBytes += 2 * (4e5 + 6e5);
+    u.params += 2;
+    u.largestParamBytes = 6e5;
+    u.actBytes += (8e3 + 4e3) / 2;
+    hand.units.push_back(u);
+    hand.ops.push_back(op(i - 1, 1e10));
+    for (OpCost c : {op(i - 1, 2e9 / 2), op(i - 1, 6e9 / 2)}) {
+      c.batchBytes /= 2;
+      hand.ops.push_back(c);
+    }
+  }
+  hand.edges = {{0, 1, 5e3}};
+  StepEvaluation h = evaluatePlan(hand, PlanShape{1, 1, 2, 2, {0, 1}});
+  ASSERT_EQ(h.error, "");
+  EXPECT_DOUBLE_EQ(e.stepSeconds, h.stepSeconds);
+  ASSERT_EQ(e.stages.size(), 2u);
+  for (int s = 0; s < 2; ++s)
+    EXPECT_DOUBLE_EQ(e.stages[s].memoryBytes, h.stages[s].memoryBytes);
+  // A stage cannot start on every device, nor can everything run there.
+  EXPECT_NE(evaluateInterlacedPlan(p, PlanShape{1, 1, 2, 2, {0, 2}},
+                                   {true, false, false, true})
+                .error,
+            "");
+  EXPECT_NE(evaluateInterlacedPlan(p, shape, {true, true, true, true}).error,
+            "");
+  EXPECT_NE(evaluateInterlacedPlan(p, shape, {true}).error, "");
+}
+
 TEST(AutoPlanSearch, ZeroBubbleSplitsTheBackwardLikeTheSchedule) {
   std::string spec = writeSpec("zb", 1e30, 1e-30, 1e-30);
   Problem p = smallProblem(spec, 4);

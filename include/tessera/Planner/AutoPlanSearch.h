@@ -284,6 +284,21 @@ StepEvaluation
 evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
                     const std::vector<int64_t> &stageDevices) noexcept;
 
+/// Evaluates an interlaced pipeline: the units `everyDevice` marks run on
+/// every device (dist.stage = -1: the embedding and the head), each
+/// micro-batch's piece split further over pp, and the others are cut into
+/// the pp stages `shape.stageStarts` gives (their first units, ascending;
+/// none on every device). Each stage also does 1/pp of every micro-batch's
+/// work of those units and holds their parameters, optimizer state and
+/// gradients whole, and 1/pp of their kept activations per micro-batch in
+/// flight (their peak beside its own). Not modelled: the sends of the last
+/// stage's output to every device, the gathers and reductions over pp, and
+/// a vocabulary split over pp (the table counted whole: more memory than
+/// the program holds).
+StepEvaluation
+evaluateInterlacedPlan(const Problem &problem, const PlanShape &shape,
+                       const std::vector<bool> &everyDevice) noexcept;
+
 /// Resolves "h100" / "a100" / "cpu" / a bundled name / a file; "" when it
 /// loads, else the error.
 std::string checkDeviceSpec(const std::string &nameOrPath) noexcept;

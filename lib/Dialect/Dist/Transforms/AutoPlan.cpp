@@ -25,6 +25,7 @@
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -1273,23 +1274,69 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
   }
   shape.stageStarts.assign(shape.pp, 0);
   std::vector<bool> seen(shape.pp, false);
+  // An interlaced pipeline: the units whose ops run on every device.
+  std::vector<bool> everyDevice(model.units.names.size(), false);
+  bool interlaced = false;
   for (auto [i, op] : llvm::enumerate(model.units.forward)) {
     IntegerAttr stage = getAttr<Dist::StageAttrHelper>(op);
     int64_t s = stage ? stage.getInt() : 0;
     if (s == DistDialect::kEveryStage) {
-      lines.push_back("no predicted step time: the auto planner's model "
-                      "has no ops on every device (an interlaced pipeline); "
-                      "each rank's replayed peak memory follows with the "
-                      "training steps");
-      return success();
+      everyDevice[model.units.unitOf[i]] = true;
+      interlaced = true;
+      continue;
     }
     if (s < 0 || s >= shape.pp || seen[s])
       continue;
     seen[s] = true;
     shape.stageStarts[s] = size_t(model.units.unitOf[i]);
   }
+  // A vocabulary split over pp (a trans entry over pp on the ops on every
+  // device): each device holds 1/pp of those parameters and their state.
+  if (interlaced && shape.pp > 1) {
+    Block &body = model.step.getBody().front();
+    llvm::StringSet<> byPp;
+    for (Operation &op : body) {
+      if (!isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op))
+        continue;
+      DictionaryAttr split = getAttr<Dist::SplitAttrHelper>(&op);
+      auto arg = dyn_cast<BlockArgument>(op.getOperand(0));
+      if (!split || !arg || llvm::none_of(split, [](NamedAttribute a) {
+            auto axis = dyn_cast<StringAttr>(a.getValue());
+            return axis && axis.getValue() == "pp";
+          }))
+        continue;
+      if (auto name =
+              getArgAttr<Tsr::ParamAttrHelper>(model.step, arg.getArgNumber()))
+        byPp.insert(name.getValue());
+    }
+    double keep = 1.0 - 1.0 / double(shape.pp);
+    for (BlockArgument arg : body.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto param = getArgAttr<Tsr::ParamAttrHelper>(model.step, i);
+      auto state = getArgAttr<Tsr::StateAttrHelper>(model.step, i);
+      StringRef name = param   ? param.getValue()
+                       : state ? state.getValue().split('/').second
+                               : StringRef();
+      if (name.empty() || !byPp.contains(name))
+        continue;
+      autoplan::Unit &unit = model.problem.units[model.paramUnit.lookup(name)];
+      double cut = double(tessera::tensorBytes(arg.getType())) * keep;
+      double &whole = param ? unit.paramBytes : unit.stateBytes;
+      double &split = param ? unit.paramBytesSplit : unit.stateBytesSplit;
+      (whole >= cut ? whole : split) -= cut;
+    }
+  }
+  if (interlaced && !stageDevices.empty()) {
+    lines.push_back("no predicted step time: the auto planner's model has "
+                    "no ops on every device with virtual stages; each "
+                    "rank's replayed peak memory follows with the training "
+                    "steps");
+    return success();
+  }
   autoplan::StepEvaluation eval =
-      stageDevices.empty()
+      interlaced
+          ? autoplan::evaluateInterlacedPlan(model.problem, shape, everyDevice)
+      : stageDevices.empty()
           ? autoplan::evaluatePlan(model.problem, shape)
           : autoplan::evaluateVirtualPlan(model.problem, shape, stageDevices);
   if (!eval.error.empty()) {
@@ -1314,14 +1361,17 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
   lines.push_back(
       llvm::formatv("predicted step {0}{7}, bubble {1:f1}%, memory "
                     "{2} GiB{3} ({4}, the auto "
-                    "planner's model; {5} in {6} GiB per device)",
+                    "planner's model{8}; {5} in {6} GiB per device)",
                     seconds(eval.stepSeconds), eval.bubble * 100, memory,
                     !stageDevices.empty()    ? " by device"
                     : eval.stages.size() > 1 ? " per device by stage"
                                              : " per device",
                     options.deviceSpec, eval.fits ? "fits" : "does not fit",
                     sig3(options.memoryGiB),
-                    sharedNote(eval.sharedComputeSeconds))
+                    sharedNote(eval.sharedComputeSeconds),
+                    interlaced ? " with the ops on every device in each "
+                                 "stage, 1/pp of each micro-batch"
+                               : "")
           .str());
   if (!options.profileDatabase.empty())
     lines.push_back(
