@@ -54,6 +54,7 @@ PLANS = [
     ("pp2 zb-h1 mb4", 2, 2,
      ["--plan", "pp", "--micro-batches", "4", "--schedule", "zb-h1"]),
     ("dp2xpp2 1F1B mb4", 4, 2, ["--plan", "dp2xpp2", "--micro-batches", "4"]),
+    ("dp2xpp2 1F1B mb2", 4, 2, ["--plan", "dp2xpp2", "--micro-batches", "2"]),
     ("dp2 ZeRO-3 mb2", 2, 1, ["--plan", "dp", "--zero3", "--micro-batches", "2"]),
     ("dp2xpp2 ZeRO-3 mb4", 4, 2,
      ["--plan", "dp2xpp2", "--zero3", "--micro-batches", "4"]),

@@ -117,6 +117,9 @@ struct UnitCosts {
                                     ///< (held once, until the backward)
   std::vector<double> inputs;       ///< the replica's data inputs
   std::vector<double> largest;      ///< the largest parameter's update
+  /// The peak of its forward ops in the last micro-batch's forward, with
+  /// the unit's shared values not yet used there (Live::sharedAhead).
+  std::vector<double> liveFLast;
   std::vector<double> liveF, liveB; ///< peak live bytes of its forward
                                     ///< (backward) ops, one micro-batch
   std::vector<double> shared;       ///< Unit::sharedBytes with micro-batches
@@ -224,7 +227,7 @@ public:
     shared += c.shared[u];
     trainF = std::max(trainF, f);
     trainFFirst = std::max(trainFFirst, f + shared);
-    trainFLast = std::max(trainFLast + c.shared[u], f + c.shared[u]);
+    trainFLast = std::max(trainFLast + c.shared[u], c.liveFLast[u] + kept);
     trainB = std::max(trainB + (c.microBatches > 1 ? 0 : g), c.liveB[u] + kept);
     kept += c.memA[u];
     grads += g;
@@ -483,8 +486,8 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
   for (std::vector<double> *v :
        {&c.micro, &c.microF, &c.step, &c.microComm, &c.stepComm, &c.memA,
         &c.memB, &c.grads, &c.gradsHeld, &c.gradsAtUpdate, &c.resident,
-        &c.fixedHeld, &c.inputs, &c.largest, &c.liveF, &c.liveB, &c.shared,
-        &c.weightHeld})
+        &c.fixedHeld, &c.inputs, &c.largest, &c.liveF, &c.liveFLast, &c.liveB,
+        &c.shared, &c.weightHeld})
     v->assign(n, 0);
   c.backward.assign(n, {});
   c.tiedReads.assign(n, {});
@@ -610,6 +613,15 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
         (zero3 ? unit.largestParamBytes / double(d) : unit.largestParamBytes) *
         (1 + stateRatio);
     c.liveF[u] = live(unit.forwardLive, held, zero3);
+    c.liveFLast[u] = c.liveF[u];
+    if (held) {
+      std::vector<Unit::Live> ahead = unit.forwardLive;
+      for (Unit::Live &l : ahead) {
+        l.fixed += l.sharedAhead;
+        l.fixedSplit += l.sharedAheadSplit;
+      }
+      c.liveFLast[u] = live(ahead, held, zero3);
+    }
     c.liveB[u] = live(unit.backwardLive, held, zero3);
     c.grads[u] = params;
     c.gradCount[u] = unit.params;

@@ -121,6 +121,10 @@ struct Unit {
     /// Of fixed (fixedSplit), the values of paramCopyBytes alive at the op,
     /// which micro-batches hold for the step instead.
     double paramCopy = 0, paramCopySplit = 0;
+    /// Of the unit's sharedBytes (sharedBytesSplit), those whose last
+    /// forward use is at or after the op: with micro-batches, what the last
+    /// micro-batch's forward still holds of them there.
+    double sharedAhead = 0, sharedAheadSplit = 0;
     /// The unit's own parameters the op reads: under ZeRO-3 their whole
     /// copies, gathered for the op, are alive beside the rest.
     double params = 0, paramsSplit = 0;

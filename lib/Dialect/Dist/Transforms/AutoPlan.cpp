@@ -335,6 +335,11 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
         (tpValues.contains(arg) ? gatheredAt[i].second : gatheredAt[i].first) +=
             bytes;
   }
+  // Per unit, its shared values' last forward uses (Live::sharedAhead).
+  std::vector<SmallVector<int>> sharedOf(n);
+  for (auto [k, st] : llvm::enumerate(storages))
+    if (isShared(st))
+      sharedOf[st.unit].push_back(int(k));
   std::vector<bool> born(storages.size(), false);
   for (auto [i, op] : llvm::enumerate(order)) {
     for (Value r : op->getResults()) {
@@ -369,6 +374,11 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
       point.paramCopySplit = paramCopies.fixedSplit;
       point.params = gatheredAt[i].first;
       point.paramsSplit = gatheredAt[i].second;
+      for (int k : sharedOf[u])
+        if (storages[k].lastForwardUse >= int(i)) {
+          point.sharedAhead += storages[k].bytes.fixed;
+          point.sharedAheadSplit += storages[k].bytes.fixedSplit;
+        }
       (tsr::isForward(op) ? problem.units[u].forwardLive
                           : problem.units[u].backwardLive)
           .push_back(point);
