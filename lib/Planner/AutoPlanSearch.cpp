@@ -1719,7 +1719,8 @@ evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
 
 namespace {
 StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
-                          const std::vector<bool> &everyDevice) {
+                          const std::vector<bool> &everyDevice,
+                          const std::vector<int64_t> &stageDevices) {
   StepEvaluation bad;
   size_t n = problem.units.size();
   if (everyDevice.size() != n || shape.pp < 1 ||
@@ -1728,6 +1729,9 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
                 "per stage";
     return bad;
   }
+  // Each (virtual) stage does 1/pp of the work of the ops on every device
+  // (pp stages: one per device; with virtual stages a device's share is
+  // split between its stages).
   double pp = double(shape.pp);
   // The pipelined units, renumbered; what the units on every device add
   // to each stage (folded into its first unit).
@@ -1756,8 +1760,6 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
     extra.actFixedBytesSplit += e.actFixedBytesSplit;
     extra.sharedBytes += e.sharedBytes;
     extra.sharedBytesSplit += e.sharedBytesSplit;
-    extra.weightBytes += e.weightBytes / pp;
-    extra.weightBytesSplit += e.weightBytesSplit / pp;
     extra.paramCopyBytes += e.paramCopyBytes;
     extra.paramCopyBytesSplit += e.paramCopyBytesSplit;
     extra.inputBytes += e.inputBytes;
@@ -1785,8 +1787,22 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
     }
     start = size_t(renum[start]);
   }
-  for (size_t first : local.stageStarts) {
-    Unit &u = q.units[first];
+  std::vector<bool> holder(local.stageStarts.size(), true);
+  for (size_t i = 0; i < stageDevices.size() && i < holder.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (stageDevices[j] == stageDevices[i])
+        holder[i] = false; // the device's first stage holds the parameters
+  for (size_t i = 0; i < local.stageStarts.size(); ++i) {
+    Unit &u = q.units[local.stageStarts[i]];
+    if (!holder[i]) {
+      u.actBytes += extra.actBytes;
+      u.actBytesSplit += extra.actBytesSplit;
+      u.forwardLive.insert(u.forwardLive.end(), extra.forwardLive.begin(),
+                           extra.forwardLive.end());
+      u.backwardLive.insert(u.backwardLive.end(), extra.backwardLive.begin(),
+                            extra.backwardLive.end());
+      continue;
+    }
     u.paramBytes += extra.paramBytes;
     u.paramBytesSplit += extra.paramBytesSplit;
     u.stateBytes += extra.stateBytes;
@@ -1797,8 +1813,6 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
     u.actFixedBytesSplit += extra.actFixedBytesSplit;
     u.sharedBytes += extra.sharedBytes;
     u.sharedBytesSplit += extra.sharedBytesSplit;
-    u.weightBytes += extra.weightBytes;
-    u.weightBytesSplit += extra.weightBytesSplit;
     u.paramCopyBytes += extra.paramCopyBytes;
     u.paramCopyBytesSplit += extra.paramCopyBytesSplit;
     u.inputBytes += extra.inputBytes;
@@ -1823,11 +1837,13 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
       continue;
     }
     // 1/pp of each micro-batch's work on every stage (the batch split
-    // over pp); an op once per step (an update) whole on each.
+    // over pp); an op once per step (an update) whole on each. Their
+    // backward is never a deferred W (dist-schedule), so no W holds their
+    // values either.
     for (size_t first : local.stageStarts) {
       OpCost c = op;
       c.unit = int(first);
-      c.reach = 2147483647;
+      c.reach = -1; // part of B: the schedules never defer these
       if (op.perMicroBatch) {
         c.flops /= pp;
         c.batchBytes /= pp;
@@ -1853,15 +1869,17 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
     if (!k.readers.empty())
       q.tied.push_back(std::move(k));
   }
-  return evaluatePlan(q, local);
+  return stageDevices.empty() ? evaluatePlan(q, local)
+                              : evaluateVirtualPlan(q, local, stageDevices);
 }
 } // namespace
 
 StepEvaluation
 evaluateInterlacedPlan(const Problem &problem, const PlanShape &shape,
-                       const std::vector<bool> &everyDevice) noexcept {
+                       const std::vector<bool> &everyDevice,
+                       const std::vector<int64_t> &stageDevices) noexcept {
   try {
-    return interlaced(problem, shape, everyDevice);
+    return interlaced(problem, shape, everyDevice, stageDevices);
   } catch (...) {
     StepEvaluation e;
     e.error = "out of memory in the auto planner";

@@ -982,6 +982,47 @@ TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
   EXPECT_NE(evaluateInterlacedPlan(p, shape, {true, true, true, true}).error,
             "");
   EXPECT_NE(evaluateInterlacedPlan(p, shape, {true}).error, "");
+
+  // Four layers in two virtual stages per device (interleaved, round
+  // robin): each virtual stage does a quarter of the embedding and head
+  // work, and each device's first stage holds their parameters.
+  Problem v = smallProblem(spec, 4);
+  v.schedule = "interleaved";
+  v.units = {unit("embed", 4e5, 8e3), unit("h.0", 1e5, 2e3),
+             unit("h.1", 1e5, 2e3),   unit("h.2", 1e5, 2e3),
+             unit("h.3", 1e5, 2e3),   unit("head", 6e5, 4e3)};
+  v.ops = {op(0, 2e9),  op(1, 1e10), op(2, 1e10),
+           op(3, 1e10), op(4, 1e10), op(5, 6e9)};
+  PlanShape vs{1, 1, 4, 4, {1, 2, 3, 4}};
+  std::vector<int64_t> devices = {0, 1, 0, 1};
+  StepEvaluation ve = evaluateInterlacedPlan(
+      v, vs, {true, false, false, false, false, true}, devices);
+  ASSERT_EQ(ve.error, "");
+  Problem vh = smallProblem(spec, 4);
+  vh.schedule = "interleaved";
+  for (int i = 1; i <= 4; ++i) {
+    Unit u = v.units[i];
+    if (i <= 2) { // the first stage of devices 0 and 1
+      u.paramBytes += 4e5 + 6e5;
+      u.stateBytes += 2 * (4e5 + 6e5);
+      u.params += 2;
+      u.largestParamBytes = 6e5;
+    }
+    u.actBytes += (8e3 + 4e3) / 4;
+    vh.units.push_back(u);
+    vh.ops.push_back(op(i - 1, 1e10));
+    for (OpCost c : {op(i - 1, 2e9 / 4), op(i - 1, 6e9 / 4)}) {
+      c.batchBytes /= 4;
+      vh.ops.push_back(c);
+    }
+  }
+  StepEvaluation vhe =
+      evaluateVirtualPlan(vh, PlanShape{1, 1, 4, 4, {0, 1, 2, 3}}, devices);
+  ASSERT_EQ(vhe.error, "");
+  EXPECT_DOUBLE_EQ(ve.stepSeconds, vhe.stepSeconds);
+  ASSERT_EQ(ve.stages.size(), 4u);
+  for (int s = 0; s < 4; ++s)
+    EXPECT_DOUBLE_EQ(ve.stages[s].memoryBytes, vhe.stages[s].memoryBytes);
 }
 
 TEST(AutoPlanSearch, ZeroBubbleSplitsTheBackwardLikeTheSchedule) {

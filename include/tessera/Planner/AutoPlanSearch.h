@@ -297,11 +297,14 @@ evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
 /// gradients whole, and 1/pp of their kept activations per micro-batch in
 /// flight (their peak beside its own). Not modelled: the sends of the last
 /// stage's output to every device, the gathers and reductions over pp, and
-/// a vocabulary split over pp (the table counted whole: more memory than
-/// the program holds).
+/// a vocabulary split over pp (the caller divides those parameters). With
+/// `stageDevices` (virtual stages, as evaluateVirtualPlan takes them) each
+/// virtual stage does 1/shape.pp of that work and the first stage of each
+/// device holds the parameters.
 StepEvaluation
 evaluateInterlacedPlan(const Problem &problem, const PlanShape &shape,
-                       const std::vector<bool> &everyDevice) noexcept;
+                       const std::vector<bool> &everyDevice,
+                       const std::vector<int64_t> &stageDevices = {}) noexcept;
 
 /// Resolves "h100" / "a100" / "cpu" / a bundled name / a file; "" when it
 /// loads, else the error.

@@ -1336,16 +1336,9 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
       (whole >= cut ? whole : split) -= cut;
     }
   }
-  if (interlaced && !stageDevices.empty()) {
-    lines.push_back("no predicted step time: the auto planner's model has "
-                    "no ops on every device with virtual stages; each "
-                    "rank's replayed peak memory follows with the training "
-                    "steps");
-    return success();
-  }
   autoplan::StepEvaluation eval =
-      interlaced
-          ? autoplan::evaluateInterlacedPlan(model.problem, shape, everyDevice)
+      interlaced ? autoplan::evaluateInterlacedPlan(model.problem, shape,
+                                                    everyDevice, stageDevices)
       : stageDevices.empty()
           ? autoplan::evaluatePlan(model.problem, shape)
           : autoplan::evaluateVirtualPlan(model.problem, shape, stageDevices);
