@@ -1123,8 +1123,8 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     if (best && best->zero3 && !options.zero3 && best->result.shape.dp > 1) {
       // Per stage as well: a stage that fits with its parameters whole
       // keeps them so (its optimizer state stays sharded, as ZeRO-1's),
-      // saving their two gathers a step. Each stage's memory depends on
-      // its own units only; the mixed plan is evaluated again.
+      // saving their two gathers per micro-batch. Each stage's memory depends
+      // on its own units only; the mixed plan is evaluated again.
       const planner::PlanShape &chosen = best->result.shape;
       autoplan::Problem whole = best->model.problem;
       for (autoplan::Unit &u : whole.units)
