@@ -1718,6 +1718,37 @@ evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
 }
 
 namespace {
+/// Adds `from`'s bytes to `to`: its kept activations and live points
+/// scaled by `actScale`; with `holds`, its parameters, state and held
+/// values too (else only what runs per micro-batch).
+void addUnit(Unit &to, const Unit &from, double actScale, bool holds) {
+  to.actBytes += from.actBytes * actScale;
+  to.actBytesSplit += from.actBytesSplit * actScale;
+  for (auto [mine, theirs] : {std::pair{&to.forwardLive, &from.forwardLive},
+                              std::pair{&to.backwardLive, &from.backwardLive}})
+    for (Unit::Live l : *theirs) {
+      l.batch *= actScale;
+      l.batchSplit *= actScale;
+      mine->push_back(l);
+    }
+  if (!holds)
+    return;
+  to.paramBytes += from.paramBytes;
+  to.paramBytesSplit += from.paramBytesSplit;
+  to.stateBytes += from.stateBytes;
+  to.stateBytesSplit += from.stateBytesSplit;
+  to.actFixedBytes += from.actFixedBytes;
+  to.actFixedBytesSplit += from.actFixedBytesSplit;
+  to.sharedBytes += from.sharedBytes;
+  to.sharedBytesSplit += from.sharedBytesSplit;
+  to.paramCopyBytes += from.paramCopyBytes;
+  to.paramCopyBytesSplit += from.paramCopyBytesSplit;
+  to.inputBytes += from.inputBytes;
+  to.largestParamBytes = std::max(to.largestParamBytes, from.largestParamBytes);
+  to.params += from.params;
+  to.stepValues += from.stepValues;
+}
+
 StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
                           const std::vector<bool> &everyDevice,
                           const std::vector<int64_t> &stageDevices) {
@@ -1750,30 +1781,7 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
       q.units.push_back(e);
       continue;
     }
-    extra.paramBytes += e.paramBytes;
-    extra.paramBytesSplit += e.paramBytesSplit;
-    extra.stateBytes += e.stateBytes;
-    extra.stateBytesSplit += e.stateBytesSplit;
-    extra.actBytes += e.actBytes / pp;
-    extra.actBytesSplit += e.actBytesSplit / pp;
-    extra.actFixedBytes += e.actFixedBytes;
-    extra.actFixedBytesSplit += e.actFixedBytesSplit;
-    extra.sharedBytes += e.sharedBytes;
-    extra.sharedBytesSplit += e.sharedBytesSplit;
-    extra.paramCopyBytes += e.paramCopyBytes;
-    extra.paramCopyBytesSplit += e.paramCopyBytesSplit;
-    extra.inputBytes += e.inputBytes;
-    extra.largestParamBytes =
-        std::max(extra.largestParamBytes, e.largestParamBytes);
-    extra.params += e.params;
-    extra.stepValues += e.stepValues;
-    for (auto *points : {&e.forwardLive, &e.backwardLive})
-      for (Unit::Live l : *points) {
-        l.batch /= pp;
-        l.batchSplit /= pp;
-        (points == &e.forwardLive ? extra.forwardLive : extra.backwardLive)
-            .push_back(l);
-      }
+    addUnit(extra, e, 1.0 / pp, /*holds=*/true);
   }
   if (q.units.empty()) {
     bad.error = "every unit runs on every device: nothing is pipelined";
@@ -1792,39 +1800,8 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
     for (size_t j = 0; j < i; ++j)
       if (stageDevices[j] == stageDevices[i])
         holder[i] = false; // the device's first stage holds the parameters
-  for (size_t i = 0; i < local.stageStarts.size(); ++i) {
-    Unit &u = q.units[local.stageStarts[i]];
-    if (!holder[i]) {
-      u.actBytes += extra.actBytes;
-      u.actBytesSplit += extra.actBytesSplit;
-      u.forwardLive.insert(u.forwardLive.end(), extra.forwardLive.begin(),
-                           extra.forwardLive.end());
-      u.backwardLive.insert(u.backwardLive.end(), extra.backwardLive.begin(),
-                            extra.backwardLive.end());
-      continue;
-    }
-    u.paramBytes += extra.paramBytes;
-    u.paramBytesSplit += extra.paramBytesSplit;
-    u.stateBytes += extra.stateBytes;
-    u.stateBytesSplit += extra.stateBytesSplit;
-    u.actBytes += extra.actBytes;
-    u.actBytesSplit += extra.actBytesSplit;
-    u.actFixedBytes += extra.actFixedBytes;
-    u.actFixedBytesSplit += extra.actFixedBytesSplit;
-    u.sharedBytes += extra.sharedBytes;
-    u.sharedBytesSplit += extra.sharedBytesSplit;
-    u.paramCopyBytes += extra.paramCopyBytes;
-    u.paramCopyBytesSplit += extra.paramCopyBytesSplit;
-    u.inputBytes += extra.inputBytes;
-    u.largestParamBytes =
-        std::max(u.largestParamBytes, extra.largestParamBytes);
-    u.params += extra.params;
-    u.stepValues += extra.stepValues;
-    u.forwardLive.insert(u.forwardLive.end(), extra.forwardLive.begin(),
-                         extra.forwardLive.end());
-    u.backwardLive.insert(u.backwardLive.end(), extra.backwardLive.begin(),
-                          extra.backwardLive.end());
-  }
+  for (size_t i = 0; i < local.stageStarts.size(); ++i)
+    addUnit(q.units[local.stageStarts[i]], extra, 1.0, holder[i]);
   auto reach = [&](int r) {
     return r >= 0 && size_t(r) < n && renum[r] >= 0 ? renum[r] : 2147483647;
   };

@@ -1009,6 +1009,14 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   // the chosen plan recomputes.
   bool recomputed = false, recomputeSome = false;
   llvm::DenseSet<int64_t> recomputedUnits; ///< with recomputeSome
+  // A saver kept on some stages only: the chosen plan's new figures.
+  auto adopt = [](autoplan::Result &r, const autoplan::StepEvaluation &e) {
+    r.mfu *= r.stepSeconds / e.stepSeconds;
+    r.stepSeconds = e.stepSeconds;
+    r.bubble = e.bubble;
+    r.sharedComputeSeconds = e.sharedComputeSeconds;
+    r.stages = e.stages;
+  };
   zero3Params.clear();
   std::vector<size_t> zero3Stages; ///< with zero3Params: the stages sharded
   if (!result.error.empty() && result.candidates > 0 && result.feasible == 0) {
@@ -1109,12 +1117,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                    : autoplan::StepEvaluation();
       if (anyPlain && both.error.empty() && both.fits &&
           both.stepSeconds < best->result.stepSeconds) {
-        autoplan::Result &r = best->result;
-        r.mfu *= r.stepSeconds / both.stepSeconds;
-        r.stepSeconds = both.stepSeconds;
-        r.bubble = both.bubble;
-        r.sharedComputeSeconds = both.sharedComputeSeconds;
-        r.stages = both.stages;
+        adopt(best->result, both);
         best->model.problem = std::move(mixed);
         recomputedUnits = std::move(rcUnits);
         recomputeSome = true;
@@ -1147,12 +1150,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
               : autoplan::StepEvaluation();
       if (!sharded.empty() && both.error.empty() && both.fits &&
           both.stepSeconds <= best->result.stepSeconds) {
-        autoplan::Result &r = best->result;
-        r.mfu *= r.stepSeconds / both.stepSeconds;
-        r.stepSeconds = both.stepSeconds;
-        r.bubble = both.bubble;
-        r.sharedComputeSeconds = both.sharedComputeSeconds;
-        r.stages = both.stages;
+        adopt(best->result, both);
         best->model.problem = std::move(mixed);
         zero3Stages = std::move(sharded);
         for (const auto &[name, u] : best->model.paramUnit)
