@@ -4,7 +4,8 @@
     bench/plans/memory.py [--build DIR] [--out FILE.md] [--check PCT]
 
 Exports the 2-layer GPT of the equivalence tests (4 heads, width 64,
-context 32, batch 8, no biases), compiles it under each plan of PLANS with
+context 32, batch 8, no biases; a 4-layer one of the same shape for the
+rows that say so), compiles it under each plan of PLANS with
 --no-build, and compares per rank the memory the planner's model predicts
 (the `predicted step ..., memory A, B GiB per device by stage` line every
 plan prints) with the replayed peak of the emitted step (memory.json, which
@@ -29,7 +30,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
-# (label, devices, pp, tessera-compile flags)
+# (label, devices, pp, tessera-compile flags[, layers: 2 unless given])
 PLANS = [
     ("dp2", 2, 1, ["--plan", "dp"]),
     ("dp2 ZeRO-1", 2, 1, ["--plan", "dp", "--zero1"]),
@@ -78,6 +79,27 @@ PLANS = [
     ("one device mb4 recompute h.0, h.1", 1, 1,
      ["--plan", os.path.join(REPO, "examples/plans/gpt-pp-recompute.json"),
       "--micro-batches", "4"]),
+    ("pp2 zb-h1 mb2", 2, 2,
+     ["--plan", "pp", "--micro-batches", "2", "--schedule", "zb-h1"]),
+    ("dp2xpp2 interlaced zb-h1 mb2", 4, 2,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-interlaced.json"),
+      "--schedule", "zb-h1"]),
+    # The 4-layer GPT: pipelines of two layers a device, and interlaced
+    # zero-bubble pipelines with virtual stages (ZB-V needs four groups
+    # on the stages).
+    ("4 layers: pp2 zb-h1 mb2", 2, 2,
+     ["--plan", "pp", "--micro-batches", "2", "--schedule", "zb-h1"], 4),
+    ("4 layers: pp2 zb-v mb4", 2, 2,
+     ["--plan", "pp", "--micro-batches", "4", "--schedule", "zb-v"], 4),
+    ("4 layers: dp2xpp2 interlaced zb-h1 mb2", 4, 2,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-interlaced.json"),
+      "--schedule", "zb-h1"], 4),
+    ("4 layers: dp2xpp2 interlaced zb-v mb2", 4, 2,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-interlaced.json"),
+      "--schedule", "zb-v"], 4),
+    ("4 layers: dp2xpp2 interlaced interleaved mb2", 4, 2,
+     ["--plan", os.path.join(REPO, "examples/plans/gpt-interlaced.json"),
+      "--schedule", "interleaved"], 4),
 ]
 
 PREDICT = re.compile(r"predicted step .*?, memory ([0-9.e+-]+(?:, [0-9.e+-]+)*)"
@@ -94,13 +116,17 @@ def main():
     compile_ = os.path.join(a.build, "bin", "tessera-compile")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        model = os.path.join(tmp, "model")
-        subprocess.run(["/usr/bin/python3",
-                        os.path.join(REPO, "examples/gpt/export.py"),
-                        "--layers", "2", "--heads", "4", "--width", "64",
-                        "--context", "32", "--batch", "8", "--no-bias",
-                        "--out", model, "--quiet", "--no-final"], check=True)
-        for label, devices, pp, flags in PLANS:
+        models = {}
+        for layers in sorted({p[4] if len(p) > 4 else 2 for p in PLANS}):
+            models[layers] = os.path.join(tmp, f"model{layers}")
+            subprocess.run(["/usr/bin/python3",
+                            os.path.join(REPO, "examples/gpt/export.py"),
+                            "--layers", str(layers), "--heads", "4", "--width", "64",
+                            "--context", "32", "--batch", "8", "--no-bias",
+                            "--out", models[layers], "--quiet", "--no-final"],
+                           check=True)
+        for label, devices, pp, flags, *rest in PLANS:
+            model = models[rest[0] if rest else 2]
             out = os.path.join(tmp, re.sub(r"[^a-z0-9]+", "_", label.lower()))
             cmd = [compile_, os.path.join(model, "model.onnx"), "-o", out,
                    "--no-build", "--devices", str(devices)] + flags
@@ -145,7 +171,8 @@ def main():
         with open(a.out, "w") as f:
             f.write("# Memory: the auto planner's model vs the replay\n\n")
             f.write("Produced by `bench/plans/memory.py` (the 2-layer GPT of "
-                    "the equivalence tests, batch 8, AdamW).\n\n")
+                    "the equivalence tests, batch 8, AdamW; the rows that say "
+                    "so: the same GPT with 4 layers).\n\n")
             f.write(f"machine: {platform.machine()}, {os.cpu_count()} CPU(s); "
                     f"date: {datetime.date.today()}\n\n{text}\n")
 

@@ -279,9 +279,13 @@ public:
     double fAll = trainF + shared + received;
     double fFirst = trainFFirst + received, fLast = trainFLast + received;
     double trainB = this->trainB + received, grads = this->grads + received;
+    // After k backwards (or during backward k), W j has run once j + lag
+    // < k: min(k, lag) W's wait with their values, and the gradients
+    // exist only once a W has run (k > lag; without zb-h1, from B0 on).
     auto pendingW = [&](int64_t k) {
       return double(std::min<int64_t>(k, lag)) * weightHeld;
     };
+    auto gradsAfter = [&](int64_t k) { return k > lag ? grads : 0.0; };
     // F(y-1), the last forward before B0, and B0.
     double warm = y == 1 ? fFirst : y == m ? fLast : fAll;
     double train =
@@ -291,20 +295,30 @@ public:
       // B(m-y), the last backward with y kept; F(m-1), the last forward;
       // and before it B(m-1-y) and F(m-2), the last moments that hold
       // all the shared values with the gradients.
-      train = std::max(train, trainB + others + grads + m * f + (m - y) * g +
-                                  pendingW(m - y));
-      train = std::max(train, fLast + others + grads + (m - 1) * f +
+      train = std::max(train, trainB + others + gradsAfter(m - y) + m * f +
                                   (m - y) * g + pendingW(m - y));
+      train = std::max(train, fLast + others + gradsAfter(m - y) +
+                                  (m - 1) * f + (m - y) * g + pendingW(m - y));
       if (m >= y + 2) {
-        train = std::max(train, trainB + shared + others + grads + (m - 1) * f +
+        train = std::max(train, trainB + shared + others +
+                                    gradsAfter(m - 1 - y) + (m - 1) * f +
                                     (m - 1 - y) * g + pendingW(m - 1 - y));
-        train = std::max(train, fAll + others + grads + (m - 2) * f +
-                                    (m - 1 - y) * g + pendingW(m - 1 - y));
+        train = std::max(train, fAll + others + gradsAfter(m - 1 - y) +
+                                    (m - 2) * f + (m - 1 - y) * g +
+                                    pendingW(m - 1 - y));
       }
     } else if (m > 1) {
       // All m forwards first: B1.
-      train = std::max(train, trainB + double(m - 2) * kept + grads + m * f +
-                                  g + pendingW(1));
+      train = std::max(train, trainB + double(m - 2) * kept + gradsAfter(1) +
+                                  m * f + g + pendingW(1));
+    }
+    if (lag > 0) {
+      // The W's left after the last backward, min(m, lag + 1) of them,
+      // the first of which writes the gradients: every send made, no
+      // activations held.
+      train = std::max(train, grads + m * (f + g) +
+                                  double(std::min<int64_t>(m, lag + 1)) *
+                                      weightHeld);
     }
     double update =
         gradsAtUpdate + received + largest + sent.forward + sent.back;
@@ -1340,16 +1354,39 @@ Search::evaluateVirtual(const PlanShape &shape,
   ps.chunks = int(stages / numDevices);
   ps.vShape =
       ps.chunks == 2 && devices.size() >= 2 && devices[0] == devices.back();
-  ps.forwardSpan = 1;
-  ps.backwardSpan = 2;
-  if (p.schedule == "zb-v" || p.schedule == "zb-h2") {
-    double f = std::max(w.forward, 1e-12 * w.micro);
-    auto span = [&](double x) {
-      return std::max<int64_t>(1, std::min<int64_t>(8, std::llround(x / f)));
-    };
-    ps.backwardSpan = span(w.backwardB);
-    ps.weightSpan = span(w.weight);
+  // The blocks' spans as dist-schedule derives them, so that the replay
+  // below follows the order the program runs: each stage's forward, B and
+  // W FLOPs (a W: a backward op no earlier stage waits for, under the
+  // zero-bubble schedules), in units of the smallest stage's forward.
+  bool zeroBubble = p.schedule.rfind("zb", 0) == 0;
+  std::vector<double> fF(stages, 0), fB(stages, 0), fW(stages, 0);
+  for (const OpCost &op : p.ops) {
+    if (!op.modelFlops)
+      continue;
+    int64_t s = 0;
+    while (s + 1 < stages && int64_t(starts[s + 1]) <= op.unit)
+      ++s;
+    double x = op.tpSplit ? op.flops / double(t) : op.flops;
+    if (!op.backward)
+      fF[s] += x;
+    else if (zeroBubble && op.reach >= int(starts[s]))
+      fW[s] += x;
+    else
+      fB[s] += x;
   }
+  double fUnit = std::numeric_limits<double>::infinity();
+  for (double x : fF)
+    if (x > 0)
+      fUnit = std::min(fUnit, x);
+  if (!std::isfinite(fUnit))
+    fUnit = 1;
+  auto span = [&](const std::vector<double> &v) {
+    double x = *std::max_element(v.begin(), v.end());
+    return std::max<int64_t>(1, std::min<int64_t>(8, std::llround(x / fUnit)));
+  };
+  ps.forwardSpan = span(fF);
+  ps.backwardSpan = span(fB);
+  ps.weightSpan = zeroBubble ? span(fW) : 0;
   schedule::PipelineOrder order =
       schedule::pipelineOrder(p.schedule, ps, int(m), std::nullopt);
   if (!order.error.empty()) {
@@ -1395,7 +1432,7 @@ Search::evaluateVirtual(const PlanShape &shape,
   std::vector<double> peak(numDevices, 0);
   for (int64_t dev = 0; dev < numDevices; ++dev) {
     std::vector<int64_t> inFlight(stages, 0), fDone(stages, 0),
-        bDone(stages, 0), pendingW(stages, 0);
+        bDone(stages, 0), pendingW(stages, 0), wDone(stages, 0);
     double fixed = 0, update = 0, largest = 0, allSent = 0;
     for (int64_t i = 0; i < stages; ++i)
       if (devices[i] == dev) {
@@ -1419,7 +1456,9 @@ Search::evaluateVirtual(const PlanShape &shape,
                 double(pendingW[i]) * parts[i].weightHeld +
                 double(fDone[i]) * sent[i].forward / double(m) +
                 double(bDone[i]) * sent[i].back / double(m);
-        if (m > 1 && bDone[i] > 0)
+        // The gradients exist once a backward made them (split W: once
+        // a W did).
+        if (m > 1 && (splitW ? wDone[i] : bDone[i]) > 0)
           held += parts[i].grads;
         // Made at the first forward, alive to the last.
         if (m > 1 && ((fDone[i] > 0 && fDone[i] < m) ||
@@ -1438,7 +1477,11 @@ Search::evaluateVirtual(const PlanShape &shape,
         if (splitW)
           ++pendingW[s];
       } else {
+        // Its values are in `held`; the first W writes the gradients.
+        best = std::max(best, held + (m > 1 && wDone[s] == 0 ? parts[s].grads
+                                                              : 0.0));
         --pendingW[s];
+        ++wDone[s];
       }
     }
     peak[dev] = best;

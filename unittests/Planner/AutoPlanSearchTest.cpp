@@ -1025,6 +1025,46 @@ TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
     EXPECT_DOUBLE_EQ(ve.stages[s].memoryBytes, vhe.stages[s].memoryBytes);
 }
 
+// Under zb-h1 stage i defers each W by i micro-batches: the gradients
+// exist once the first W ran, and after its last backward the last stage
+// of two, with two micro-batches, holds both W's values (W0 waited for
+// B1, W1 has no later backward to wait for) while W0 writes the
+// gradients. Two units of 1e6 bytes of parameters (2e6 of state), no
+// activations, 8e6 bytes a W reads at the full batch (4e6 a micro-batch).
+TEST(AutoPlanSearch, ZeroBubbleDeferredWsHoldTheirValuesBesideTheGradients) {
+  std::string spec = writeSpec("zbmem", 1e12, 1e-6, 1e-6);
+  Problem p = smallProblem(spec, 4);
+  for (int u = 0; u < 2; ++u) {
+    Unit unit;
+    unit.name = "u" + std::to_string(u);
+    unit.paramBytes = 1e6;
+    unit.stateBytes = 2e6;
+    unit.params = 1;
+    unit.largestParamBytes = 1e6;
+    unit.weightBytes = 8e6;
+    p.units.push_back(unit);
+    OpCost c;
+    c.unit = u;
+    c.perMicroBatch = true;
+    c.flops = 1e9;
+    p.ops.push_back(c);
+  }
+  PlanShape shape{1, 1, 2, 2, {0, 1}};
+  p.schedule = "1f1b";
+  StepEvaluation ofob = evaluatePlan(p, shape);
+  p.schedule = "zb-h1";
+  StepEvaluation zb = evaluatePlan(p, shape);
+  ASSERT_EQ(ofob.error, "");
+  ASSERT_EQ(zb.error, "");
+  // 1F1B: parameters and state (3e6), then the update's peak: the
+  // gradients (1e6) and the largest parameter's new value and state (3e6).
+  EXPECT_DOUBLE_EQ(ofob.stages[1].memoryBytes, 3e6 + 1e6 + 3e6);
+  // Stage 0 defers nothing.
+  EXPECT_DOUBLE_EQ(zb.stages[0].memoryBytes, ofob.stages[0].memoryBytes);
+  // Stage 1: the gradients beside two W's values, above the update.
+  EXPECT_DOUBLE_EQ(zb.stages[1].memoryBytes, 3e6 + 1e6 + 2 * 4e6);
+}
+
 TEST(AutoPlanSearch, ZeroBubbleSplitsTheBackwardLikeTheSchedule) {
   std::string spec = writeSpec("zb", 1e30, 1e-30, 1e-30);
   Problem p = smallProblem(spec, 4);

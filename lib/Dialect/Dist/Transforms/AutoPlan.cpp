@@ -57,7 +57,8 @@ struct Storage {
   /// Read by a forward op dist-recompute copies into the backward.
   bool readByRecomputed = false;
   /// Made by a W op (OpCost::reach: its results lead to no backward op of
-  /// an earlier unit); read last by one (its unit in lastW).
+  /// an earlier unit); read by one (its unit in lastW), which, deferred,
+  /// is its last reader.
   bool byW = false;
   int lastW = -1;
   int lastUse = -1, lastForwardUse = -1, firstBackwardUse = -1;
@@ -141,7 +142,10 @@ void replayUnits(Block &body, const llvm::DenseMap<Operation *, int> &opUnit,
       s.lastUse = int(i);
       s.readPerMicroBatch |= !fromParams;
       s.readByRecomputed |= copiedOps.contains(op);
-      s.lastW = isW ? opUnit.lookup(op) : -1;
+      // A W op deferred past the backward reads its operands last, even
+      // those a later backward op also reads (a residual's gradient).
+      if (isW)
+        s.lastW = opUnit.lookup(op);
       if (isa<func::ReturnOp>(op))
         s.pinned = true;
       else if (forward)
