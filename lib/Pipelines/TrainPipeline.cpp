@@ -33,12 +33,16 @@ static bool policyNamesTensorParallel(llvm::StringRef policy, int64_t devices) {
 bool TrainPipelineOptions::namesTensorParallel() const {
   if (!llvm::StringRef(plan).ends_with(".json"))
     return policyNamesTensorParallel(plan, devices);
-  // A plan file names tp by its policy, its mesh or (a constrained auto
-  // plan) a split over tp; one that does not read is dist-plan's error.
+  // A plan file names tp by its policy, its mesh, (a constrained auto
+  // plan) a split over tp, or co-shard entries; one that does not read is
+  // dist-plan's error.
   std::string error;
   std::optional<dist::PlanFile> file = dist::readPlanFile(plan, error);
   if (!file)
     return false;
+  // Co-shard cuts ops along Megatron's dimensions, with tp or without.
+  if (!file->coshard.empty())
+    return true;
   if (file->policy && *file->policy != "auto")
     return policyNamesTensorParallel(*file->policy, devices);
   if (file->mesh && file->mesh->tp > 1)

@@ -245,7 +245,10 @@ int main(int argc, char **argv) {
     return fail("--clip-norm must be a finite number >= 0 (0: off), got " +
                 value.str());
   }
-  bool distributed = devices > 1 || microBatches > 1;
+  // A plan file plans one device too (recomputation, co-shard); a built-in
+  // policy there would have nothing to do.
+  bool distributed = devices > 1 || microBatches > 1 ||
+                     StringRef(plan).ends_with(".json");
   // Options that only some modes read are errors elsewhere, not silently
   // ignored (--help says which mode each needs).
   auto given = [](const cl::Option &o) { return o.getNumOccurrences() > 0; };
@@ -264,8 +267,11 @@ int main(int argc, char **argv) {
                                 static_cast<const cl::Option *>(&reduceEarly)})
       if (given(*o))
         return fail("--" + o->ArgStr +
-                    " applies only with --devices > 1 or --micro-batches > 1 "
-                    "(one device with one micro-batch has no plan)");
+                    " applies only with --devices > 1 or --micro-batches > 1" +
+                    (o == &plan ? " or a plan file (one device with one "
+                                  "micro-batch has no built-in plan)"
+                                : " (one device with one micro-batch has no "
+                                  "plan)"));
   if (reduceEarly != "auto" && reduceEarly != "always" &&
       reduceEarly != "never")
     return fail("--reduce-early expects auto, always or never, got '" +

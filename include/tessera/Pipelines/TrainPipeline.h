@@ -117,8 +117,12 @@ struct TrainPipelineOptions
                      "names (dist-extract-rank; -1: all ranks)"),
       llvm::cl::init(-1)};
 
-  /// One device and one micro-batch need no plan.
-  bool distributed() const { return devices > 1 || microBatches > 1; }
+  /// One device and one micro-batch need no plan, unless a plan file asks
+  /// for one (recomputation or co-shard on one device).
+  bool distributed() const {
+    return devices > 1 || microBatches > 1 ||
+           llvm::StringRef(plan).ends_with(".json");
+  }
   bool autoPlan() const { return plan == "auto"; }
   /// A plan the auto search may choose: auto, or a plan file (whose policy
   /// may be auto; dist-plan checks the auto-only options once it has read

@@ -713,6 +713,34 @@ LogicalResult buildStepModel(ModuleOp module, const AutoPlanOptions &options,
     for (auto &[v, d] : flow.carriers)
       tpValues.try_emplace(v, d);
   }
+  // A plan's own splits over tp where the trace does not reach (the pieces
+  // dist-coshard made of Megatron's ops, when a plan is predicted as it
+  // runs).
+  for (Operation &op : body) {
+    if (tpNames.count(&op) || isa<tsr::ConstantOp>(op))
+      continue;
+    DictionaryAttr split = getAttr<Dist::SplitAttrHelper>(&op);
+    auto iface = dyn_cast<DimAnnotationOpInterface>(&op);
+    if (!split || !iface)
+      continue;
+    for (NamedAttribute e : split) {
+      if (cast<StringAttr>(e.getValue()).getValue() != "tp")
+        continue;
+      auto bound = bindOpAnnotation(iface);
+      if (!bound)
+        break;
+      tpNames[&op] = e.getName().str();
+      for (auto [r, spec] :
+           llvm::zip(op.getResults(), bound->annotation.outputs))
+        if (int64_t d = dimOfName(spec, e.getName().str()); d >= 0)
+          tpValues.try_emplace(r, d);
+      // Its operands split along it too (a parameter its update splits).
+      for (auto [v, spec] :
+           llvm::zip(op.getOperands(), bound->annotation.inputs))
+        if (int64_t d = dimOfName(spec, e.getName().str()); d >= 0)
+          tpValues.try_emplace(v, d);
+    }
+  }
   // tp must divide the heads and the MLP's hidden dimension.
   int64_t tpLimit = 0;
   for (auto [v, d] : heads)

@@ -4,7 +4,10 @@
 // ranks, the pieces of one rank run one after another. dist-plan marks the
 // ops (dist.coshard = P, a plan file's coshard entries); this pass makes P
 // copies of each, copy j computing the j-th P-th of every rank's tp piece
-// along the dimension tp splits.
+// along the dimension tp splits. Without tp (T = 1), dist-plan marks the
+// dimension tp would split (Megatron's) as a split over the tp axis of
+// size 1, and each rank runs its whole op in P pieces; those marks go once
+// the copies are made.
 //
 // Piece j of a dimension of size S split over T tp ranks is, on rank r,
 // the elements [r S/T + j S/(T P), r S/T + (j + 1) S/(T P)): inside the
@@ -104,6 +107,10 @@ private:
                            Dist::RecomputeAttrHelper::getNameStr()})
       if (Attribute a = from->getAttr(name))
         fresh->setAttr(name, a);
+    // Without tp (a mesh axis of size 1) there is no split to keep: the
+    // reshapes' outer factor T is a dimension of size 1, without a name.
+    if (tp < 2)
+      return;
     auto iface = cast<DimAnnotationOpInterface>(fresh);
     if (auto bound = bindOpAnnotation(iface))
       addSplit(fresh, bound->annotation.outputs[0].dims[dim].atoms.front().name,
@@ -251,7 +258,7 @@ LogicalResult Coshard::run() {
   appendPlanReport(
       f, {StringAttr::get(
              ctx, llvm::formatv("coshard: {0} op(s) in {1} run(s) compute "
-                                "each tp piece in parts, one after another "
+                                "each {4} in parts, one after another "
                                 "({2} op copies){3}",
                                 marked.size(), runs.size(), copies,
                                 whole ? llvm::formatv("; {0} marked op(s) "
@@ -260,7 +267,8 @@ LogicalResult Coshard::run() {
                                                       "split run whole",
                                                       whole)
                                             .str()
-                                      : std::string())
+                                      : std::string(),
+                                tp > 1 ? "tp piece" : "op")
                       .str())});
   return success();
 }
@@ -333,35 +341,63 @@ LogicalResult Coshard::emitRun(ArrayRef<Operation *> ops) {
   return success();
 }
 
+/// Without tp, the splits over tp (an axis of size 1) only said where the
+/// pieces lie (a copy of one head has no head dimension left to name):
+/// none stays.
+void dropTpSplits(func::FuncOp f) {
+  for (Operation &op : f.getBody().front())
+    if (auto split = getAttr<Dist::SplitAttrHelper>(&op)) {
+      SmallVector<NamedAttribute> keep;
+      for (NamedAttribute e : split)
+        if (cast<StringAttr>(e.getValue()).getValue() != "tp")
+          keep.push_back(e);
+      if (keep.empty())
+        removeAttr<Dist::SplitAttrHelper>(&op);
+      else
+        op.setAttr(Dist::SplitAttrHelper::getNameStr(),
+                   DictionaryAttr::get(f.getContext(), keep));
+    }
+}
+
+} // namespace
+
+LogicalResult tessera::dist::plan_detail::runCoshard(ModuleOp module) {
+  bool any = false;
+  module.walk(
+      [&](Operation *op) { any |= hasAttr<Dist::CoshardAttrHelper>(op); });
+  if (!any)
+    return success();
+  MeshAttr mesh = requireMesh(module, "dist-coshard");
+  if (!mesh)
+    return failure();
+  planner::PlanShape shape;
+  for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
+    (name.getValue() == "dp"   ? shape.dp
+     : name.getValue() == "tp" ? shape.tp
+                               : shape.pp) = size;
+  if (PipelineAttr pipeline = getEnclosingPipeline(module))
+    shape.microBatches = pipeline.getMicroBatches();
+  for (auto f : module.getOps<func::FuncOp>()) {
+    if (!hasAttr<Tsr::TrainStepAttrHelper>(f))
+      continue;
+    Coshard c(f, shape.tp);
+    // The new ops carry the batch like the ops they serve: traced again
+    // as dist-plan traced it (the marks it made stay).
+    if (failed(c.run()) || failed(planBatch(f, shape)))
+      return failure();
+    if (shape.tp < 2)
+      dropTpSplits(f);
+  }
+  return success();
+}
+
+namespace {
 struct DistCoshardPass : public dist::impl::DistCoshardBase<DistCoshardPass> {
   using DistCoshardBase::DistCoshardBase;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    bool any = false;
-    module.walk(
-        [&](Operation *op) { any |= hasAttr<Dist::CoshardAttrHelper>(op); });
-    if (!any)
-      return;
-    MeshAttr mesh = requireMesh(module, "dist-coshard");
-    if (!mesh)
-      return signalPassFailure();
-    planner::PlanShape shape;
-    for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes()))
-      (name.getValue() == "dp"   ? shape.dp
-       : name.getValue() == "tp" ? shape.tp
-                                 : shape.pp) = size;
-    if (PipelineAttr pipeline = getEnclosingPipeline(module))
-      shape.microBatches = pipeline.getMicroBatches();
-    for (auto f : module.getOps<func::FuncOp>()) {
-      if (!hasAttr<Tsr::TrainStepAttrHelper>(f))
-        continue;
-      Coshard c(f, shape.tp);
-      // The new ops carry the batch like the ops they serve: traced again
-      // as dist-plan traced it (the marks it made stay).
-      if (failed(c.run()) || failed(planBatch(f, shape)))
-        return signalPassFailure();
-    }
+    if (failed(runCoshard(getOperation())))
+      signalPassFailure();
   }
 };
 

@@ -118,9 +118,23 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                       "stages, not " +
                       std::string(schedule) +
                       (stagesPerDevice > 1 ? " with virtual stages" : ""));
-    } else if (failed(predictPlan(module, autoOptions(spec), plan, spec.shape,
-                                  lines))) {
-      return failure();
+    } else {
+      // Co-shard is modelled as it runs: on a copy of the module whose
+      // marked ops are their pieces (dist-coshard's rewrite), so the replay
+      // of the units sees each piece's recomputed values alone.
+      bool pieces = false;
+      module.walk([&](Operation *op) {
+        pieces |= hasAttr<Dist::CoshardAttrHelper>(op);
+      });
+      OwningOpRef<ModuleOp> copy;
+      if (pieces) {
+        copy = module.clone();
+        if (failed(runCoshard(*copy)))
+          return failure();
+      }
+      if (failed(predictPlan(pieces ? *copy : module, autoOptions(spec), plan,
+                             spec.shape, lines)))
+        return failure();
     }
     func::FuncOp step;
     for (auto f : module.getOps<func::FuncOp>())
@@ -551,21 +565,37 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     if (spec.coshard.empty())
       return success();
     SelectionContext cx = selectionContext(f);
-    auto tpName = [](Operation *op) -> std::optional<std::string> {
+    // Without tp, the pieces are those of the whole op along the dimension
+    // tp would split (Megatron's, as the tp policy traces it): the marked
+    // ops get that split over tp, an axis of size 1 (nothing is
+    // communicated for it), and each rank runs its whole op in parts.
+    llvm::DenseMap<Operation *, std::string> megatron;
+    if (spec.shape.tp < 2) {
+      Block &body = f.getBody().front();
+      SmallVector<std::pair<Value, int64_t>> heads, hidden;
+      tensorParallelSeeds(body, heads, hidden);
+      for (auto *seeds : {&heads, &hidden})
+        if (!seeds->empty())
+          for (auto &[op, name] :
+               traceDim(body, *seeds, 1, /*backward=*/true,
+                        [](Operation *) { return true; })
+                   .names)
+            if (!isa<tsr::ConstantOp>(op))
+              megatron.try_emplace(op, name);
+    }
+    auto tpName = [&](Operation *op) -> std::optional<std::string> {
       if (auto split = getAttr<Dist::SplitAttrHelper>(op))
         for (NamedAttribute e : split)
           if (cast<StringAttr>(e.getValue()).getValue() == "tp")
             return e.getName().str();
+      if (auto it = megatron.find(op); it != megatron.end())
+        return it->second;
       return std::nullopt;
     };
     for (const auto &c : spec.coshard) {
       SmallVector<Operation *> ops = selectOps(f, c.select, cx);
       if (ops.empty())
         return matchesNothing(f, "coshard", c.index, c.select);
-      if (spec.shape.tp < 2)
-        return ops.front()->emitError("dist-plan: plan entry coshard[")
-               << c.index << "] runs each tp piece in parts, but the plan "
-               << "has tp = " << spec.shape.tp;
       llvm::StringSet<> names;
       SmallVector<Operation *> marked;
       for (Operation *op : ops)
@@ -575,9 +605,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         }
       if (marked.empty())
         return ops.front()->emitError("dist-plan: plan entry coshard[")
-               << c.index << "] (" << c.select.str()
-               << ") selects no op that tp splits: co-shard runs a tp piece "
-                  "in parts";
+               << c.index << "] (" << c.select.str() << ") selects no op that "
+               << (spec.shape.tp < 2
+                       ? "tp would split (by attention heads or MLP hidden "
+                         "units): co-shard runs such an op in parts"
+                       : "tp splits: co-shard runs a tp piece in parts");
       for (Operation &op : f.getBody().front())
         if (!tsr::isForward(&op) && names.contains(forwardNameOf(&op)) &&
             tpName(&op))
@@ -606,6 +638,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         op->setAttr(
             Dist::CoshardAttrHelper::getNameStr(),
             IntegerAttr::get(IntegerType::get(&getContext(), 64), c.pieces));
+        if (spec.shape.tp < 2)
+          addSplit(op, name, "tp");
       }
     }
     return success();

@@ -125,6 +125,9 @@ mlir::LogicalResult planBatch(mlir::func::FuncOp f,
 /// Megatron-style tp: attention split by heads, the MLP column- then
 /// row-parallel.
 mlir::LogicalResult planTensorParallel(mlir::func::FuncOp f, int64_t tp);
+/// dist-coshard on `module` (Coshard.cpp): the ops marked dist.coshard as
+/// their pieces; success with nothing marked.
+mlir::LogicalResult runCoshard(mlir::ModuleOp module);
 /// ZeRO-1: the optimizer updates split over dp where dp divides them.
 void planZero1(mlir::func::FuncOp f, int64_t dp);
 /// ZeRO-2: ZeRO-1, and each split update's gradient reduced straight into

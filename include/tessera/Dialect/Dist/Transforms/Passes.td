@@ -141,7 +141,11 @@ def DistCoshard : Pass<"dist-coshard", "::mlir::ModuleOp"> {
     to the order of float32 sums where a piece boundary splits a reduction
     (none, for heads or MLP hidden units: every sum stays within a piece).
     The module's `dist.plan_report` says how many ops run in how many
-    pieces.
+    pieces. Without tp (a mesh whose tp is 1), dist-plan marks the
+    dimension tp would split as a split over `tp`: the pieces are those of
+    each rank's whole op (tp = 1 in the above), and once they are made no
+    split over `tp` stays. dist-plan also applies this rewrite to a copy of
+    the module to predict the plan on its pieces.
   }];
   let dependentDialects = ["::tessera::dist::DistDialect"];
 }
