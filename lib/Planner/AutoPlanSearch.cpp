@@ -32,6 +32,7 @@
 #include "tessera/Schedule/PipelineOrder.h"
 
 #include <algorithm>
+#include <functional>
 #include <cassert>
 #include <cmath>
 #include <ctime>
@@ -1257,8 +1258,6 @@ std::string Search::scheduledStep(int64_t pp, int64_t m,
   ps.stages = static_cast<int>(pp);
   ps.forwardSpan = 1;
   ps.backwardSpan = 2;
-  // The time of one span unit: a third of the slowest micro-batch.
-  double unit = w.micro / 3.0;
   if (p.schedule == "zb-h1") {
     // Spans as dist-schedule gives them: the slowest stage's F, B and W
     // in units of the forward, rounded, each 1 to 8 (W at least 1: the
@@ -1270,18 +1269,62 @@ std::string Search::scheduledStep(int64_t pp, int64_t m,
     ps.forwardSpan = 1;
     ps.backwardSpan = span(w.backwardB);
     ps.weightSpan = span(w.weight);
-    unit = w.micro / double(ps.forwardSpan + ps.backwardSpan + ps.weightSpan);
   }
   schedule::PipelineOrder order = schedule::pipelineOrder(
       p.schedule, ps, static_cast<int>(m), std::nullopt);
   if (!order.error.empty())
     return p.schedule + ": " + order.error;
-  double perMicro = double(ps.forwardSpan + ps.backwardSpan + ps.weightSpan);
-  double busy = perMicro * double(m);
-  bubble = 1 - busy / double(order.makespan);
-  shared =
-      sharedCompute(stages, m, double(order.makespan) * unit + w.step);
-  stepSeconds = double(order.makespan) * unit + w.step + shared;
+  // The order replayed with each block at its own stage's time: a stage
+  // runs its blocks in the schedule's order, each once the block it needs
+  // is done (the previous stage's forward of the micro-batch, the next
+  // stage's backward, its own B before a W), so unequal stages (a small
+  // embedding stage, a heavy head) cost what they take, not the slowest
+  // stage's time each. The library's order is by start time in uniform
+  // blocks, which every dependency precedes, so one pass replays it.
+  // Sends: half of a stage's per-micro-batch sends with its forward, half
+  // with its backward.
+  bool splitW = ps.weightSpan > 0;
+  std::vector<double> fT(pp), bT(pp), wT(pp), free(pp, 0.0);
+  for (int64_t s = 0; s < pp; ++s) {
+    const StagePrediction &st = stages[s];
+    wT[s] = splitW ? st.microWeight : 0.0;
+    fT[s] = st.microForward + st.microSends / 2;
+    bT[s] = std::max(0.0, st.microSeconds - fT[s] - wT[s]);
+  }
+  std::vector<std::vector<double>> fEnd(pp, std::vector<double>(m, 0.0)),
+      bEnd = fEnd;
+  double busy = 0;
+  for (const schedule::OrderedBlock &b : order.blocks) {
+    int64_t s = b.stage, k = b.micro;
+    if (s < 0 || s >= pp || k < 0 || k >= m)
+      return p.schedule + ": the schedule names a block outside the plan";
+    double ready = 0, time = 0;
+    if (b.kind == schedule::BlockKind::Forward) {
+      ready = s > 0 ? fEnd[s - 1][k] : 0.0;
+      time = fT[s];
+    } else if (b.kind == schedule::BlockKind::Backward) {
+      ready = s + 1 < pp ? bEnd[s + 1][k] : fEnd[s][k];
+      time = bT[s];
+    } else {
+      ready = bEnd[s][k];
+      time = wT[s];
+    }
+    double end = std::max(ready, free[s]) + time;
+    free[s] = end;
+    busy += time;
+    if (b.kind == schedule::BlockKind::Forward)
+      fEnd[s][k] = end;
+    else if (b.kind == schedule::BlockKind::Backward)
+      bEnd[s][k] = end;
+  }
+  double makespan = 0, total = 0;
+  for (int64_t s = 0; s < pp; ++s) {
+    makespan = std::max(makespan, free[s]);
+    total = std::max(total, free[s] + stages[s].stepSeconds);
+  }
+  bubble = makespan > 0 ? 1 - busy / (double(pp) * makespan) : 0;
+  shared = sharedCompute(stages, m, total);
+  stepSeconds = total + shared;
   return "";
 }
 
@@ -1492,6 +1535,18 @@ Search::evaluateVirtual(const PlanShape &shape,
   return out;
 }
 
+/// The cuts of the replayed search's enumeration (Search::run).
+constexpr double kReplayedCuts = 2000;
+
+/// C(n - 1, pp - 1): the cuts of n units into pp stages (as a double,
+/// saturating far above kReplayedCuts).
+static double cutCount(size_t n, int64_t pp) {
+  double count = 1;
+  for (int64_t i = 1; i < pp && count <= 1e18; ++i)
+    count = count * double(int64_t(n) - i) / double(i);
+  return count;
+}
+
 Result Search::run() {
   std::clock_t start = std::clock();
   Result best;
@@ -1557,16 +1612,15 @@ Result Search::run() {
         double edgeScale = 1.0 / double(d * m);
         // A lower bound first: the pipeline cannot beat its total work
         // spread over the stages, nor its slowest unit.
-        double work = 0, slowest = 0, once = 0;
+        double work = 0, slowest = 0;
         for (size_t u = 0; u < n; ++u) {
           work += c.micro[u];
           slowest = std::max(slowest, c.micro[u]);
-          once += c.step[u];
         }
-        // (Zero bubble may hide most of the fill and drain: only the
-        // micro-batches' own work bounds it.)
-        double fills = p.schedule == "zb-h1" ? double(m) : double(m + pp - 1);
-        double bound = fills * std::max(work / pp, slowest) + once / double(pp);
+        // The replayed schedule (scheduledStep) takes at least the busiest
+        // stage's m micro-batches, and one micro-batch's way through every
+        // stage.
+        double bound = std::max(double(m) * std::max(work / pp, slowest), work);
         double least = 0;
         std::vector<size_t> fitting =
             memoryCuts(c, t, d, pp, m, edgeScale, least);
@@ -1583,9 +1637,9 @@ Result Search::run() {
                         : std::vector<size_t>();
         if (!p.exactCuts || tooLarge)
           starts = cut(c, t, pp, m, edgeScale, ppLink.bandwidth);
-        // The step time of a cut that fits (the closed form; the schedule
-        // library for zero bubble, whose fill and drain have no closed form
-        // for few micro-batches), or infinity.
+        // The step time of a cut that fits (the schedule replayed with each
+        // stage's own times, scheduledStep; the closed form without
+        // stages), or infinity.
         auto timeOf = [&](const std::vector<size_t> &cut,
                           std::vector<StagePrediction> &stages,
                           double &shared) {
@@ -1597,7 +1651,7 @@ Result Search::run() {
             return kInf;
           shared = 0;
           double total = closedForm(pp, m, stages, shared);
-          if (p.schedule == "zb-h1" && pp > 1) {
+          if (pp > 1) {
             double scheduled = 0, bubble = 0, sharedScheduled = 0;
             if (scheduledStep(pp, m, stages, scheduled, bubble, sharedScheduled)
                     .empty()) {
@@ -1610,6 +1664,35 @@ Result Search::run() {
         std::vector<StagePrediction> stages;
         double shared = 0;
         double total = timeOf(starts, stages, shared);
+        // Few cuts (at most kReplayedCuts): each replayed, the fastest that
+        // fits kept. The dynamic programs rank by the slowest stage, which
+        // the replay refines (unequal stages cost what they take).
+        if (pp > 1 && cutCount(n, pp) <= kReplayedCuts) {
+          std::vector<size_t> cutStarts(pp);
+          std::function<void(int64_t, size_t)> each = [&](int64_t i,
+                                                          size_t from) {
+            if (i == pp) {
+              if (!pinsAllow(cutStarts) || cutStarts == starts)
+                return;
+              std::vector<StagePrediction> other;
+              double otherShared = 0;
+              double otherTotal = timeOf(cutStarts, other, otherShared);
+              if (otherTotal < total) {
+                starts = cutStarts;
+                stages = std::move(other);
+                shared = otherShared;
+                total = otherTotal;
+              }
+              return;
+            }
+            for (size_t u = from; u + size_t(pp - i) <= n; ++u) {
+              cutStarts[i] = u;
+              each(i + 1, u + 1);
+            }
+          };
+          cutStarts[0] = 0;
+          each(1, 1);
+        }
         // The planner's additive memory is a lower bound and its objective
         // not the step time: the fastest cut that fits by the slowest stage
         // may fit where it does not, or be faster (the exact cut needs no
