@@ -32,11 +32,11 @@
 #include "tessera/Schedule/PipelineOrder.h"
 
 #include <algorithm>
-#include <functional>
 #include <cassert>
 #include <cmath>
 #include <ctime>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
