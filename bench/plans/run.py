@@ -15,8 +15,10 @@ come from the calibrated spec and that database.
 A plan's measured step is the median of its per-step times (elapsed_s
 differences after the first 10 steps) in a round, then the median over the
 rounds. Prints a table, Spearman's rank correlation between predicted and
-measured, and where auto's choice lands; with --out, writes it as markdown
-with the machine and the date.
+measured, and where auto's choice lands (a choice outside PLANS is
+compiled and measured in as many rounds again, alternating with the
+fastest of PLANS); with --out, writes it as markdown with the machine and
+the date.
 """
 import argparse
 import datetime
@@ -65,6 +67,20 @@ def seconds(text):
     if not m:
         return None
     return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
+
+
+def step_time(out, a, work):
+    """The median step of one run of the program in OUT (elapsed_s
+    differences after the first 10 steps)."""
+    log = os.path.join(work, "log.jsonl")
+    if os.path.exists(log):
+        os.remove(log)
+    subprocess.run([os.path.join(out, "run"), "--data", a.data,
+                    "--steps", str(a.steps), "--log", log],
+                   capture_output=True, check=True)
+    e = [json.loads(l)["elapsed_s"] for l in open(log) if l.strip()]
+    d = [y - x for x, y in zip(e, e[1:])][10:]
+    return statistics.median(d)
 
 
 def main():
@@ -133,15 +149,7 @@ def main():
                 rounds.append(json.load(open(db)))
             k = rnd % len(plans)
             for p in plans[k:] + plans[:k]:
-                log = os.path.join(work, "log.jsonl")
-                if os.path.exists(log):
-                    os.remove(log)
-                subprocess.run([os.path.join(p["dir"], "run"), "--data", a.data,
-                                "--steps", str(a.steps), "--log", log],
-                               capture_output=True, check=True)
-                e = [json.loads(l)["elapsed_s"] for l in open(log) if l.strip()]
-                d = [y - x for x, y in zip(e, e[1:])][10:]
-                p["times"].append(statistics.median(d))
+                p["times"].append(step_time(p["dir"], a, work))
             sys.stderr.write(f"round {rnd + 1}/{a.rounds} done\n")
         if rounds:
             times = {}
@@ -177,8 +185,28 @@ def main():
             dp, tp, pp, mb = map(int, m.groups())
             parts = [f"{ax}{n}" for ax, n in (("dp", dp), ("tp", tp), ("pp", pp)) if n > 1]
             auto = f"{'x'.join(parts) or 'dp1'} mb{mb}"
+            auto_policy, auto_mb = "x".join(parts) or "dp1", mb
+        auto_pred = seconds(r.stderr)
         for p in plans:
             p["measured"] = statistics.median(p["times"])
+        # auto's choice outside the plans above: compiled, and measured in
+        # as many rounds again alternating with the fastest of them, so
+        # that both see the machine at the same speed.
+        head_to_head = None
+        if auto and all(p["plan"] != auto for p in plans):
+            best = min(plans, key=lambda p: p["measured"])
+            out = os.path.join(work, "auto-run")
+            r = subprocess.run([compile_, a.model, "-o", out, "--devices", str(a.ranks),
+                                "--plan", auto_policy, "--micro-batches", str(auto_mb),
+                                "--quiet"], capture_output=True, text=True)
+            if r.returncode != 0:
+                sys.exit(f"compiling auto's choice {auto} failed:\n{r.stderr}")
+            mine, theirs = [], []
+            for rnd in range(a.rounds):
+                pair = [(out, mine), (best["dir"], theirs)]
+                for d, ts in (pair if rnd % 2 == 0 else pair[::-1]):
+                    ts.append(step_time(d, a, work))
+            head_to_head = (best["plan"], statistics.median(mine), statistics.median(theirs))
         pred = [p["predicted"] for p in plans]
         meas = [p["measured"] for p in plans]
         rho = spearman(pred, meas)
@@ -192,12 +220,19 @@ def main():
                          f"{p['predicted'] * 1e3:.3f} ms | {p['measured'] * 1e3:.3f} ms | "
                          f"{p['predicted'] / p['measured']:.2f} | {rank[i]} |")
         summary = [f"Spearman (predicted vs measured): {rho:.2f}",
-                   f"auto's choice: {auto or 'not one of the plans above'}"]
+                   f"auto's choice: {auto or 'none'}"]
         for p in plans:
             if p["plan"] == auto:
                 summary.append(f"auto's choice measures {p['measured'] / fastest:.2f} x the fastest "
                                f"({p['measured'] * 1e3:.3f} vs {fastest * 1e3:.3f} ms); predicted / "
                                f"measured {p['predicted'] / p['measured']:.2f}")
+        if head_to_head:
+            name, mine, theirs = head_to_head
+            summary.append(f"auto's choice ({auto}, predicted {auto_pred * 1e3:.3f} ms) measures "
+                           f"{mine * 1e3:.3f} ms against {theirs * 1e3:.3f} ms for the fastest "
+                           f"above ({name}) in {a.rounds} alternating rounds: "
+                           f"{mine / theirs:.2f} x; predicted / measured "
+                           f"{auto_pred / mine:.2f}")
         text = "\n".join(lines + [""] + summary) + "\n"
         print(text)
         if a.out:
