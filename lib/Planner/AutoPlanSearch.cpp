@@ -1664,6 +1664,18 @@ Result Search::run() {
         std::vector<StagePrediction> stages;
         double shared = 0;
         double total = timeOf(starts, stages, shared);
+        // Another cut replaces the current one when it fits and is faster.
+        auto consider = [&](const std::vector<size_t> &cut) {
+          std::vector<StagePrediction> other;
+          double otherShared = 0;
+          double otherTotal = timeOf(cut, other, otherShared);
+          if (otherTotal < total) {
+            starts = cut;
+            stages = std::move(other);
+            shared = otherShared;
+            total = otherTotal;
+          }
+        };
         // Few cuts (at most kReplayedCuts): each replayed, the fastest that
         // fits kept. The dynamic programs rank by the slowest stage, which
         // the replay refines (unequal stages cost what they take).
@@ -1672,17 +1684,8 @@ Result Search::run() {
           std::function<void(int64_t, size_t)> each = [&](int64_t i,
                                                           size_t from) {
             if (i == pp) {
-              if (!pinsAllow(cutStarts) || cutStarts == starts)
-                return;
-              std::vector<StagePrediction> other;
-              double otherShared = 0;
-              double otherTotal = timeOf(cutStarts, other, otherShared);
-              if (otherTotal < total) {
-                starts = cutStarts;
-                stages = std::move(other);
-                shared = otherShared;
-                total = otherTotal;
-              }
+              if (pinsAllow(cutStarts) && cutStarts != starts)
+                consider(cutStarts);
               return;
             }
             for (size_t u = from; u + size_t(pp - i) <= n; ++u) {
@@ -1697,17 +1700,8 @@ Result Search::run() {
         // not the step time: the fastest cut that fits by the slowest stage
         // may fit where it does not, or be faster (the exact cut needs no
         // second opinion).
-        if ((!p.exactCuts || tooLarge || total == kInf) && fitting != starts) {
-          std::vector<StagePrediction> other;
-          double otherShared = 0;
-          double otherTotal = timeOf(fitting, other, otherShared);
-          if (otherTotal < total) {
-            starts = fitting;
-            stages = std::move(other);
-            shared = otherShared;
-            total = otherTotal;
-          }
-        }
+        if ((!p.exactCuts || tooLarge || total == kInf) && fitting != starts)
+          consider(fitting);
         if (total == kInf) {
           leastNeeded = std::min(leastNeeded, least);
           continue;
