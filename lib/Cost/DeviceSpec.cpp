@@ -56,7 +56,7 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
   JsonObject o = JsonValue(j, origin).getObject(
       {"name", "description", "peak_flops", "memory_bandwidth", "memory_bytes",
        "devices_per_node", "intra_node", "inter_node", "op_overhead",
-       "compute_slots", "contention", "overlap_dp_reduction"},
+       "compute_slots", "contention", "core_wait", "overlap_dp_reduction"},
       "a device spec");
   DeviceSpec spec;
   spec.name = o.get("name").getString("the spec's name");
@@ -92,6 +92,8 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
       spec.contention.push_back(
           v.getNumber(Range::Positive, "a slowdown (time over alone)"));
   }
+  if (auto wait = o.find("core_wait"))
+    spec.coreWait = wait->getNumber(Range::NonNegative, "seconds");
   if (auto overlap = o.find("overlap_dp_reduction"))
     spec.overlapDpReduction =
         overlap->getBool("whether the dp reduction overlaps the backward");

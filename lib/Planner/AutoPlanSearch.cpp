@@ -1291,31 +1291,91 @@ std::string Search::scheduledStep(int64_t pp, int64_t m,
     fT[s] = st.microForward + st.microSends / 2;
     bT[s] = std::max(0.0, st.microSeconds - fT[s] - wT[s]);
   }
-  std::vector<std::vector<double>> fEnd(pp, std::vector<double>(m, 0.0)),
-      bEnd = fEnd;
+  size_t blocks = order.blocks.size();
+  // Per block: when it starts and ends, when the message it waits for
+  // arrives (-1: none crosses stages), and the wait for a core added.
+  std::vector<double> start(blocks, 0), end(blocks, 0), arrives(blocks, -1),
+      coreWait(blocks, 0);
   double busy = 0;
-  for (const schedule::OrderedBlock &b : order.blocks) {
-    int64_t s = b.stage, k = b.micro;
-    if (s < 0 || s >= pp || k < 0 || k >= m)
-      return p.schedule + ": the schedule names a block outside the plan";
-    double ready = 0, time = 0;
-    if (b.kind == schedule::BlockKind::Forward) {
-      ready = s > 0 ? fEnd[s - 1][k] : 0.0;
-      time = fT[s];
-    } else if (b.kind == schedule::BlockKind::Backward) {
-      ready = s + 1 < pp ? bEnd[s + 1][k] : fEnd[s][k];
-      time = bT[s];
-    } else {
-      ready = bEnd[s][k];
-      time = wT[s];
+  auto replay = [&]() -> std::string {
+    std::vector<std::vector<double>> fEnd(pp, std::vector<double>(m, 0.0)),
+        bEnd = fEnd;
+    std::fill(free.begin(), free.end(), 0.0);
+    busy = 0;
+    for (size_t i = 0; i < blocks; ++i) {
+      const schedule::OrderedBlock &b = order.blocks[i];
+      int64_t s = b.stage, k = b.micro;
+      if (s < 0 || s >= pp || k < 0 || k >= m)
+        return p.schedule + ": the schedule names a block outside the plan";
+      double ready = 0, time = 0;
+      bool crosses = false;
+      if (b.kind == schedule::BlockKind::Forward) {
+        crosses = s > 0;
+        ready = crosses ? fEnd[s - 1][k] : 0.0;
+        time = fT[s];
+      } else if (b.kind == schedule::BlockKind::Backward) {
+        crosses = s + 1 < pp;
+        ready = crosses ? bEnd[s + 1][k] : fEnd[s][k];
+        time = bT[s];
+      } else {
+        ready = bEnd[s][k];
+        time = wT[s];
+      }
+      arrives[i] = crosses ? ready : -1;
+      start[i] = std::max(ready + coreWait[i], free[s]);
+      end[i] = start[i] + time;
+      free[s] = end[i];
+      busy += time;
+      if (b.kind == schedule::BlockKind::Forward)
+        fEnd[s][k] = end[i];
+      else if (b.kind == schedule::BlockKind::Backward)
+        bEnd[s][k] = end[i];
     }
-    double end = std::max(ready, free[s]) + time;
-    free[s] = end;
-    busy += time;
-    if (b.kind == schedule::BlockKind::Forward)
-      fEnd[s][k] = end;
-    else if (b.kind == schedule::BlockKind::Backward)
-      bEnd[s][k] = end;
+    return "";
+  };
+  if (std::string error = replay(); !error.empty())
+    return error;
+  // Ranks beyond the node's compute slots share cores: a stage waiting for
+  // a message (polling, yielding) whose core a computing rank holds gets
+  // it back when that rank's block ends, or after the scheduler's slice
+  // (DeviceSpec::coreWait). Each rank computing when the message arrives
+  // shares the receiver's core with the chance a balanced placement gives
+  // (N ranks on S slots: N / S to a core, so (N / S - 1) / (N - 1) for
+  // each other rank). The waits come from the replay without them, and
+  // the order is replayed once more with them.
+  double ranks = double(std::min<int64_t>(p.devices, spec.devicesPerNode));
+  double perCore = ranks / std::max(1.0, spec.computeSlots);
+  if (spec.coreWait > 0 && perCore > 1 && ranks > 1) {
+    double share = (perCore - 1) / (ranks - 1);
+    double stageRanks = std::max(1.0, ranks / double(pp));
+    // Each stage's blocks, in the order it runs them (one after another).
+    std::vector<std::vector<size_t>> ofStage(pp);
+    for (size_t j = 0; j < blocks; ++j)
+      ofStage[order.blocks[j].stage].push_back(j);
+    bool waits = false;
+    for (size_t i = 0; i < blocks; ++i) {
+      double t = arrives[i];
+      // Only a stage that is waiting when the message comes.
+      if (t < 0 || start[i] > t)
+        continue;
+      double held = 0;
+      for (int64_t q = 0; q < pp; ++q) {
+        if (q == order.blocks[i].stage)
+          continue;
+        // The last block of q that starts by t, if it still runs.
+        const std::vector<size_t> &mine = ofStage[q];
+        auto after =
+            std::upper_bound(mine.begin(), mine.end(), t,
+                             [&](double x, size_t j) { return x < start[j]; });
+        if (after != mine.begin() && t < end[*(after - 1)])
+          held += std::min(end[*(after - 1)] - t, spec.coreWait);
+      }
+      coreWait[i] = share * stageRanks * held;
+      waits |= coreWait[i] > 0;
+    }
+    if (waits)
+      if (std::string error = replay(); !error.empty())
+        return error;
   }
   double makespan = 0, total = 0;
   for (int64_t s = 0; s < pp; ++s) {

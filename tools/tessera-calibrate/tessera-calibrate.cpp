@@ -17,8 +17,13 @@
 //     the driver sets it), the fixed cost subtracted;
 //   - contention: for k = 1 .. N, how much slower a 128 x 128 matmul runs
 //     while k ranks compute at once and the others wait in a blocking MPI
-//     call, than with the others asleep (N > 1; the median of three
-//     alternations: the host's speed drifts);
+//     call, than one of them alone with the others asleep just before
+//     (N > 1; the mean over the sets of k ranks that may be the busy ones,
+//     since where the kernel left them decides whether they share a core;
+//     per set the median of at least five alternations, each k at least 15
+//     times: the host's speed drifts);
+//   - core_wait: how long a waiting rank waits for its core while a
+//     computing rank holds it (N > 2; two ranks pinned to one CPU);
 //   - compute_slots: N over the contention of all N busy, at most the CPUs
 //     the ranks may run on (1 with one rank);
 //   - intra_node latency and bandwidth: the alpha-beta link that makes the
@@ -594,46 +599,130 @@ int run(const Options &o) {
 
   // Contention (several ranks): k ranks compute while the others wait in a
   // blocking MPI call, as a pipeline's idle stages wait (polling, yielding
-  // the core), for k = 1 .. N; each against rank 0 computing while the
-  // others sleep (a host as idle as the one-device --profile-ops runs
-  // see). Three alternations, the median slowdown per k.
+  // the core), for k = 1 .. N; each against one of the k computing while
+  // the others sleep (a host as idle as the one-device --profile-ops runs
+  // see).
   std::vector<double> contention;
   double slots = 1;
   if (size > 1) {
     rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
     auto matmuls = [&] { rt::matmul(p, p); };
-    // Waits without polling: the ranks that are not measured sleep.
-    auto sleepingBarrier = [] {
-      MPI_Request r;
-      MPI_Ibarrier(MPI_COMM_WORLD, &r);
-      int done = 0;
-      for (;;) {
-        MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-        if (done)
+    // Which ranks compute matters: unbound ranks that wait by polling are
+    // always runnable, so the kernel sees every core equally loaded and
+    // leaves the busy ones wherever they are (two busy ranks on one core
+    // run slower than on two). A program's busy ranks
+    // change all the time, so each k is measured over every set of k ranks
+    // (at most kSets of them, drawn evenly), and its contention is the mean
+    // over the sets: the slowdown the plan's ranks meet on average.
+    const size_t kSets = 12;
+    std::vector<std::vector<std::vector<int>>> sets(static_cast<size_t>(size));
+    for (int k = 1; k <= size; ++k) {
+      std::vector<std::vector<int>> all;
+      std::vector<int> pick(static_cast<size_t>(k));
+      for (int i = 0; i < k; ++i)
+        pick[size_t(i)] = i;
+      // Every k-subset in lexicographic order, stopping once far more than
+      // kSets exist (they are then drawn by a fixed stride below).
+      while (all.size() < 4096) {
+        all.push_back(pick);
+        int i = k - 1;
+        while (i >= 0 && pick[size_t(i)] == size - k + i)
+          --i;
+        if (i < 0)
           break;
-        usleep(200);
+        ++pick[size_t(i)];
+        for (int j = i + 1; j < k; ++j)
+          pick[size_t(j)] = pick[size_t(j - 1)] + 1;
       }
+      std::vector<std::vector<int>> &mine = sets[size_t(k - 1)];
+      if (all.size() <= kSets) {
+        mine = all;
+      } else {
+        for (size_t i = 0; i < kSets; ++i)
+          mine.push_back(all[i * all.size() / kSets]);
+      }
+    }
+    // The host's speed drifts by up to 2x within seconds here (a VM's
+    // vCPUs), so each busy set's slowdown is its ranks' matmul while the set
+    // computes, over its first rank's matmul alone just before (the others
+    // asleep); at least five alternations, the median per set. Each is
+    // timed over a window of the host's clock common to the ranks, which
+    // compute before it and until it ends, so that all k are busy
+    // throughout (ranks leaving a barrier start at different times, and a
+    // batch timed by each rank on its own may run while the others have not
+    // started).
+    const double length = window * 25, margin = window * 2;
+    // The time per call of the calls that start and end in [from, from +
+    // length] (the rank computes from the call on).
+    auto inWindow = [&](double from) {
+      long calls = 0;
+      double first = -1, last = 0;
+      for (;;) {
+        double t0 = now();
+        if (t0 >= from + length)
+          break;
+        matmuls();
+        double t1 = now();
+        if (t0 >= from && t1 <= from + length) {
+          if (first < 0)
+            first = t0;
+          last = t1;
+          ++calls;
+        }
+      }
+      return calls > 0 ? (last - first) / double(calls) : length;
     };
-    std::vector<std::vector<double>> slow(static_cast<size_t>(size));
-    for (int trial = 0; trial < 3; ++trial) {
-      MPI_Barrier(MPI_COMM_WORLD);
-      double quiet = 0;
-      if (lead)
-        quiet = timeCalls(matmuls, window * 10, MPI_COMM_SELF, 3);
-      sleepingBarrier();
+    // One sleep: a rank that wakes often takes the core from the one
+    // timed alone.
+    auto sleepUntil = [&](double t) {
+      double left = t - now();
+      if (left > 0)
+        usleep(useconds_t(left * 1e6));
+    };
+    // slow[k - 1][set]: that set's slowdowns over the trials.
+    std::vector<std::vector<std::vector<double>>> slow(
+        static_cast<size_t>(size));
+    for (int k = 1; k <= size; ++k)
+      slow[size_t(k - 1)].resize(sets[size_t(k - 1)].size());
+    // Each k at least 15 times: five alternations of its sets, more where
+    // it has few (all N busy: one set).
+    const int maxTrials = 15;
+    for (int trial = 0; trial < maxTrials; ++trial) {
       for (int k = 1; k <= size; ++k) {
-        MPI_Barrier(MPI_COMM_WORLD);
-        double mine = 0;
-        if (rank < k)
-          mine = timeCalls(matmuls, window * 10, MPI_COMM_SELF, 3);
-        MPI_Barrier(MPI_COMM_WORLD); // the others poll here meanwhile
-        std::vector<double> all(size_t(size), 0);
-        MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0,
-                   MPI_COMM_WORLD);
-        if (lead) {
-          std::vector<double> busy(all.begin(), all.begin() + k);
-          std::sort(busy.begin(), busy.end());
-          slow[size_t(k - 1)].push_back(busy[busy.size() / 2] / quiet);
+        size_t count = sets[size_t(k - 1)].size();
+        if (trial >= std::max<int>(5, int((15 + count - 1) / count)))
+          continue;
+        for (size_t i = 0; i < count; ++i) {
+          const std::vector<int> &busySet = sets[size_t(k - 1)][i];
+          int first = busySet.front();
+          bool busy =
+              std::find(busySet.begin(), busySet.end(), rank) != busySet.end();
+          MPI_Barrier(MPI_COMM_WORLD);
+          // One host: the ranks share its monotonic clock.
+          double quietFrom = now() + margin;
+          MPI_Bcast(&quietFrom, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+          double busyFrom = quietFrom + length + margin;
+          double quiet = 0, mine = 0;
+          if (rank == first)
+            quiet = inWindow(quietFrom);
+          else
+            sleepUntil(quietFrom + length);
+          if (busy)
+            mine = inWindow(busyFrom);
+          MPI_Barrier(MPI_COMM_WORLD); // the others poll here meanwhile
+          std::vector<double> all(size_t(size), 0), alone(size_t(size), 0);
+          MPI_Gather(&mine, 1, MPI_DOUBLE, all.data(), 1, MPI_DOUBLE, 0,
+                     MPI_COMM_WORLD);
+          MPI_Gather(&quiet, 1, MPI_DOUBLE, alone.data(), 1, MPI_DOUBLE, 0,
+                     MPI_COMM_WORLD);
+          if (lead) {
+            // The busy ranks' mean time over the first one's alone.
+            double sum = 0;
+            for (int r : busySet)
+              sum += all[size_t(r)];
+            slow[size_t(k - 1)][i].push_back(
+                sum / double(k) / std::max(alone[size_t(first)], 1e-12));
+          }
         }
       }
     }
@@ -641,9 +730,13 @@ int run(const Options &o) {
       std::string text = "contention (matmul " + std::to_string(probe) +
                          " while k ranks compute and the rest wait, over "
                          "alone on an idle host), k = 1 ..";
-      for (std::vector<double> &v : slow) {
-        std::sort(v.begin(), v.end());
-        contention.push_back(std::max(1e-3, v[v.size() / 2]));
+      for (std::vector<std::vector<double>> &perSet : slow) {
+        double sum = 0;
+        for (std::vector<double> &v : perSet) {
+          std::sort(v.begin(), v.end());
+          sum += v[v.size() / 2];
+        }
+        contention.push_back(std::max(1e-3, sum / double(perSet.size())));
         char num[32];
         std::snprintf(num, sizeof num, " %.3g", contention.back());
         text += num;
@@ -662,6 +755,101 @@ int run(const Options &o) {
                     "all busy, at most the %g CPU(s) they may use)",
                     slots, size, cpus);
       say(line);
+    }
+  }
+
+  // Core waits (several ranks on fewer CPUs): a rank waiting in a blocking
+  // receive, as a pipeline stage waits for its neighbour, polls and
+  // yields; when a computing rank shares its core, the message it waits
+  // for waits until the scheduler hands the core back.
+  double coreWait = 0;
+  if (size > 2) {
+    rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
+    const double pingFor = window * 20, computeFor = window * 30;
+    // Ranks a and b pass a message back and forth for pingFor while the
+    // ranks in `computing` run matmuls for computeFor; a's time per round
+    // (the others: 0).
+    auto pingPong = [&](int a, int b, auto computing) {
+      double start = now(), round = 0, flag = 1;
+      if (rank == a) {
+        long rounds = 0;
+        double last = start;
+        for (;;) {
+          flag = now() - start < pingFor ? 1.0 : -1.0;
+          MPI_Send(&flag, 1, MPI_DOUBLE, b, 7, MPI_COMM_WORLD);
+          if (flag < 0)
+            break;
+          MPI_Recv(&flag, 1, MPI_DOUBLE, b, 7, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+          ++rounds;
+          last = now();
+        }
+        round = (last - start) / double(std::max(1L, rounds));
+      } else if (rank == b) {
+        for (;;) {
+          MPI_Recv(&flag, 1, MPI_DOUBLE, a, 7, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+          if (flag < 0)
+            break;
+          MPI_Send(&flag, 1, MPI_DOUBLE, a, 7, MPI_COMM_WORLD);
+        }
+      } else if (computing(rank)) {
+        while (now() - start < computeFor)
+          rt::matmul(p, p);
+      }
+      // Rank 0 collects a's time.
+      if (a != 0) {
+        if (rank == a)
+          MPI_Send(&round, 1, MPI_DOUBLE, 0, 8, MPI_COMM_WORLD);
+        if (lead)
+          MPI_Recv(&round, 1, MPI_DOUBLE, a, 8, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+      }
+      return round;
+    };
+    // Two ranks on an idle host: the time a round takes without waits.
+    std::vector<double> idle, rounds;
+    for (int trial = 0; trial < 3; ++trial) {
+      MPI_Barrier(MPI_COMM_WORLD);
+      idle.push_back(pingPong(0, 1, [](int) { return false; }));
+    }
+    // The wait: rank 0 shares a CPU with rank 2, which computes, and rank 1
+    // has another (when the ranks may use two); each round rank 0 waits
+    // once for its core. The median of three, less an idle round.
+    {
+      cpu_set_t mask;
+      CPU_ZERO(&mask);
+      bool pinned = sched_getaffinity(0, sizeof mask, &mask) == 0;
+      if (pinned) {
+        std::vector<int> cpus;
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+          if (CPU_ISSET(c, &mask))
+            cpus.push_back(c);
+        cpu_set_t mine;
+        CPU_ZERO(&mine);
+        CPU_SET(rank == 1 && cpus.size() > 1 ? cpus[1] : cpus[0], &mine);
+        if (rank <= 2)
+          pinned = sched_setaffinity(0, sizeof mine, &mine) == 0;
+      }
+      int allPinned = pinned ? 1 : 0;
+      MPI_Allreduce(MPI_IN_PLACE, &allPinned, 1, MPI_INT, MPI_MIN,
+                    MPI_COMM_WORLD);
+      for (int trial = 0; allPinned && trial < 3; ++trial) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        rounds.push_back(pingPong(0, 1, [](int r) { return r == 2; }));
+      }
+      if (pinned)
+        sched_setaffinity(0, sizeof mask, &mask);
+      if (lead && allPinned) {
+        std::sort(rounds.begin(), rounds.end());
+        std::sort(idle.begin(), idle.end());
+        coreWait = std::max(0.0, rounds[1] - idle[1]);
+        std::snprintf(line, sizeof line,
+                      "core wait %.3g s (a waiting rank whose core a "
+                      "computing rank holds)",
+                      coreWait);
+        say(line);
+      }
     }
   }
 
@@ -810,6 +998,8 @@ int run(const Options &o) {
   spec["compute_slots"] = slots;
   if (!contention.empty())
     spec["contention"] = contention;
+  if (coreWait > 0)
+    spec["core_wait"] = coreWait;
   std::string text = spec.dump(2) + "\n";
   // What we write must load (the same strict reader the compiler uses).
   cost::parseDeviceSpec(text, o.out);

@@ -140,8 +140,8 @@ TEST(Roofline, ComputeAndMemoryBound) {
   EXPECT_THROW(rooflineTime(s, -1, 0, "fp32"), Exception);
 }
 
-// op_overhead, compute_slots and contention: optional, in range, and the
-// overhead adds to every roofline time.
+// op_overhead, compute_slots, contention and core_wait: optional, in
+// range, and the overhead adds to every roofline time.
 TEST(DeviceSpec, OpOverheadAndComputeSlots) {
   DeviceSpec plain = parseDeviceSpec(kTinySpec);
   EXPECT_EQ(plain.opOverhead, 0);
@@ -184,6 +184,15 @@ TEST(DeviceSpec, OpOverheadAndComputeSlots) {
   negative.insert(negative.rfind('}'), R"(, "op_overhead": -1)");
   EXPECT_NE(errorOf(negative).find("op_overhead"), std::string::npos)
       << errorOf(negative);
+  // core_wait: seconds, 0 unless given.
+  EXPECT_EQ(plain.coreWait, 0);
+  std::string wait = kTinySpec;
+  wait.insert(wait.rfind('}'), R"(, "core_wait": 0.003)");
+  EXPECT_DOUBLE_EQ(parseDeviceSpec(wait).coreWait, 0.003);
+  std::string negativeWait = kTinySpec;
+  negativeWait.insert(negativeWait.rfind('}'), R"(, "core_wait": -0.001)");
+  EXPECT_NE(errorOf(negativeWait).find("core_wait"), std::string::npos)
+      << errorOf(negativeWait);
 }
 
 } // namespace

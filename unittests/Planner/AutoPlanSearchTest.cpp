@@ -1061,6 +1061,60 @@ TEST(AutoPlanSearch, UnequalStagesCostWhatTheyTake) {
   }
 }
 
+// Two ranks on one core (compute_slots 1): a stage that waits for a message
+// while the other stage computes gets its core when that block ends, or
+// after core_wait. pp2, two micro-batches under 1F1B, F 1 s and B 2 s on
+// each stage, free sends: stage 1's F0 arrives at 1 s while stage 0 runs
+// F1 (until 2 s), stage 0's B0 at 4 s while stage 1 runs F1 (until 5 s);
+// stage 0's B1 arrives as stage 1 finishes (no wait). The contention list
+// of ones leaves the slots' own slowdown out.
+TEST(AutoPlanSearch, WaitingStagesWaitForTheCoreAComputingStageHolds) {
+  std::string spec = ::testing::TempDir() + "/corewait-spec.json";
+  auto withWait = [&](const std::string &extra) {
+    std::ofstream f(spec);
+    f << R"({"name": "corewait", "peak_flops": {"fp32": 1e11},
+      "memory_bandwidth": 1e30, "memory_bytes": 1e12, "devices_per_node": 2,
+      "intra_node": {"bandwidth": 1e30, "latency": 0},
+      "inter_node": {"bandwidth": 1e30, "latency": 0},
+      "contention": [1, 1])"
+      << extra << "}";
+  };
+  Problem p = smallProblem(spec, 2);
+  for (int u = 0; u < 2; ++u) {
+    Unit unit;
+    unit.name = "u" + std::to_string(u);
+    p.units.push_back(unit);
+    // 1e11 FLOPs is 1 s; a micro-batch is half the batch.
+    for (double seconds : {1.0, 2.0}) {
+      OpCost c;
+      c.unit = u;
+      c.perMicroBatch = true;
+      c.flops = 1e11 * seconds * 2;
+      c.backward = seconds > 1;
+      p.ops.push_back(c);
+    }
+  }
+  PlanShape shape{1, 1, 2, 2, {0, 1}};
+  struct Case {
+    std::string extra;
+    double step;
+  };
+  for (const Case &c : std::vector<Case>{
+           // No measured wait, or a core per rank: the replay alone.
+           {"", 9},
+           {R"(, "compute_slots": 2, "core_wait": 10)", 9},
+           // Each waiting block waits for the rest of the other's block.
+           {R"(, "compute_slots": 1, "core_wait": 10)", 10},
+           // At most core_wait each.
+           {R"(, "compute_slots": 1, "core_wait": 0.5)", 9.5}}) {
+    SCOPED_TRACE(c.extra);
+    withWait(c.extra);
+    StepEvaluation e = evaluatePlan(p, shape);
+    ASSERT_EQ(e.error, "");
+    EXPECT_NEAR(e.stepSeconds, c.step, 1e-9);
+  }
+}
+
 // Under zb-h1 stage i defers each W by i micro-batches: the gradients
 // exist once the first W ran, and after its last backward the last stage
 // of two, with two micro-batches, holds both W's values (W0 waited for

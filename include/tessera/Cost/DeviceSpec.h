@@ -52,6 +52,14 @@ struct DeviceSpec {
   /// unless given; given, it replaces computeSlots' bound (the planner
   /// slows a plan by the entry of its average count of busy ranks).
   std::vector<double> contention;
+  /// How long a rank waiting for a message waits for its core while a
+  /// computing rank holds it (the scheduler's slice; tessera-calibrate pins
+  /// two ranks to one CPU). 0 unless given; given, with ranks beyond
+  /// computeSlots, the planner's pipeline replay delays a block that waits
+  /// for another stage's message: each rank computing when the message
+  /// arrives shares the receiver's core with the chance a balanced
+  /// placement gives, and holds it for the rest of its block, at most this.
+  double coreWait = 0;
   /// Whether the data-parallel gradient reductions run beside the backward
   /// (a GPU's communication stream): a gradient's collective starts once
   /// the last micro-batch's backward made it, and only what outlasts the
