@@ -56,7 +56,8 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
   JsonObject o = JsonValue(j, origin).getObject(
       {"name", "description", "peak_flops", "memory_bandwidth", "memory_bytes",
        "devices_per_node", "intra_node", "inter_node", "op_overhead",
-       "compute_slots", "contention", "core_wait", "overlap_dp_reduction"},
+       "compute_slots", "contention", "core_wait", "core_chance",
+       "overlap_dp_reduction"},
       "a device spec");
   DeviceSpec spec;
   spec.name = o.get("name").getString("the spec's name");
@@ -94,6 +95,12 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
   }
   if (auto wait = o.find("core_wait"))
     spec.coreWait = wait->getNumber(Range::NonNegative, "seconds");
+  if (auto chance = o.find("core_chance")) {
+    spec.coreChance = chance->getNumber(Range::NonNegative, "a probability");
+    if (spec.coreChance > 1)
+      chance->fail("expected a probability in [0, 1], got " +
+                   formatNumber(spec.coreChance));
+  }
   if (auto overlap = o.find("overlap_dp_reduction"))
     spec.overlapDpReduction =
         overlap->getBool("whether the dp reduction overlaps the backward");

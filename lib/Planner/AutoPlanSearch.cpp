@@ -30,6 +30,7 @@
 #include "tessera/Layout/Rvd.h"
 #include "tessera/Planner/PiperPlanner.h"
 #include "tessera/Schedule/PipelineOrder.h"
+#include "tessera/Schedule/PipelineReplay.h"
 
 #include <algorithm>
 #include <cassert>
@@ -448,6 +449,9 @@ private:
                     double &shared) const;
   /// The wait for compute slots (DeviceSpec::computeSlots) of a plan whose
   /// schedule spans `span` seconds of the step.
+  /// How long a pipeline's stages wait for their cores when ranks share
+  /// them (DeviceSpec::coreWait); none without sharing.
+  schedule::CoreWaits coreWaits(int64_t pp) const;
   double sharedCompute(const std::vector<StagePrediction> &stages, int64_t m,
                        double span) const;
 
@@ -1214,6 +1218,26 @@ double Search::sharedCompute(const std::vector<StagePrediction> &stages,
   return std::max(0.0, work * ratio - span);
 }
 
+schedule::CoreWaits Search::coreWaits(int64_t pp) const {
+  // Ranks beyond the node's compute slots share cores: a stage waiting for
+  // a message may find its core held by a computing rank
+  // (DeviceSpec::coreWait). Each rank computing when the message arrives
+  // holds the receiver's core with the measured chance
+  // (DeviceSpec::coreChance) or, without one, the chance a balanced
+  // placement gives (N ranks on S slots: N / S to a core, so (N / S - 1) /
+  // (N - 1) for each other rank).
+  schedule::CoreWaits w;
+  double ranks = double(std::min<int64_t>(p.devices, spec.devicesPerNode));
+  double perCore = ranks / std::max(1.0, spec.computeSlots);
+  if (spec.coreWait <= 0 || perCore <= 1 || ranks <= 1)
+    return w;
+  w.wait = spec.coreWait;
+  w.chance = spec.coreChance > 0 ? spec.coreChance
+                                 : (perCore - 1) / (ranks - 1);
+  w.stageRanks = std::max(1.0, ranks / double(pp));
+  return w;
+}
+
 /// The slowest stage's times: per micro-batch and once per step.
 struct Slowest {
   double micro = 0, step = 0;
@@ -1274,109 +1298,25 @@ std::string Search::scheduledStep(int64_t pp, int64_t m,
       p.schedule, ps, static_cast<int>(m), std::nullopt);
   if (!order.error.empty())
     return p.schedule + ": " + order.error;
-  // The order replayed with each block at its own stage's time: a stage
-  // runs its blocks in the schedule's order, each once the block it needs
-  // is done (the previous stage's forward of the micro-batch, the next
-  // stage's backward, its own B before a W), so unequal stages (a small
-  // embedding stage, a heavy head) cost what they take, not the slowest
-  // stage's time each. The library's order is by start time in uniform
-  // blocks, which every dependency precedes, so one pass replays it.
+  // The order replayed with each block at its own stage's time
+  // (schedule::replayPipeline), so unequal stages (a small embedding stage,
+  // a heavy head) cost what they take, not the slowest stage's time each.
   // Sends: half of a stage's per-micro-batch sends with its forward, half
   // with its backward.
   bool splitW = ps.weightSpan > 0;
-  std::vector<double> fT(pp), bT(pp), wT(pp), free(pp, 0.0);
+  std::vector<double> fT(pp), bT(pp), wT(pp);
   for (int64_t s = 0; s < pp; ++s) {
     const StagePrediction &st = stages[s];
     wT[s] = splitW ? st.microWeight : 0.0;
     fT[s] = st.microForward + st.microSends / 2;
     bT[s] = std::max(0.0, st.microSeconds - fT[s] - wT[s]);
   }
-  size_t blocks = order.blocks.size();
-  // Per block: when it starts and ends, when the message it waits for
-  // arrives (-1: none crosses stages), and the wait for a core added.
-  std::vector<double> start(blocks, 0), end(blocks, 0), arrives(blocks, -1),
-      coreWait(blocks, 0);
-  double busy = 0;
-  auto replay = [&]() -> std::string {
-    std::vector<std::vector<double>> fEnd(pp, std::vector<double>(m, 0.0)),
-        bEnd = fEnd;
-    std::fill(free.begin(), free.end(), 0.0);
-    busy = 0;
-    for (size_t i = 0; i < blocks; ++i) {
-      const schedule::OrderedBlock &b = order.blocks[i];
-      int64_t s = b.stage, k = b.micro;
-      if (s < 0 || s >= pp || k < 0 || k >= m)
-        return p.schedule + ": the schedule names a block outside the plan";
-      double ready = 0, time = 0;
-      bool crosses = false;
-      if (b.kind == schedule::BlockKind::Forward) {
-        crosses = s > 0;
-        ready = crosses ? fEnd[s - 1][k] : 0.0;
-        time = fT[s];
-      } else if (b.kind == schedule::BlockKind::Backward) {
-        crosses = s + 1 < pp;
-        ready = crosses ? bEnd[s + 1][k] : fEnd[s][k];
-        time = bT[s];
-      } else {
-        ready = bEnd[s][k];
-        time = wT[s];
-      }
-      arrives[i] = crosses ? ready : -1;
-      start[i] = std::max(ready + coreWait[i], free[s]);
-      end[i] = start[i] + time;
-      free[s] = end[i];
-      busy += time;
-      if (b.kind == schedule::BlockKind::Forward)
-        fEnd[s][k] = end[i];
-      else if (b.kind == schedule::BlockKind::Backward)
-        bEnd[s][k] = end[i];
-    }
-    return "";
-  };
-  if (std::string error = replay(); !error.empty())
-    return error;
-  // Ranks beyond the node's compute slots share cores: a stage waiting for
-  // a message (polling, yielding) whose core a computing rank holds gets
-  // it back when that rank's block ends, or after the scheduler's slice
-  // (DeviceSpec::coreWait). Each rank computing when the message arrives
-  // shares the receiver's core with the chance a balanced placement gives
-  // (N ranks on S slots: N / S to a core, so (N / S - 1) / (N - 1) for
-  // each other rank). The waits come from the replay without them, and
-  // the order is replayed once more with them.
-  double ranks = double(std::min<int64_t>(p.devices, spec.devicesPerNode));
-  double perCore = ranks / std::max(1.0, spec.computeSlots);
-  if (spec.coreWait > 0 && perCore > 1 && ranks > 1) {
-    double share = (perCore - 1) / (ranks - 1);
-    double stageRanks = std::max(1.0, ranks / double(pp));
-    // Each stage's blocks, in the order it runs them (one after another).
-    std::vector<std::vector<size_t>> ofStage(pp);
-    for (size_t j = 0; j < blocks; ++j)
-      ofStage[order.blocks[j].stage].push_back(j);
-    bool waits = false;
-    for (size_t i = 0; i < blocks; ++i) {
-      double t = arrives[i];
-      // Only a stage that is waiting when the message comes.
-      if (t < 0 || start[i] > t)
-        continue;
-      double held = 0;
-      for (int64_t q = 0; q < pp; ++q) {
-        if (q == order.blocks[i].stage)
-          continue;
-        // The last block of q that starts by t, if it still runs.
-        const std::vector<size_t> &mine = ofStage[q];
-        auto after =
-            std::upper_bound(mine.begin(), mine.end(), t,
-                             [&](double x, size_t j) { return x < start[j]; });
-        if (after != mine.begin() && t < end[*(after - 1)])
-          held += std::min(end[*(after - 1)] - t, spec.coreWait);
-      }
-      coreWait[i] = share * stageRanks * held;
-      waits |= coreWait[i] > 0;
-    }
-    if (waits)
-      if (std::string error = replay(); !error.empty())
-        return error;
-  }
+  schedule::ReplayedPipeline replayed = schedule::replayPipeline(
+      order, int(pp), int(m), fT, bT, wT, coreWaits(pp));
+  if (!replayed.error.empty())
+    return p.schedule + ": " + replayed.error;
+  const std::vector<double> &free = replayed.stageEnds;
+  double busy = replayed.busy;
   double makespan = 0, total = 0;
   for (int64_t s = 0; s < pp; ++s) {
     makespan = std::max(makespan, free[s]);

@@ -24,6 +24,9 @@
 //     times: the host's speed drifts);
 //   - core_wait: how long a waiting rank waits for its core while a
 //     computing rank holds it (N > 2; two ranks pinned to one CPU);
+//   - core_chance: how likely a computing rank holds a waiting stage's core
+//     (N > 2): the chance with which the planner's pipeline replay matches
+//     a synthetic 1F1B pipeline's measured step;
 //   - compute_slots: N over the contention of all N busy, at most the CPUs
 //     the ranks may run on (1 with one rank);
 //   - intra_node latency and bandwidth: the alpha-beta link that makes the
@@ -43,6 +46,8 @@
 #include "tessera/Cost/Collectives.h"
 #include "tessera/Cost/DeviceSpec.h"
 #include "tessera/Cost/ProfileDatabase.h"
+#include "tessera/Schedule/PipelineOrder.h"
+#include "tessera/Schedule/PipelineReplay.h"
 #include "tessera/runtime/Comm.h"
 #include "tessera/runtime/Ops.h"
 #include "tessera/runtime/Tensor.h"
@@ -72,6 +77,7 @@ namespace {
 
 namespace rt = tessera::rt;
 namespace cost = tessera::cost;
+namespace schedule = tessera::schedule;
 
 const char *kUsage =
     "usage: tessera-calibrate -o SPEC.json [--profile-db FILE] [--ranks N] "
@@ -762,7 +768,7 @@ int run(const Options &o) {
   // receive, as a pipeline stage waits for its neighbour, polls and
   // yields; when a computing rank shares its core, the message it waits
   // for waits until the scheduler hands the core back.
-  double coreWait = 0;
+  double coreWait = 0, coreChance = 0;
   if (size > 2) {
     rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
     const double pingFor = window * 20, computeFor = window * 30;
@@ -848,6 +854,98 @@ int run(const Options &o) {
                       "core wait %.3g s (a waiting rank whose core a "
                       "computing rank holds)",
                       coreWait);
+        say(line);
+      }
+    }
+    // The chance: a synthetic 1F1B pipeline, each rank a stage, N
+    // micro-batches, blocks that spin for a fixed wall-clock time (a
+    // preempted block still ends on time, so the step beyond the replay
+    // without waits is waiting) and 4 KiB messages as the programs send
+    // them. The chance is the one with which the planner's replay
+    // (schedule::replayPipeline, each block its time plus an idle hop)
+    // matches the measured step: the median of three runs of 20 steps.
+    if (coreWait > 0 || !lead) {
+      const double fwd = 150e-6, bwd = 300e-6;
+      int micro = size;
+      std::vector<float> out(1024, 1.0f), in(1024, 0.0f);
+      // Short steps of arithmetic, so that a block ends on time (a matmul
+      // of the probe takes longer than a block).
+      volatile double sink = 0;
+      auto spinFor = [&](double seconds) {
+        double from = now(), x = 0;
+        while (now() - from < seconds)
+          for (int i = 0; i < 200; ++i)
+            x += i * 1e-9;
+        sink = sink + x;
+      };
+      std::vector<double> stepTimes;
+      for (int step = 0; step < 63; ++step) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double from = now();
+        std::vector<MPI_Request> sends;
+        int warm = std::min(size - rank - 1, micro), f = 0, b = 0;
+        while (f < micro || b < micro) {
+          bool forward = f < warm || (f < micro && f - warm <= b);
+          int peer = forward ? rank - 1 : rank + 1;
+          int tag = forward ? f : micro + b;
+          if (peer >= 0 && peer < size)
+            MPI_Recv(in.data(), 1024, MPI_FLOAT, peer, tag, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+          spinFor(forward ? fwd : bwd);
+          int next = forward ? rank + 1 : rank - 1;
+          if (next >= 0 && next < size) {
+            sends.emplace_back();
+            MPI_Isend(out.data(), 1024, MPI_FLOAT, next, tag, MPI_COMM_WORLD,
+                      &sends.back());
+          }
+          (forward ? f : b) += 1;
+        }
+        MPI_Waitall(int(sends.size()), sends.data(), MPI_STATUSES_IGNORE);
+        MPI_Barrier(MPI_COMM_WORLD);
+        // Each run of 21 steps: the first warms up.
+        if (step % 21 != 0)
+          stepTimes.push_back(now() - from);
+      }
+      if (lead) {
+        std::vector<double> medians;
+        for (size_t run = 0; run < 3; ++run) {
+          std::vector<double> v(stepTimes.begin() + long(run * 20),
+                                stepTimes.begin() + long(run * 20 + 20));
+          std::sort(v.begin(), v.end());
+          medians.push_back(v[v.size() / 2]);
+        }
+        std::sort(medians.begin(), medians.end());
+        double measured = medians[1];
+        schedule::PipelineSpec ps;
+        ps.stages = size;
+        ps.forwardSpan = 1;
+        ps.backwardSpan = 2;
+        schedule::PipelineOrder order =
+            schedule::pipelineOrder("1f1b", ps, micro, std::nullopt);
+        double hop = idle[1] / 2;
+        std::vector<double> fT(size_t(size), fwd + hop),
+            bT(size_t(size), bwd + hop), wT(size_t(size), 0.0);
+        auto replayed = [&](double chance) {
+          schedule::ReplayedPipeline r = schedule::replayPipeline(
+              order, size, micro, fT, bT, wT, {coreWait, chance, 1.0});
+          return *std::max_element(r.stageEnds.begin(), r.stageEnds.end());
+        };
+        double lo = 0, hi = 1;
+        if (!order.error.empty() || measured <= replayed(0))
+          hi = 0;
+        else if (measured >= replayed(1))
+          lo = 1;
+        for (int i = 0; i < 40 && hi - lo > 1e-4; ++i) {
+          double mid = (lo + hi) / 2;
+          (replayed(mid) < measured ? lo : hi) = mid;
+        }
+        coreChance = (lo + hi) / 2;
+        std::snprintf(line, sizeof line,
+                      "core chance %.3g (a synthetic 1F1B pipeline of %d "
+                      "stages and %d micro-batches, F %.0f us, B %.0f us: "
+                      "%.3g s a step; replayed without waits %.3g s)",
+                      coreChance, size, micro, fwd * 1e6, bwd * 1e6, measured,
+                      replayed(0));
         say(line);
       }
     }
@@ -998,8 +1096,10 @@ int run(const Options &o) {
   spec["compute_slots"] = slots;
   if (!contention.empty())
     spec["contention"] = contention;
-  if (coreWait > 0)
+  if (coreWait > 0) {
     spec["core_wait"] = coreWait;
+    spec["core_chance"] = coreChance;
+  }
   std::string text = spec.dump(2) + "\n";
   // What we write must load (the same strict reader the compiler uses).
   cost::parseDeviceSpec(text, o.out);

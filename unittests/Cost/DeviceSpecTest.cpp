@@ -140,7 +140,8 @@ TEST(Roofline, ComputeAndMemoryBound) {
   EXPECT_THROW(rooflineTime(s, -1, 0, "fp32"), Exception);
 }
 
-// op_overhead, compute_slots, contention and core_wait: optional, in
+// op_overhead, compute_slots, contention, core_wait and core_chance:
+// optional, in
 // range, and the overhead adds to every roofline time.
 TEST(DeviceSpec, OpOverheadAndComputeSlots) {
   DeviceSpec plain = parseDeviceSpec(kTinySpec);
@@ -193,6 +194,15 @@ TEST(DeviceSpec, OpOverheadAndComputeSlots) {
   negativeWait.insert(negativeWait.rfind('}'), R"(, "core_wait": -0.001)");
   EXPECT_NE(errorOf(negativeWait).find("core_wait"), std::string::npos)
       << errorOf(negativeWait);
+  // core_chance: a probability.
+  EXPECT_EQ(plain.coreChance, 0);
+  std::string chance = kTinySpec;
+  chance.insert(chance.rfind('}'), R"(, "core_chance": 0.7)");
+  EXPECT_DOUBLE_EQ(parseDeviceSpec(chance).coreChance, 0.7);
+  std::string tooLikely = kTinySpec;
+  tooLikely.insert(tooLikely.rfind('}'), R"(, "core_chance": 1.5)");
+  EXPECT_EQ(errorOf(tooLikely),
+            "spec.json: core_chance: expected a probability in [0, 1], got 1.5");
 }
 
 } // namespace

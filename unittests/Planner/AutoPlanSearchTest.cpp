@@ -1106,7 +1106,11 @@ TEST(AutoPlanSearch, WaitingStagesWaitForTheCoreAComputingStageHolds) {
            // Each waiting block waits for the rest of the other's block.
            {R"(, "compute_slots": 1, "core_wait": 10)", 10},
            // At most core_wait each.
-           {R"(, "compute_slots": 1, "core_wait": 0.5)", 9.5}}) {
+           {R"(, "compute_slots": 1, "core_wait": 0.5)", 9.5},
+           // A measured chance replaces the placement's (1 here): half of
+           // each wait.
+           {R"(, "compute_slots": 1, "core_wait": 10, "core_chance": 0.5)",
+            9.5}}) {
     SCOPED_TRACE(c.extra);
     withWait(c.extra);
     StepEvaluation e = evaluatePlan(p, shape);

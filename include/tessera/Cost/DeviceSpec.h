@@ -60,6 +60,11 @@ struct DeviceSpec {
   /// arrives shares the receiver's core with the chance a balanced
   /// placement gives, and holds it for the rest of its block, at most this.
   double coreWait = 0;
+  /// The chance that a rank computing when a waiting stage's message
+  /// arrives holds that stage's core (tessera-calibrate: from a synthetic
+  /// pipeline's measured step, replayed as the planner does). 0 unless
+  /// given; then the chance a balanced placement gives.
+  double coreChance = 0;
   /// Whether the data-parallel gradient reductions run beside the backward
   /// (a GPU's communication stream): a gradient's collective starts once
   /// the last micro-batch's backward made it, and only what outlasts the

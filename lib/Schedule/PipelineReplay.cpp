@@ -1,0 +1,101 @@
+//===- PipelineReplay.cpp - a pipeline order at each stage's own times ----===//
+
+#include "tessera/Schedule/PipelineReplay.h"
+
+#include <algorithm>
+
+namespace tessera::schedule {
+
+ReplayedPipeline replayPipeline(const PipelineOrder &order, int stages,
+                                int micro, const std::vector<double> &forward,
+                                const std::vector<double> &backward,
+                                const std::vector<double> &weight,
+                                const CoreWaits &waits) {
+  ReplayedPipeline out;
+  size_t n = static_cast<size_t>(stages), m = static_cast<size_t>(micro);
+  if (stages < 1 || micro < 1 || forward.size() != n ||
+      backward.size() != n || weight.size() != n) {
+    out.error = "need one forward, B and W time per stage";
+    return out;
+  }
+  size_t blocks = order.blocks.size();
+  // Per block: when it starts and ends, when the message it waits for
+  // arrives (-1: none crosses stages), and its wait for a core.
+  std::vector<double> start(blocks, 0), end(blocks, 0), arrives(blocks, -1),
+      coreWait(blocks, 0);
+  // The library's order is by start time in uniform blocks, which every
+  // dependency precedes, so one pass replays it.
+  auto replay = [&]() -> bool {
+    std::vector<std::vector<double>> fEnd(n, std::vector<double>(m, 0.0)),
+        bEnd = fEnd;
+    out.stageEnds.assign(n, 0.0);
+    out.busy = 0;
+    for (size_t i = 0; i < blocks; ++i) {
+      const OrderedBlock &b = order.blocks[i];
+      if (b.stage < 0 || b.stage >= stages || b.micro < 0 ||
+          b.micro >= micro) {
+        out.error = "the schedule names a block outside the plan";
+        return false;
+      }
+      size_t s = static_cast<size_t>(b.stage), k = static_cast<size_t>(b.micro);
+      double ready = 0, time = 0;
+      bool crosses = false;
+      if (b.kind == BlockKind::Forward) {
+        crosses = s > 0;
+        ready = crosses ? fEnd[s - 1][k] : 0.0;
+        time = forward[s];
+      } else if (b.kind == BlockKind::Backward) {
+        crosses = s + 1 < n;
+        ready = crosses ? bEnd[s + 1][k] : fEnd[s][k];
+        time = backward[s];
+      } else {
+        ready = bEnd[s][k];
+        time = weight[s];
+      }
+      arrives[i] = crosses ? ready : -1;
+      start[i] = std::max(ready + coreWait[i], out.stageEnds[s]);
+      end[i] = start[i] + time;
+      out.stageEnds[s] = end[i];
+      out.busy += time;
+      if (b.kind == BlockKind::Forward)
+        fEnd[s][k] = end[i];
+      else if (b.kind == BlockKind::Backward)
+        bEnd[s][k] = end[i];
+    }
+    return true;
+  };
+  if (!replay())
+    return out;
+  if (waits.wait <= 0 || waits.chance <= 0)
+    return out;
+  // Each stage's blocks, in the order it runs them (one after another).
+  std::vector<std::vector<size_t>> ofStage(n);
+  for (size_t j = 0; j < blocks; ++j)
+    ofStage[static_cast<size_t>(order.blocks[j].stage)].push_back(j);
+  bool any = false;
+  for (size_t i = 0; i < blocks; ++i) {
+    double t = arrives[i];
+    // Only a stage that is waiting when the message comes.
+    if (t < 0 || start[i] > t)
+      continue;
+    double held = 0;
+    for (size_t q = 0; q < n; ++q) {
+      if (q == static_cast<size_t>(order.blocks[i].stage))
+        continue;
+      // The last block of q that starts by t, if it still runs.
+      const std::vector<size_t> &mine = ofStage[q];
+      auto after =
+          std::upper_bound(mine.begin(), mine.end(), t,
+                           [&](double x, size_t j) { return x < start[j]; });
+      if (after != mine.begin() && t < end[*(after - 1)])
+        held += std::min(end[*(after - 1)] - t, waits.wait);
+    }
+    coreWait[i] = waits.chance * waits.stageRanks * held;
+    any |= coreWait[i] > 0;
+  }
+  if (any)
+    replay();
+  return out;
+}
+
+} // namespace tessera::schedule
