@@ -771,7 +771,8 @@ int run(const Options &o) {
   double coreWait = 0, coreChance = 0;
   if (size > 2) {
     rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
-    const double pingFor = window * 20, computeFor = window * 30;
+    // Fixed windows, --quick too: the wait is a scheduler slice (ms).
+    const double pingFor = 0.04, computeFor = 0.06;
     // Ranks a and b pass a message back and forth for pingFor while the
     // ranks in `computing` run matmuls for computeFor; a's time per round
     // (the others: 0).
@@ -864,7 +865,9 @@ int run(const Options &o) {
     // them. The chance is the one with which the planner's replay
     // (schedule::replayPipeline, each block its time plus an idle hop)
     // matches the measured step: the median of three runs of 20 steps.
-    if (coreWait > 0 || !lead) {
+    // Rank 0 knows the wait; every rank takes part in the pipeline or none.
+    MPI_Bcast(&coreWait, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (coreWait > 0) {
       const double fwd = 150e-6, bwd = 300e-6;
       int micro = size;
       std::vector<float> out(1024, 1.0f), in(1024, 0.0f);
