@@ -141,19 +141,14 @@ TEST(Roofline, ComputeAndMemoryBound) {
 }
 
 // op_overhead, compute_slots, contention, core_wait and core_chance:
-// optional, in
-// range, and the overhead adds to every roofline time.
+// optional, in range, and the overhead adds to every roofline time.
 TEST(DeviceSpec, OpOverheadAndComputeSlots) {
-  DeviceSpec plain = parseDeviceSpec(kTinySpec);
-  EXPECT_EQ(plain.opOverhead, 0);
-  EXPECT_EQ(plain.computeSlots, 4); // devices_per_node
-  std::string text = kTinySpec;
-  text.insert(text.rfind('}'),
-              R"(, "op_overhead": 2e-7, "compute_slots": 2.5)");
-  DeviceSpec s = parseDeviceSpec(text);
-  EXPECT_DOUBLE_EQ(s.opOverhead, 2e-7);
-  EXPECT_DOUBLE_EQ(s.computeSlots, 2.5);
-  EXPECT_DOUBLE_EQ(rooflineTime(s, 2e12, 0, "fp32"), 2.0 + 2e-7);
+  // The tiny spec with `keys` added.
+  auto with = [](const char *keys) {
+    std::string t = kTinySpec;
+    t.insert(t.rfind('}'), keys);
+    return t;
+  };
   auto errorOf = [](std::string t) {
     try {
       parseDeviceSpec(t, "spec.json");
@@ -162,46 +157,40 @@ TEST(DeviceSpec, OpOverheadAndComputeSlots) {
     }
     return std::string("(accepted)");
   };
-  std::string slots = kTinySpec;
-  slots.insert(slots.rfind('}'), R"(, "compute_slots": 5)");
-  EXPECT_EQ(errorOf(slots), "spec.json: compute_slots: expected a number in "
-                            "[1, devices_per_node = 4], got 5");
+  // The error of the tiny spec with `keys`, which must name `key`.
+  auto expectNamed = [&](const char *keys, const std::string &key) {
+    std::string error = errorOf(with(keys));
+    EXPECT_NE(error.find(key), std::string::npos) << error;
+  };
+  DeviceSpec plain = parseDeviceSpec(kTinySpec);
+  EXPECT_EQ(plain.opOverhead, 0);
+  EXPECT_EQ(plain.computeSlots, 4); // devices_per_node
+  DeviceSpec s =
+      parseDeviceSpec(with(R"(, "op_overhead": 2e-7, "compute_slots": 2.5)"));
+  EXPECT_DOUBLE_EQ(s.opOverhead, 2e-7);
+  EXPECT_DOUBLE_EQ(s.computeSlots, 2.5);
+  EXPECT_DOUBLE_EQ(rooflineTime(s, 2e12, 0, "fp32"), 2.0 + 2e-7);
+  EXPECT_EQ(errorOf(with(R"(, "compute_slots": 5)")),
+            "spec.json: compute_slots: expected a number in "
+            "[1, devices_per_node = 4], got 5");
   // contention: one positive slowdown per device of the node.
-  std::string contention = kTinySpec;
-  contention.insert(contention.rfind('}'),
-                    R"(, "contention": [1, 1.1, 2, 2.5])");
-  EXPECT_EQ(parseDeviceSpec(contention).contention,
+  EXPECT_EQ(parseDeviceSpec(with(R"(, "contention": [1, 1.1, 2, 2.5])"))
+                .contention,
             (std::vector<double>{1, 1.1, 2, 2.5}));
   EXPECT_TRUE(plain.contention.empty());
-  std::string shortList = kTinySpec;
-  shortList.insert(shortList.rfind('}'), R"(, "contention": [1, 2])");
-  EXPECT_NE(errorOf(shortList).find("contention"), std::string::npos)
-      << errorOf(shortList);
-  std::string zero = kTinySpec;
-  zero.insert(zero.rfind('}'), R"(, "contention": [1, 0, 2, 2])");
-  EXPECT_NE(errorOf(zero).find("contention"), std::string::npos)
-      << errorOf(zero);
-  std::string negative = kTinySpec;
-  negative.insert(negative.rfind('}'), R"(, "op_overhead": -1)");
-  EXPECT_NE(errorOf(negative).find("op_overhead"), std::string::npos)
-      << errorOf(negative);
+  expectNamed(R"(, "contention": [1, 2])", "contention");
+  expectNamed(R"(, "contention": [1, 0, 2, 2])", "contention");
+  expectNamed(R"(, "op_overhead": -1)", "op_overhead");
   // core_wait: seconds, 0 unless given.
   EXPECT_EQ(plain.coreWait, 0);
-  std::string wait = kTinySpec;
-  wait.insert(wait.rfind('}'), R"(, "core_wait": 0.003)");
-  EXPECT_DOUBLE_EQ(parseDeviceSpec(wait).coreWait, 0.003);
-  std::string negativeWait = kTinySpec;
-  negativeWait.insert(negativeWait.rfind('}'), R"(, "core_wait": -0.001)");
-  EXPECT_NE(errorOf(negativeWait).find("core_wait"), std::string::npos)
-      << errorOf(negativeWait);
+  EXPECT_DOUBLE_EQ(parseDeviceSpec(with(R"(, "core_wait": 0.003)")).coreWait,
+                   0.003);
+  expectNamed(R"(, "core_wait": -0.001)", "core_wait");
   // core_chance: a probability.
   EXPECT_EQ(plain.coreChance, 0);
-  std::string chance = kTinySpec;
-  chance.insert(chance.rfind('}'), R"(, "core_chance": 0.7)");
-  EXPECT_DOUBLE_EQ(parseDeviceSpec(chance).coreChance, 0.7);
-  std::string tooLikely = kTinySpec;
-  tooLikely.insert(tooLikely.rfind('}'), R"(, "core_chance": 1.5)");
-  EXPECT_EQ(errorOf(tooLikely),
+  EXPECT_DOUBLE_EQ(
+      parseDeviceSpec(with(R"(, "core_chance": 0.7)")).coreChance, 0.7);
+  EXPECT_EQ(errorOf(with(R"(, "core_chance": 1.5)")),
             "spec.json: core_chance: expected a probability in [0, 1], got 1.5");
 }
 
