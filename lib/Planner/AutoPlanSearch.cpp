@@ -447,13 +447,15 @@ private:
   double closedForm(int64_t pp, int64_t m,
                     const std::vector<StagePrediction> &stages,
                     double &shared) const;
-  /// The wait for compute slots (DeviceSpec::computeSlots) of a plan whose
-  /// schedule spans `span` seconds of the step.
   /// How long a pipeline's stages wait for their cores when ranks share
-  /// them (DeviceSpec::coreWait); none without sharing.
+  /// them (DeviceSpec::coreWait); none without sharing. `pp`: the stages'
+  /// device groups.
   schedule::CoreWaits coreWaits(int64_t pp) const;
+  /// The wait for compute slots (DeviceSpec::computeSlots) of a plan whose
+  /// schedule spans `span` seconds of the step, its stages on `groups`
+  /// device groups (0: one group each; virtual stages share theirs).
   double sharedCompute(const std::vector<StagePrediction> &stages, int64_t m,
-                       double span) const;
+                       double span, int64_t groups = 0) const;
 
   /// The stage a constrained plan pins unit `u` to, or -1.
   int64_t pinOf(size_t u) const {
@@ -1181,7 +1183,7 @@ static double zeroBubbleStep(int64_t pp, int64_t m, double micro,
 }
 
 double Search::sharedCompute(const std::vector<StagePrediction> &stages,
-                             int64_t m, double span) const {
+                             int64_t m, double span, int64_t groups) const {
   // Ranks of one node compete for its computeSlots: with r times more ranks
   // than slots, the step takes at least r x the work of its average rank
   // (every stage has dp x tp ranks). A plan whose ranks take turns (a
@@ -1196,7 +1198,7 @@ double Search::sharedCompute(const std::vector<StagePrediction> &stages,
   double work = 0;
   for (const StagePrediction &s : stages)
     work += double(m) * s.microSeconds + s.stepSeconds;
-  work /= double(stages.size());
+  work /= double(groups > 0 ? groups : int64_t(stages.size()));
   if (!spec.contention.empty()) {
     // Measured sharing: the plan's ranks are busy `busy` of the span at
     // once on average (the dp4 step: all of them; a one-micro-batch
@@ -1389,9 +1391,8 @@ Search::evaluateVirtual(const PlanShape &shape,
   double micro = 0, step = 0;
   evaluate(c, starts, t, d, m, stages, 1.0 / double(d * m), out.stages, micro,
            step);
-  // Time: the schedule library's makespan, spans as dist-schedule gives
-  // them (scheduledStep), plus the slowest device's once-per-step work.
-  Slowest w(out.stages);
+  // Time: the schedule library's order, spans as dist-schedule gives them,
+  // replayed below at each stage's own times.
   schedule::PipelineSpec ps;
   ps.stages = int(numDevices);
   ps.chunks = int(stages / numDevices);
@@ -1436,15 +1437,38 @@ Search::evaluateVirtual(const PlanShape &shape,
     out.error = p.schedule + ": " + order.error;
     return out;
   }
-  double perMicro = double(ps.forwardSpan + ps.backwardSpan + ps.weightSpan);
-  double unit = w.micro / perMicro;
+  // The order replayed with each virtual stage's own F, B and W
+  // (schedule::replayPipeline, as scheduledStep does for one stage per
+  // device): a device runs its stages' blocks one after another, and with
+  // ranks sharing cores a message between devices may wait for a core.
+  bool splitW = ps.weightSpan > 0;
+  std::vector<double> fT(stages), bT(stages), wT(stages);
+  for (int64_t s = 0; s < stages; ++s) {
+    const StagePrediction &st = out.stages[s];
+    wT[s] = splitW ? st.microWeight : 0.0;
+    fT[s] = st.microForward + st.microSends / 2;
+    bT[s] = std::max(0.0, st.microSeconds - fT[s] - wT[s]);
+  }
+  std::vector<int> deviceOf(devices.begin(), devices.end());
+  schedule::ReplayedPipeline replayed = schedule::replayPipeline(
+      order, int(stages), int(m), fT, bT, wT, coreWaits(numDevices), deviceOf);
+  if (!replayed.error.empty()) {
+    out.error = p.schedule + ": " + replayed.error;
+    return out;
+  }
+  // Each device's once-per-step work follows its last block.
   std::vector<double> deviceStep(numDevices, 0);
   for (int64_t i = 0; i < stages; ++i)
     deviceStep[devices[i]] += out.stages[i].stepSeconds;
-  double onceSlowest = *std::max_element(deviceStep.begin(), deviceStep.end());
+  double makespan = 0, total = 0;
+  for (int64_t dev = 0; dev < numDevices; ++dev) {
+    makespan = std::max(makespan, replayed.deviceEnds[dev]);
+    total = std::max(total, replayed.deviceEnds[dev] + deviceStep[dev]);
+  }
   out.bubble =
-      1 - perMicro * double(m) * double(ps.chunks) / double(order.makespan);
-  out.stepSeconds = double(order.makespan) * unit + onceSlowest;
+      makespan > 0 ? 1 - replayed.busy / (double(numDevices) * makespan) : 0;
+  out.sharedComputeSeconds = sharedCompute(out.stages, m, total, numDevices);
+  out.stepSeconds = total + out.sharedComputeSeconds;
   out.closedFormSeconds = out.stepSeconds;
   // Memory: each device replayed along the order.
   std::vector<StageMemory::Parts> parts;
@@ -1471,7 +1495,6 @@ Search::evaluateVirtual(const PlanShape &shape,
         parts[i].fixed -= bytes;
         parts[i].grads -= bytes;
       }
-  bool splitW = ps.weightSpan > 0;
   std::vector<double> peak(numDevices, 0);
   for (int64_t dev = 0; dev < numDevices; ++dev) {
     std::vector<int64_t> inFlight(stages, 0), fDone(stages, 0),

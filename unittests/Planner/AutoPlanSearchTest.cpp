@@ -1067,17 +1067,19 @@ TEST(AutoPlanSearch, UnequalStagesCostWhatTheyTake) {
 // each stage, free sends: stage 1's F0 arrives at 1 s while stage 0 runs
 // F1 (until 2 s), stage 0's B0 at 4 s while stage 1 runs F1 (until 5 s);
 // stage 0's B1 arrives as stage 1 finishes (no wait). The contention list
-// of ones leaves the slots' own slowdown out.
+// of ones leaves the slots' own slowdown out (but in the last case). The
+// virtual-stage evaluation, given one stage per device, predicts each
+// case alike.
 TEST(AutoPlanSearch, WaitingStagesWaitForTheCoreAComputingStageHolds) {
   std::string spec = ::testing::TempDir() + "/corewait-spec.json";
-  auto withWait = [&](const std::string &extra) {
+  auto withWait = [&](const std::string &extra, const std::string &contention) {
     std::ofstream f(spec);
     f << R"({"name": "corewait", "peak_flops": {"fp32": 1e11},
       "memory_bandwidth": 1e30, "memory_bytes": 1e12, "devices_per_node": 2,
       "intra_node": {"bandwidth": 1e30, "latency": 0},
       "inter_node": {"bandwidth": 1e30, "latency": 0},
-      "contention": [1, 1])"
-      << extra << "}";
+      "contention": )"
+      << contention << extra << "}";
   };
   Problem p = smallProblem(spec, 2);
   for (int u = 0; u < 2; ++u) {
@@ -1091,6 +1093,7 @@ TEST(AutoPlanSearch, WaitingStagesWaitForTheCoreAComputingStageHolds) {
       c.perMicroBatch = true;
       c.flops = 1e11 * seconds * 2;
       c.backward = seconds > 1;
+      c.modelFlops = true;
       p.ops.push_back(c);
     }
   }
@@ -1098,6 +1101,7 @@ TEST(AutoPlanSearch, WaitingStagesWaitForTheCoreAComputingStageHolds) {
   struct Case {
     std::string extra;
     double step;
+    std::string contention = "[1, 1]";
   };
   for (const Case &c : std::vector<Case>{
            // No measured wait, or a core per rank: the replay alone.
@@ -1110,12 +1114,22 @@ TEST(AutoPlanSearch, WaitingStagesWaitForTheCoreAComputingStageHolds) {
            // A measured chance replaces the placement's (1 here): half of
            // each wait.
            {R"(, "compute_slots": 1, "core_wait": 10, "core_chance": 0.5)",
-            9.5}}) {
-    SCOPED_TRACE(c.extra);
-    withWait(c.extra);
+            9.5},
+           // And the slowdown of busy ranks on top: each stage works 6 s
+           // of the 10, so 1.2 ranks are busy on average, 1.1 x slower
+           // with 2 busy ranks 1.5 x: 1 s more.
+           {R"(, "compute_slots": 1, "core_wait": 10)", 11, "[1, 1.5]"}}) {
+    SCOPED_TRACE(c.extra + " " + c.contention);
+    withWait(c.extra, c.contention);
     StepEvaluation e = evaluatePlan(p, shape);
     ASSERT_EQ(e.error, "");
     EXPECT_NEAR(e.stepSeconds, c.step, 1e-9);
+    // The virtual-stage evaluation (interleaved, ZB-V) prices one stage
+    // per device the same way: the same replay, waits and slowdown.
+    StepEvaluation v = evaluateVirtualPlan(p, shape, {0, 1});
+    ASSERT_EQ(v.error, "");
+    EXPECT_NEAR(v.stepSeconds, c.step, 1e-9);
+    EXPECT_NEAR(v.sharedComputeSeconds, e.sharedComputeSeconds, 1e-9);
   }
 }
 
