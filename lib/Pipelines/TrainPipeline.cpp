@@ -54,6 +54,14 @@ bool TrainPipelineOptions::namesTensorParallel() const {
   return false;
 }
 
+bool TrainPipelineOptions::searchesPlan() const {
+  if (!llvm::StringRef(plan).ends_with(".json"))
+    return autoPlan();
+  std::string error;
+  std::optional<dist::PlanFile> file = dist::readPlanFile(plan, error);
+  return !file || (file->policy && *file->policy == "auto");
+}
+
 LogicalResult
 buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
                    llvm::function_ref<void(const llvm::Twine &)> error) {
@@ -160,9 +168,10 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   pm.addPass(dist::createDistRecompute());
   dist::DistScheduleOptions schedule;
   schedule.schedule = o.schedule;
-  // The auto policy weighs the schedule in its choice, so there it always
-  // applies.
-  schedule.requirePipeline = o.requirePipeline && !o.mayBeAuto();
+  // The auto search weighs the schedule in its choice, so there it always
+  // applies; a plan file that fixes the plan must have something for a
+  // schedule given to order, as a built-in plan must.
+  schedule.requirePipeline = o.requirePipeline && !o.searchesPlan();
   pm.addPass(dist::createDistSchedule(schedule));
   dist::DistPartitionOptions partition;
   partition.reduceEarly = o.reduceEarly;

@@ -130,6 +130,10 @@ struct TrainPipelineOptions
   bool mayBeAuto() const {
     return autoPlan() || llvm::StringRef(plan).ends_with(".json");
   }
+  /// Whether the auto search chooses the plan: auto, or a plan file whose
+  /// policy is auto (a file that does not read counts: dist-plan reports
+  /// it).
+  bool searchesPlan() const;
   /// Whether the plan names tensor parallelism over several ranks: `tp`
   /// with devices > 1, a product with a tp factor above 1, or a plan file
   /// whose policy does, whose mesh has tp > 1 or whose trans entries split
