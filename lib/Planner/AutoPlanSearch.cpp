@@ -40,6 +40,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <optional>
 
 namespace tessera::planner::autoplan {
@@ -1858,6 +1859,139 @@ evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
   return withSearch<StepEvaluation>(problem, [&](Search &search) {
     return search.evaluateVirtual(shape, stageDevices);
   });
+}
+
+/// The variants' units and ops, unit u's from variants[unitVariant[u]].
+static Problem mixVariants(const std::vector<Problem> &variants,
+                           const std::vector<int> &unitVariant) {
+  Problem mixed = variants.front();
+  mixed.ops.clear();
+  for (size_t u = 0; u < mixed.units.size(); ++u)
+    mixed.units[u] = variants[size_t(unitVariant[u])].units[u];
+  for (size_t v = 0; v < variants.size(); ++v)
+    for (const OpCost &c : variants[v].ops)
+      if (size_t(unitVariant[size_t(c.unit)]) == v)
+        mixed.ops.push_back(c);
+  return mixed;
+}
+
+MixedPlan searchMixedStages(const std::vector<Problem> &variants,
+                            const PlanShape &shape) noexcept {
+  MixedPlan out;
+  try {
+    if (variants.empty()) {
+      out.error = "no variants of the step to mix";
+      return out;
+    }
+    const Problem &first = variants.front();
+    size_t n = first.units.size();
+    for (const Problem &v : variants) {
+      if (v.units.size() != n) {
+        out.error = "the variants of the step have different units";
+        return out;
+      }
+      for (const OpCost &c : v.ops)
+        if (c.unit < 0 || size_t(c.unit) >= n) {
+          out.error = "an op of a variant names no unit";
+          return out;
+        }
+    }
+    int64_t pp = shape.pp;
+    if (pp < 1 || size_t(pp) > n) {
+      out.error = "need 1 to " + std::to_string(n) + " stages";
+      return out;
+    }
+    if (first.schedule == "interleaved" || first.schedule == "zb-v") {
+      out.error = "stages are mixed one per device, not virtual (" +
+                  first.schedule + ")";
+      return out;
+    }
+    cost::DeviceSpec spec =
+        cost::loadDeviceSpec(resolveSpecName(first.deviceSpec));
+    std::optional<cost::ProfileDatabase> profile = loadProfile(first, spec);
+    const cost::ProfileDatabase *db = profile ? &*profile : nullptr;
+    std::vector<std::unique_ptr<Search>> searches;
+    for (const Problem &v : variants)
+      searches.push_back(std::make_unique<Search>(v, spec, db));
+    // The cuts: every one when few, else the given one.
+    std::vector<std::vector<size_t>> cuts;
+    if (cutCount(n, pp) <= kReplayedCuts) {
+      std::vector<size_t> starts(size_t(pp), 0);
+      std::function<void(int64_t, size_t)> each = [&](int64_t i, size_t from) {
+        if (i == pp) {
+          cuts.push_back(starts);
+          return;
+        }
+        for (size_t u = from; u + size_t(pp - i) <= n; ++u) {
+          starts[size_t(i)] = u;
+          each(i + 1, u + 1);
+        }
+      };
+      each(1, 1);
+    } else {
+      cuts.push_back(shape.stageStarts);
+    }
+    const std::vector<int64_t> &pins = first.unitStages;
+    double bestTime = kInf;
+    for (const std::vector<size_t> &cut : cuts) {
+      PlanShape s = shape;
+      s.stageStarts = cut;
+      // The pins of a constrained plan: unit u on stage pins[u].
+      bool allowed = true;
+      for (int64_t i = 0; i < pp && allowed; ++i) {
+        size_t last = i + 1 < pp ? cut[size_t(i + 1)] - 1 : n - 1;
+        for (size_t u = cut[size_t(i)]; u <= last && u < pins.size(); ++u)
+          allowed = allowed && (pins[u] < 0 || pins[u] == i);
+      }
+      if (!allowed)
+        continue;
+      // Each stage's fastest variant that fits.
+      std::vector<int> stageVariant(size_t(pp), -1);
+      std::vector<double> stageTime(size_t(pp), kInf);
+      for (size_t v = 0; v < variants.size(); ++v) {
+        StepEvaluation e = searches[v]->evaluatePlan(s);
+        if (!e.error.empty()) {
+          out.error = e.error;
+          return out;
+        }
+        for (size_t i = 0; i < e.stages.size(); ++i) {
+          const StagePrediction &st = e.stages[i];
+          double time =
+              double(shape.microBatches) * st.microSeconds + st.stepSeconds;
+          if (st.memoryBytes <= variants[v].memoryBytes * (1 + 1e-12) &&
+              time < stageTime[i]) {
+            stageTime[i] = time;
+            stageVariant[i] = int(v);
+          }
+        }
+      }
+      if (std::count(stageVariant.begin(), stageVariant.end(), -1))
+        continue;
+      std::vector<int> unitVariant(n);
+      for (int64_t i = 0; i < pp; ++i) {
+        size_t last = i + 1 < pp ? cut[size_t(i + 1)] - 1 : n - 1;
+        for (size_t u = cut[size_t(i)]; u <= last; ++u)
+          unitVariant[u] = stageVariant[size_t(i)];
+      }
+      Problem mixed = mixVariants(variants, unitVariant);
+      StepEvaluation e = Search(mixed, spec, db).evaluatePlan(s);
+      if (!e.error.empty() || !e.fits || e.stepSeconds >= bestTime)
+        continue;
+      bestTime = e.stepSeconds;
+      out.shape = s;
+      out.unitVariant = std::move(unitVariant);
+      out.problem = std::move(mixed);
+      out.evaluation = std::move(e);
+    }
+    if (bestTime == kInf)
+      out.error = "no cut into " + std::to_string(pp) +
+                  " stages fits with any variant on each stage";
+  } catch (const std::exception &e) {
+    out.error = e.what();
+  } catch (...) {
+    out.error = "unknown error in the auto planner";
+  }
+  return out;
 }
 
 namespace {

@@ -1233,3 +1233,153 @@ TEST(AutoPlanSearch, ZeroBubbleSplitsTheBackwardLikeTheSchedule) {
   EXPECT_NEAR(evaluatePlan(p, r.shape).stepSeconds, r.stepSeconds,
               1e-9 * r.stepSeconds);
 }
+
+// searchMixedStages against a brute force over every cut and every stage's
+// choice of variant: random steps of 4-6 units cut into 2-3 stages under
+// 1F1B with 1, 2 or 4 micro-batches, each unit as is (variant 0) or with
+// its activations recomputed (variant 1: a quarter of the kept
+// activations, the forward run again in the backward), the memory the
+// median peak over all those plans. The search keeps the fastest plan that
+// fits; it beats the fastest plan that recomputes every stage (on all 48
+// instances here), and its cut is not that plan's on a third of them.
+TEST(AutoPlanSearch, MixedStagesMatchABruteForceOverCutsAndVariants) {
+  std::string spec = writeSpec("mixed", 1e12, 1e-6, 1e-6);
+  int faster = 0, moved = 0, fitted = 0;
+  for (unsigned seed = 0; seed < 48; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<double> draw(1, 10);
+    size_t n = 4 + seed % 3;
+    int64_t pp = 2 + seed % 2, m = int64_t(1) << (seed % 3);
+    Problem plain = smallProblem(spec, 8);
+    plain.devices = pp;
+    Problem saver = plain;
+    for (size_t u = 0; u < n; ++u) {
+      Unit unit;
+      unit.name = "h." + std::to_string(u);
+      unit.paramBytes = 1e5 * draw(rng);
+      unit.stateBytes = 2 * unit.paramBytes;
+      unit.largestParamBytes = unit.paramBytes;
+      unit.params = 1;
+      unit.actBytes = 1e5 * draw(rng) * draw(rng);
+      plain.units.push_back(unit);
+      unit.actBytes /= 4;
+      saver.units.push_back(unit);
+      double flops = 1e9 * draw(rng);
+      for (bool backward : {false, true}) {
+        OpCost c;
+        c.unit = int(u);
+        c.perMicroBatch = true;
+        c.flops = backward ? 2 * flops : flops;
+        c.backward = backward;
+        plain.ops.push_back(c);
+        saver.ops.push_back(c);
+      }
+      OpCost again = saver.ops.back();
+      again.flops = flops;
+      saver.ops.push_back(again);
+    }
+    std::vector<Problem> variants = {plain, saver};
+    // Every cut, and every stage's variant.
+    struct Plan {
+      std::vector<size_t> starts;
+      std::vector<int> unitVariant;
+    };
+    std::vector<Plan> plans;
+    std::vector<size_t> starts(size_t(pp), 0);
+    std::function<void(int64_t, size_t)> each = [&](int64_t i, size_t from) {
+      if (i == pp) {
+        for (int mask = 0; mask < (1 << pp); ++mask) {
+          Plan plan{starts, std::vector<int>(n)};
+          for (int64_t s = 0; s < pp; ++s)
+            for (size_t u = starts[size_t(s)];
+                 u < (s + 1 < pp ? starts[size_t(s + 1)] : n); ++u)
+              plan.unitVariant[u] = (mask >> s) & 1;
+          plans.push_back(plan);
+        }
+        return;
+      }
+      for (size_t u = from; u + size_t(pp - i) <= n; ++u) {
+        starts[size_t(i)] = u;
+        each(i + 1, u + 1);
+      }
+    };
+    each(1, 1);
+    auto mix = [&](const std::vector<int> &unitVariant) {
+      Problem p = plain;
+      p.ops.clear();
+      for (size_t u = 0; u < n; ++u)
+        p.units[u] = variants[size_t(unitVariant[u])].units[u];
+      for (const Problem &v : variants)
+        for (const OpCost &c : v.ops)
+          if (&v == &variants[size_t(unitVariant[size_t(c.unit)])])
+            p.ops.push_back(c);
+      return p;
+    };
+    std::vector<double> peaks;
+    for (const Plan &plan : plans) {
+      StepEvaluation e = evaluatePlan(mix(plan.unitVariant),
+                                      PlanShape{1, 1, pp, m, plan.starts});
+      ASSERT_EQ(e.error, "");
+      double peak = 0;
+      for (const StagePrediction &st : e.stages)
+        peak = std::max(peak, st.memoryBytes);
+      peaks.push_back(peak);
+    }
+    std::vector<double> sorted = peaks;
+    std::sort(sorted.begin(), sorted.end());
+    double memory = sorted[sorted.size() / 2];
+    for (Problem &v : variants)
+      v.memoryBytes = memory;
+    double best = std::numeric_limits<double>::infinity(), bestSaver = best;
+    std::vector<size_t> saverCut;
+    for (const Plan &plan : plans) {
+      Problem p = mix(plan.unitVariant);
+      p.memoryBytes = memory;
+      StepEvaluation e = evaluatePlan(p, PlanShape{1, 1, pp, m, plan.starts});
+      if (!e.fits)
+        continue;
+      best = std::min(best, e.stepSeconds);
+      if (std::count(plan.unitVariant.begin(), plan.unitVariant.end(), 1) ==
+              int64_t(n) &&
+          e.stepSeconds < bestSaver) {
+        bestSaver = e.stepSeconds;
+        saverCut = plan.starts;
+      }
+    }
+    MixedPlan mixed = searchMixedStages(variants, PlanShape{1, 1, pp, m, {}});
+    if (best == std::numeric_limits<double>::infinity()) {
+      EXPECT_NE(mixed.error, "");
+      continue;
+    }
+    ASSERT_EQ(mixed.error, "");
+    ++fitted;
+    EXPECT_NEAR(mixed.evaluation.stepSeconds, best, 1e-12 * best);
+    EXPECT_TRUE(mixed.evaluation.fits);
+    // What it reports is the mix evaluated as any plan.
+    StepEvaluation again = evaluatePlan(mixed.problem, mixed.shape);
+    EXPECT_DOUBLE_EQ(again.stepSeconds, mixed.evaluation.stepSeconds);
+    EXPECT_EQ(mixed.problem.ops.size(),
+              plain.ops.size() +
+                  size_t(std::count(mixed.unitVariant.begin(),
+                                    mixed.unitVariant.end(), 1)));
+    faster += mixed.evaluation.stepSeconds < bestSaver * (1 - 1e-9);
+    moved += !saverCut.empty() && mixed.shape.stageStarts != saverCut;
+  }
+  EXPECT_GT(fitted, 24);
+  EXPECT_GT(faster, 24);
+  EXPECT_GT(moved, 8);
+  // The variants must be the same step.
+  Problem a = smallProblem(spec, 8), b = a;
+  a.units.resize(2);
+  b.units.resize(3);
+  EXPECT_EQ(searchMixedStages({}, PlanShape{1, 1, 1, 1, {0}}).error,
+            "no variants of the step to mix");
+  EXPECT_EQ(searchMixedStages({a, b}, PlanShape{1, 1, 1, 1, {0}}).error,
+            "the variants of the step have different units");
+  EXPECT_EQ(searchMixedStages({a}, PlanShape{1, 1, 3, 1, {0}}).error,
+            "need 1 to 2 stages");
+  a.schedule = "zb-v";
+  EXPECT_EQ(searchMixedStages({a}, PlanShape{1, 1, 2, 1, {0, 1}}).error,
+            "stages are mixed one per device, not virtual (zb-v)");
+}

@@ -277,9 +277,10 @@ StepEvaluation evaluatePlan(const Problem &problem,
 /// 1F1B, ZB-V): `shape.pp` is the number of virtual stages and
 /// `shape.stageStarts` their first units; `stageDevices` gives each virtual
 /// stage's device (0 .. devices - 1). The blocks run in the order the
-/// schedule library gives `problem.schedule` (as dist-schedule takes it);
-/// the step is its makespan with the slowest virtual stage's spans plus the
-/// slowest device's once-per-step work, and each device's memory is
+/// schedule library gives `problem.schedule` (as dist-schedule takes it),
+/// replayed with each virtual stage's own times (a device's blocks one
+/// after another), plus each device's once-per-step work, and each
+/// device's memory is
 /// replayed along the order (its virtual stages' kept activations per
 /// micro-batch in flight, their gradients once one backward ran, the sends
 /// so far, the deferred W's). stages[i].memoryBytes is the peak of virtual
@@ -305,6 +306,31 @@ StepEvaluation
 evaluateInterlacedPlan(const Problem &problem, const PlanShape &shape,
                        const std::vector<bool> &everyDevice,
                        const std::vector<int64_t> &stageDevices = {}) noexcept;
+
+/// A plan whose stages each take their own variant of the step (a memory
+/// saver on some stages only: recomputation, ZeRO-3).
+struct MixedPlan {
+  std::string error; ///< non-empty: no cut fits in any mix
+  PlanShape shape;
+  /// The variant each unit takes (the one of its stage).
+  std::vector<int> unitVariant;
+  /// The variants' units and ops mixed by unitVariant.
+  Problem problem;
+  StepEvaluation evaluation;
+};
+
+/// For `shape`'s mesh and micro-batches (pp >= 1 contiguous stages; not
+/// virtual ones: an interleaved or zb-v schedule is an error), the fastest
+/// plan that fits in which each stage takes one
+/// of `variants`: the same step, unit for unit, with different units and
+/// ops (e.g. as is and with its activations recomputed). Each cut of the
+/// units into shape.pp stages that the variants' unitStages pins allow
+/// (every cut when there are at most 2000, else shape's own) takes for
+/// each stage the fastest variant in which the stage fits (a stage's
+/// memory depends on its own units only, and a slower stage never shortens
+/// the step), and the fastest mix that fits is kept. Never throws.
+MixedPlan searchMixedStages(const std::vector<Problem> &variants,
+                            const PlanShape &shape) noexcept;
 
 /// Resolves "h100" / "a100" / "cpu" / a bundled name / a file; "" when it
 /// loads, else the error.

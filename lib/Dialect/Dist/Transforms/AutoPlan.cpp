@@ -1051,6 +1051,8 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
   };
   zero3Params.clear();
   std::vector<size_t> zero3Stages; ///< with zero3Params: the stages sharded
+  /// The plan with the saver(s) on every stage, when a mix replaced it.
+  std::optional<autoplan::Result> everySaver;
   if (!result.error.empty() && result.candidates > 0 && result.feasible == 0) {
     struct Saver {
       bool zero2, zero3, recompute;
@@ -1104,91 +1106,96 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                   saver.what;
       }
     }
-    if (best && best->recompute) {
-      // Per stage: a stage that fits without recomputation keeps its
-      // activations (the plan evaluated with those stages' units as the
-      // plain step has them, the others' as recomputed).
-      AutoPlanOptions o = options;
-      o.zero2 = best->zero2;
-      o.zero3 = best->zero3;
-      StepModel plain;
-      if (failed(buildStepModel(module, o, "auto", plain)))
-        return failure();
-      const planner::PlanShape &chosen = best->result.shape;
-      autoplan::StepEvaluation alone =
-          autoplan::evaluatePlan(plain.problem, chosen);
-      autoplan::Problem mixed = best->model.problem;
+    bool mixZero3 = best && best->zero3 && !options.zero3;
+    if (best && (best->recompute || mixZero3)) {
+      // Per stage: each stage takes the fastest variant of the step in
+      // which it fits (as is, parameters whole under ZeRO-3 with their
+      // optimizer state sharded as ZeRO-1's, activations kept rather than
+      // recomputed), over every cut of the units into its stages
+      // (autoplan::searchMixedStages), on the mesh the saver chose and
+      // its runners-up (ZeRO-3 only where dp > 1): a stage that fits
+      // without a saver keeps its speed, and the cut and mesh may move
+      // for it.
+      struct Variant {
+        bool recompute, sharded;
+      };
+      std::vector<Variant> kinds;
+      std::vector<autoplan::Problem> variants;
+      for (bool rc : {false, true}) {
+        if (rc && !best->recompute)
+          continue;
+        autoplan::Problem problem;
+        if (rc || !best->recompute) {
+          problem = best->model.problem;
+        } else {
+          AutoPlanOptions o = options;
+          o.zero2 = best->zero2;
+          o.zero3 = best->zero3;
+          StepModel plain;
+          if (failed(buildStepModel(module, o, "auto", plain)))
+            return failure();
+          problem = std::move(plain.problem);
+        }
+        if (mixZero3) {
+          autoplan::Problem whole = problem;
+          for (autoplan::Unit &u : whole.units)
+            u.paramsWhole = true;
+          kinds.push_back({rc, false});
+          variants.push_back(std::move(whole));
+        }
+        kinds.push_back({rc, best->zero3});
+        variants.push_back(std::move(problem));
+      }
+      std::vector<planner::PlanShape> meshes = {best->result.shape};
+      for (const autoplan::Candidate &c : best->result.runnersUp)
+        meshes.push_back(c.shape);
+      autoplan::MixedPlan mixed;
+      mixed.error = "no mesh";
+      for (const planner::PlanShape &mesh : meshes) {
+        if (mixZero3 && mesh.dp == 1)
+          continue;
+        autoplan::MixedPlan one = autoplan::searchMixedStages(variants, mesh);
+        if (one.error.empty() &&
+            (!mixed.error.empty() ||
+             one.evaluation.stepSeconds < mixed.evaluation.stepSeconds))
+          mixed = std::move(one);
+      }
       llvm::DenseSet<int64_t> rcUnits;
-      bool anyPlain = false;
-      if (alone.error.empty() && alone.stages.size() == size_t(chosen.pp)) {
-        std::vector<bool> plainUnit(mixed.units.size(), false);
-        for (const autoplan::StagePrediction &st : alone.stages) {
-          bool fits = st.memoryBytes <= plain.problem.memoryBytes;
-          for (size_t u = st.firstUnit; u <= st.lastUnit; ++u) {
-            plainUnit[u] = fits;
-            if (!fits)
-              rcUnits.insert(int64_t(u));
-          }
-          anyPlain |= fits;
+      bool allRc = true, anySharded = false, allSharded = true;
+      if (mixed.error.empty())
+        for (auto [u, v] : llvm::enumerate(mixed.unitVariant)) {
+          const Variant &k = kinds[size_t(v)];
+          if (k.recompute)
+            rcUnits.insert(int64_t(u));
+          allRc = allRc && k.recompute;
+          anySharded |= k.sharded;
+          allSharded = allSharded && k.sharded;
         }
-        if (anyPlain) {
-          for (size_t u = 0; u < mixed.units.size(); ++u)
-            if (plainUnit[u])
-              mixed.units[u] = plain.problem.units[u];
-          mixed.ops.clear();
-          for (const autoplan::OpCost &c : plain.problem.ops)
-            if (plainUnit[c.unit])
-              mixed.ops.push_back(c);
-          for (const autoplan::OpCost &c : best->model.problem.ops)
-            if (!plainUnit[c.unit])
-              mixed.ops.push_back(c);
+      // Kept when it is no slower and still takes the savers chosen (each
+      // on one stage at least).
+      if (mixed.error.empty() && mixed.evaluation.fits &&
+          mixed.evaluation.stepSeconds <= best->result.stepSeconds &&
+          (!best->recompute || !rcUnits.empty()) && (!mixZero3 || anySharded)) {
+        everySaver = best->result;
+        adopt(best->result, mixed.evaluation);
+        best->result.shape = mixed.shape;
+        best->model.problem = std::move(mixed.problem);
+        if (best->recompute && !allRc) {
+          recomputedUnits = std::move(rcUnits);
+          recomputeSome = true;
         }
-      }
-      autoplan::StepEvaluation both =
-          anyPlain ? autoplan::evaluatePlan(mixed, chosen)
-                   : autoplan::StepEvaluation();
-      if (anyPlain && both.error.empty() && both.fits &&
-          both.stepSeconds < best->result.stepSeconds) {
-        adopt(best->result, both);
-        best->model.problem = std::move(mixed);
-        recomputedUnits = std::move(rcUnits);
-        recomputeSome = true;
-      }
-    }
-    if (best && best->zero3 && !options.zero3 && best->result.shape.dp > 1) {
-      // Per stage as well: a stage that fits with its parameters whole
-      // keeps them so (its optimizer state stays sharded, as ZeRO-1's),
-      // saving their two gathers per micro-batch. Each stage's memory depends
-      // on its own units only; the mixed plan is evaluated again.
-      const planner::PlanShape &chosen = best->result.shape;
-      autoplan::Problem whole = best->model.problem;
-      for (autoplan::Unit &u : whole.units)
-        u.paramsWhole = true;
-      autoplan::StepEvaluation alone = autoplan::evaluatePlan(whole, chosen);
-      autoplan::Problem mixed = best->model.problem;
-      std::vector<size_t> sharded;
-      if (alone.error.empty() && alone.stages.size() == size_t(chosen.pp)) {
-        for (auto [i, st] : llvm::enumerate(alone.stages)) {
-          bool fits = st.memoryBytes <= whole.memoryBytes;
-          for (size_t u = st.firstUnit; u <= st.lastUnit; ++u)
-            mixed.units[u].paramsWhole = fits;
-          if (!fits)
-            sharded.push_back(i);
+        if (mixZero3 && !allSharded) {
+          for (auto [i, st] : llvm::enumerate(best->result.stages))
+            for (size_t u = st.firstUnit; u <= st.lastUnit; ++u)
+              if (!best->model.problem.units[u].paramsWhole) {
+                zero3Stages.push_back(i);
+                break;
+              }
+          for (const auto &[name, u] : best->model.paramUnit)
+            if (!best->model.problem.units[u].paramsWhole)
+              zero3Params.push_back(name.str());
+          llvm::sort(zero3Params);
         }
-      }
-      autoplan::StepEvaluation both =
-          alone.error.empty() && sharded.size() < size_t(chosen.pp)
-              ? autoplan::evaluatePlan(mixed, chosen)
-              : autoplan::StepEvaluation();
-      if (!sharded.empty() && both.error.empty() && both.fits &&
-          both.stepSeconds <= best->result.stepSeconds) {
-        adopt(best->result, both);
-        best->model.problem = std::move(mixed);
-        zero3Stages = std::move(sharded);
-        for (const auto &[name, u] : best->model.paramUnit)
-          if (!best->model.problem.units[u].paramsWhole)
-            zero3Params.push_back(name.str());
-        llvm::sort(zero3Params);
       }
     }
     if (best) {
@@ -1276,6 +1283,21 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     if (zero2 && !options.zero2)
       os << "  zero2: optimizer state and gradients sharded over dp (no "
             "plan fits in memory without)\n";
+    if (everySaver) {
+      // What keeping the savers to the stages that need them saved, and
+      // where the plan moved for it.
+      const planner::PlanShape &e = everySaver->shape;
+      std::string starts;
+      for (size_t u : e.stageStarts)
+        starts += (starts.empty() ? "" : ", ") + std::to_string(u);
+      os << llvm::formatv("  savers per stage: predicted {0} against {1} "
+                          "with them on every stage (mesh [dp = {2}, tp = "
+                          "{3}, pp = {4}], {5} micro-batch(es), stages from "
+                          "unit(s) {6})\n",
+                          seconds(result.stepSeconds),
+                          seconds(everySaver->stepSeconds), e.dp, e.tp, e.pp,
+                          e.microBatches, starts);
+    }
     for (const autoplan::Candidate &c : result.runnersUp)
       os << llvm::formatv("  also fits: [dp = {0}, tp = {1}, pp = {2}], {3} "
                           "micro-batch(es): {4}\n",

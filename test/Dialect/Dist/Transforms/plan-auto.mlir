@@ -84,11 +84,13 @@
 // Below the least memory without recomputation (0.000361 GiB; 0.000327
 // with ZeRO-3), auto recomputes the layer groups (the embedding and the
 // head excepted) and searches again, then keeps the activations of every
-// stage that fits without (here the second: one micro-batch in flight);
-// below the least with it, the error names both.
+// stage that fits without (here the second: one micro-batch in flight),
+// searching the cut again for that, and says what it saved against
+// recomputing every stage; below the least with it, the error names both.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.00033 report=true" 2>&1 | FileCheck %s --check-prefix=RECOMPUTE
 // RECOMPUTE: mesh [dp = 1, tp = 2, pp = 2], 4 micro-batch(es)
 // RECOMPUTE: recompute: the layer groups of stage(s) 0 (no plan fits in memory without; the other stages fit)
+// RECOMPUTE: savers per stage: predicted {{[0-9.]+ [mu]s}} against {{[0-9.]+ [mu]s}} with them on every stage (mesh [dp = 1, tp = 2, pp = 2], 4 micro-batch(es), stages from unit(s) 0, 2)
 // RECOMPUTE-NOT: dist.recompute{{.*}}dist.stage = 1
 // RECOMPUTE: tsr.matmul {{.*}}dist.recompute{{.*}}dist.stage = 0
 // RECOMPUTE-NOT: dist.recompute{{.*}}dist.stage = 1
