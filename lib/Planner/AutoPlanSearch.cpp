@@ -528,6 +528,23 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
       continue;
     double split = op.tpSplit ? double(t) : 1.0;
     double scale = op.perMicroBatch ? s : 1.0;
+    if (op.commOnly) {
+      const cost::LinkSpec &ppLink = groupLink(spec, planMesh(d, t, pp), kPp);
+      double comm =
+          collective(cost::Collective::AllGather, op.ppAllGatherBytes * scale,
+                     op.ppRanks, ppLink) +
+          collective(cost::Collective::AllReduce, op.ppAllReduceBytes * scale,
+                     op.ppRanks, ppLink) +
+          collective(cost::Collective::SendRecv, op.ppSendBytes * scale, 2,
+                     ppLink);
+      (op.perMicroBatch ? c.micro : c.step)[op.unit] += comm;
+      (op.perMicroBatch ? c.microComm : c.stepComm)[op.unit] += comm;
+      if (op.perMicroBatch && op.backward)
+        c.backward[op.unit].push_back({op.reach, comm});
+      else if (op.perMicroBatch)
+        c.microF[op.unit] += comm;
+      continue;
+    }
     double flops = op.flops * scale / split;
     double bytes = (op.batchBytes * scale + op.fixedBytes) / split;
     double time = cost::rooflineTime(spec, flops, bytes, op.dtype);
@@ -2111,6 +2128,88 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
   for (const Edge &e : problem.edges)
     if (renum[e.from] >= 0 && renum[e.to] >= 0)
       q.edges.push_back({renum[e.from], renum[e.to], e.bytes});
+  // The communication over pp (dist-partition's, docs/plans.md
+  // "Interlaced pipeline"), on each device's first stage: per micro-batch,
+  // a value the pipeline reads from the ops on every device is gathered
+  // over pp (a partial sum, under a vocabulary split: all-reduced), and its
+  // gradient is sent from the stage that reads it to every other device;
+  // a value they read from the pipeline is sent to every device, and its
+  // gradient gathered (all-reduced) over pp. Once a step, their weight
+  // gradients are all-reduced over pp, but for the pieces a vocabulary
+  // split leaves on each device.
+  int64_t devices =
+      stageDevices.empty()
+          ? shape.pp
+          : *std::max_element(stageDevices.begin(), stageDevices.end()) + 1;
+  auto stageOf = [&](int ru) {
+    size_t i = 0;
+    while (i + 1 < local.stageStarts.size() &&
+           int(local.stageStarts[i + 1]) <= ru)
+      ++i;
+    return i;
+  };
+  auto comm = [&](size_t stage, bool backward, bool perMicroBatch) {
+    OpCost c;
+    c.unit = int(local.stageStarts[stage]);
+    c.commOnly = true;
+    c.perMicroBatch = perMicroBatch;
+    c.backward = backward;
+    c.reach = -1;
+    c.ppRanks = devices;
+    return c;
+  };
+  // Each device's first stage, and the device's own first stage of `s`.
+  std::vector<size_t> firsts;
+  for (size_t i = 0; i < holder.size(); ++i)
+    if (holder[i])
+      firsts.push_back(i);
+  auto firstOf = [&](size_t s) {
+    int64_t dev = stageDevices.empty() ? int64_t(s) : stageDevices[s];
+    for (size_t i : firsts)
+      if ((stageDevices.empty() ? int64_t(i) : stageDevices[i]) == dev)
+        return i;
+    return s;
+  };
+  // A vocabulary split (parameters of those units split over pp: the
+  // embedding and, tied or not, the head) leaves partial sums over pp at
+  // both ends of the pipeline.
+  bool partial = false;
+  for (size_t u = 0; u < n; ++u)
+    partial |= everyDevice[u] && problem.units[u].ppSplitBytes > 0;
+  if (devices > 1) {
+    for (const Edge &e : problem.edges) {
+      bool into = everyDevice[e.from] && renum[e.to] >= 0;
+      bool outOf = renum[e.from] >= 0 && everyDevice[e.to];
+      if (!into && !outOf)
+        continue;
+      size_t reader = firstOf(stageOf(into ? renum[e.to] : renum[e.from]));
+      for (size_t i : firsts) {
+        // Gathered (reduced): forward into the pipeline, backward out.
+        OpCost g = comm(i, /*backward=*/outOf, true);
+        (partial ? g.ppAllReduceBytes : g.ppAllGatherBytes) = e.bytes;
+        q.ops.push_back(g);
+        // Sent: the reader's to every other device (backward into the
+        // pipeline, forward out of it); each other device receives one.
+        for (int64_t k = 0; k < (i == reader ? devices - 1 : 1); ++k) {
+          if (i == reader && devices <= 1)
+            break;
+          OpCost sr = comm(i, /*backward=*/into, true);
+          sr.ppSendBytes = e.bytes;
+          q.ops.push_back(sr);
+        }
+      }
+    }
+    double reduced = 0;
+    for (size_t u = 0; u < n; ++u)
+      if (everyDevice[u])
+        reduced += problem.units[u].paramBytes - problem.units[u].ppSplitBytes +
+                   problem.units[u].paramBytesSplit / double(shape.tp);
+    for (size_t i : firsts) {
+      OpCost r = comm(i, /*backward=*/false, false);
+      r.ppAllReduceBytes = std::max(0.0, reduced);
+      q.ops.push_back(r);
+    }
+  }
   for (const TiedParam &t : problem.tied) {
     if (renum[t.owner] < 0)
       continue;

@@ -921,7 +921,9 @@ TEST(AutoPlanSearch, VirtualStagesArePredictedByDevice) {
 // An interlaced pipeline: the embedding and the head (units 0 and 3) on
 // every device, the two layers pipelined. It is predicted as the pipeline
 // of the layers alone in which each stage also does half of each
-// micro-batch's embedding and head work and holds their parameters: the
+// micro-batch's embedding and head work and holds their parameters, and
+// communicates over pp what dist-partition makes it (gathers, sends, the
+// weight gradients' reduction; reductions for a vocabulary split): the
 // same figures as that pipeline written out by hand.
 TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
   std::string spec = writeSpec("interlaced", 1e12, 1e-6, 1e-6);
@@ -943,11 +945,29 @@ TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
     c.batchBytes = 1e3;
     return c;
   };
+  // The communication over pp, written out: on unit u, per micro-batch
+  // (or once a step), in the backward or not, over 2 devices.
+  enum Kind { Gather, Reduce, Send };
+  auto comm = [](int u, Kind kind, double bytes, bool backward,
+                 bool perMicroBatch = true) {
+    OpCost c;
+    c.unit = u;
+    c.commOnly = true;
+    c.perMicroBatch = perMicroBatch;
+    c.backward = backward;
+    c.reach = -1;
+    c.ppRanks = 2;
+    (kind == Gather   ? c.ppAllGatherBytes
+     : kind == Reduce ? c.ppAllReduceBytes
+                      : c.ppSendBytes) = bytes;
+    return c;
+  };
   Problem p = smallProblem(spec, 4);
   p.units = {unit("embed", 4e5, 8e3), unit("h.0", 1e5, 2e3),
              unit("h.1", 1e5, 2e3), unit("head", 6e5, 4e3)};
   p.ops = {op(0, 2e9), op(1, 1e10), op(2, 1e10), op(3, 6e9)};
-  p.edges = {{1, 2, 5e3}};
+  // The embedding's output to h.0 (3e3 bytes), h.1's to the head (7e3).
+  p.edges = {{0, 1, 3e3}, {1, 2, 5e3}, {2, 3, 7e3}};
   PlanShape shape{1, 1, 2, 2, {1, 2}};
   StepEvaluation e =
       evaluateInterlacedPlan(p, shape, {true, false, false, true});
@@ -968,12 +988,55 @@ TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
     }
   }
   hand.edges = {{0, 1, 5e3}};
+  // Per micro-batch on both devices: the embedding's output gathered over
+  // pp (forward), the head's input gradient too (backward); stage 0 sends
+  // h.0's input gradient to device 1 (backward), stage 1 its output to
+  // device 0 (forward), each received there; once a step the embedding's
+  // and head's weight gradients all-reduced over pp.
+  std::vector<OpCost> spoken = hand.ops;
+  for (int s = 0; s < 2; ++s) {
+    hand.ops.push_back(comm(s, Gather, 3e3, false));
+    hand.ops.push_back(comm(s, Send, 3e3, true));
+    hand.ops.push_back(comm(s, Gather, 7e3, true));
+    hand.ops.push_back(comm(s, Send, 7e3, false));
+    hand.ops.push_back(comm(s, Reduce, 4e5 + 6e5, false, false));
+  }
   StepEvaluation h = evaluatePlan(hand, PlanShape{1, 1, 2, 2, {0, 1}});
   ASSERT_EQ(h.error, "");
   EXPECT_DOUBLE_EQ(e.stepSeconds, h.stepSeconds);
   ASSERT_EQ(e.stages.size(), 2u);
   for (int s = 0; s < 2; ++s)
     EXPECT_DOUBLE_EQ(e.stages[s].memoryBytes, h.stages[s].memoryBytes);
+  // They cost time (1 us of latency each here).
+  Problem silent = hand;
+  silent.ops = spoken;
+  EXPECT_GT(h.stepSeconds,
+            evaluatePlan(silent, PlanShape{1, 1, 2, 2, {0, 1}}).stepSeconds +
+                8e-6);
+  // A vocabulary split of the embedding (each device holds half of its
+  // 4e5 bytes): the values at both ends of the pipeline are partial sums
+  // over pp, all-reduced, and its gradient stays in pieces.
+  Problem vocab = p;
+  vocab.units[0].paramBytes = 2e5;
+  vocab.units[0].stateBytes = 4e5;
+  vocab.units[0].ppSplitBytes = 2e5;
+  StepEvaluation ev =
+      evaluateInterlacedPlan(vocab, shape, {true, false, false, true});
+  ASSERT_EQ(ev.error, "");
+  Problem handVocab = hand;
+  handVocab.ops = spoken;
+  for (int s = 0; s < 2; ++s) {
+    handVocab.units[size_t(s)].paramBytes -= 2e5;
+    handVocab.units[size_t(s)].stateBytes -= 4e5;
+    handVocab.ops.push_back(comm(s, Reduce, 3e3, false));
+    handVocab.ops.push_back(comm(s, Send, 3e3, true));
+    handVocab.ops.push_back(comm(s, Reduce, 7e3, true));
+    handVocab.ops.push_back(comm(s, Send, 7e3, false));
+    handVocab.ops.push_back(comm(s, Reduce, 6e5, false, false));
+  }
+  StepEvaluation hv = evaluatePlan(handVocab, PlanShape{1, 1, 2, 2, {0, 1}});
+  ASSERT_EQ(hv.error, "");
+  EXPECT_DOUBLE_EQ(ev.stepSeconds, hv.stepSeconds);
   // A stage cannot start on every device, nor can everything run there.
   EXPECT_NE(evaluateInterlacedPlan(p, PlanShape{1, 1, 2, 2, {0, 2}},
                                    {true, false, false, true})
@@ -1016,6 +1079,10 @@ TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
       vh.ops.push_back(c);
     }
   }
+  // Once a step each device (its first stage) all-reduces the embedding's
+  // and head's weight gradients over pp.
+  for (int s = 0; s < 2; ++s)
+    vh.ops.push_back(comm(s, Reduce, 4e5 + 6e5, false, false));
   StepEvaluation vhe =
       evaluateVirtualPlan(vh, PlanShape{1, 1, 4, 4, {0, 1, 2, 3}}, devices);
   ASSERT_EQ(vhe.error, "");

@@ -61,6 +61,14 @@ struct OpCost {
   };
   std::string op;
   std::vector<Operand> operands;
+  /// Communication an interlaced plan adds over the pp axis (`ppRanks`
+  /// ranks) for its ops on every device: bytes of the full tensor (at the
+  /// full batch when perMicroBatch) all-gathered or all-reduced, and sent
+  /// to or received from one peer (`ppSendBytes`). Such an op is that
+  /// communication only (`commOnly`: no compute, no op overhead).
+  double ppAllGatherBytes = 0, ppAllReduceBytes = 0, ppSendBytes = 0;
+  int64_t ppRanks = 1;
+  bool commOnly = false;
 };
 
 /// One layer group ("unit") of the step; bytes at the full batch.
@@ -94,6 +102,11 @@ struct Unit {
   double inputBytes = 0;
   /// The largest parameter first used in the unit (the update's scratch).
   double largestParamBytes = 0;
+  /// Of paramBytes, each device's piece of the parameters an interlaced
+  /// plan splits over pp (a vocabulary split): their gradients stay
+  /// pieces (not reduced over pp), and the unit's results are partial
+  /// sums over pp (all-reduced where the pipeline reads them whole).
+  double ppSplitBytes = 0;
   /// Parameters first used in the unit: the runtime reduces (and ZeRO-3
   /// gathers) each with a collective of its own, each paying the link's
   /// latency.
@@ -296,9 +309,14 @@ evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
 /// none on every device). Each stage also does 1/pp of every micro-batch's
 /// work of those units and holds their parameters, optimizer state and
 /// gradients whole, and 1/pp of their kept activations per micro-batch in
-/// flight (their peak beside its own). Not modelled: the sends of the last
-/// stage's output to every device, the gathers and reductions over pp, and
-/// a vocabulary split over pp (the caller divides those parameters). With
+/// flight (their peak beside its own), and the communication over pp that
+/// dist-partition adds: per micro-batch, what the pipeline reads from those
+/// units all-gathered over pp (all-reduced, a partial sum, when some of
+/// their parameters are split over pp: Unit::ppSplitBytes) and its gradient
+/// sent from the reading stage to every other device; what they read from the
+/// pipeline sent to every device and its gradient all-gathered
+/// (all-reduced); once a step their weight gradients all-reduced over pp,
+/// but the pieces of a split (the caller divides those parameters). With
 /// `stageDevices` (virtual stages, as evaluateVirtualPlan takes them) each
 /// virtual stage does 1/shape.pp of that work and the first stage of each
 /// device holds the parameters.

@@ -1382,9 +1382,16 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
       if (name.empty() || !byPp.contains(name))
         continue;
       autoplan::Unit &unit = model.problem.units[model.paramUnit.lookup(name)];
-      double cut = double(tessera::tensorBytes(arg.getType())) * keep;
+      double bytes = double(tessera::tensorBytes(arg.getType()));
+      double cut = bytes * keep;
       double &whole = param ? unit.paramBytes : unit.stateBytes;
       double &split = param ? unit.paramBytesSplit : unit.stateBytesSplit;
+      // Each device's piece of a parameter (a tp-split one's per tp rank):
+      // its gradient is not reduced over pp, and the unit's results are
+      // partial sums over pp.
+      if (param)
+        unit.ppSplitBytes +=
+            (bytes - cut) / (whole >= cut ? 1.0 : double(shape.tp));
       (whole >= cut ? whole : split) -= cut;
     }
   }
