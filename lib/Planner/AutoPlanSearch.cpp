@@ -418,6 +418,10 @@ private:
   bool virtualStages() const {
     return p.schedule == "interleaved" || p.schedule == "zb-v";
   }
+  /// Units on every device (Problem::everyDevice).
+  bool interlacedPlan() const {
+    return std::count(p.everyDevice.begin(), p.everyDevice.end(), true) > 0;
+  }
   std::vector<int64_t> virtualDevices(int64_t pp) const {
     std::vector<int64_t> devices;
     for (int64_t s = 0; s < 2 * pp; ++s)
@@ -1588,6 +1592,10 @@ static double cutCount(size_t n, int64_t pp) {
   return count;
 }
 
+StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
+                          const std::vector<bool> &everyDevice,
+                          const std::vector<int64_t> &stageDevices);
+
 Result Search::run() {
   std::clock_t start = std::clock();
   Result best;
@@ -1599,6 +1607,20 @@ Result Search::run() {
   int64_t lastPinned = -1; ///< the largest stage a unit is pinned to
   for (int64_t s : p.unitStages)
     lastPinned = std::max(lastPinned, s);
+  // A plan evaluated whole (virtual stages, an interlaced pipeline) that
+  // fits: a candidate, and the choice when fastest.
+  auto keep = [&](const PlanShape &shape, const StepEvaluation &e) {
+    ++best.feasible;
+    feasible.push_back({shape, e.stepSeconds});
+    if (e.stepSeconds < best.stepSeconds) {
+      best.shape = shape;
+      best.profiledOps = e.profiledOps;
+      best.stages = e.stages;
+      best.stepSeconds = e.stepSeconds;
+      best.bubble = e.bubble;
+      best.sharedComputeSeconds = e.sharedComputeSeconds;
+    }
+  };
   for (int64_t t : p.tpDegrees) {
     if (p.devices % t != 0 || (p.fixedTp && t != p.fixedTp))
       continue;
@@ -1617,6 +1639,73 @@ Result Search::run() {
         if (perReplica % m != 0 ||
             (p.fixedMicroBatches > 0 && m != p.fixedMicroBatches))
           continue;
+        if (interlacedPlan()) {
+          // Ops on every device: pipelines of the other units, every cut
+          // of them (the pipelined units in order; at most kReplayedCuts,
+          // else the even cut), each priced as an interlaced plan.
+          if (pp < 2 || virtualStages() || lastPinned >= 0)
+            continue;
+          std::vector<size_t> piped;
+          for (size_t u = 0; u < n; ++u)
+            if (!p.everyDevice[u])
+              piped.push_back(u);
+          if (piped.size() < size_t(pp))
+            continue;
+          ++best.candidates;
+          std::vector<std::vector<size_t>> cuts;
+          if (cutCount(piped.size(), pp) <= kReplayedCuts) {
+            std::vector<size_t> at(size_t(pp), 0);
+            std::function<void(int64_t, size_t)> each = [&](int64_t i,
+                                                            size_t from) {
+              if (i == pp) {
+                std::vector<size_t> starts;
+                for (size_t k : at)
+                  starts.push_back(piped[k]);
+                cuts.push_back(starts);
+                return;
+              }
+              for (size_t k = from; k + size_t(pp - i) <= piped.size(); ++k) {
+                at[size_t(i)] = k;
+                each(i + 1, k + 1);
+              }
+            };
+            each(1, 1);
+          } else {
+            std::vector<size_t> starts;
+            for (int64_t i = 0; i < pp; ++i)
+              starts.push_back(piped[size_t(i) * piped.size() / size_t(pp)]);
+            cuts.push_back(starts);
+          }
+          StepEvaluation chosen;
+          chosen.stepSeconds = kInf;
+          PlanShape shape{d, t, pp, m, {}};
+          for (const std::vector<size_t> &starts : cuts) {
+            StepEvaluation e =
+                interlaced(p, {d, t, pp, m, starts}, p.everyDevice, {});
+            if (!e.error.empty())
+              continue;
+            double peak = 0;
+            for (const StagePrediction &st : e.stages)
+              peak = std::max(peak, st.memoryBytes);
+            if (!e.fits) {
+              leastNeeded = std::min(leastNeeded, peak);
+              continue;
+            }
+            if (e.stepSeconds < chosen.stepSeconds) {
+              chosen = std::move(e);
+              shape.stageStarts = starts;
+            }
+          }
+          if (chosen.stepSeconds == kInf)
+            continue;
+          // The stages name the pipelined units by their own numbers.
+          for (StagePrediction &st : chosen.stages) {
+            st.firstUnit = piped[st.firstUnit];
+            st.lastUnit = piped[st.lastUnit];
+          }
+          keep(shape, chosen);
+          continue;
+        }
         if (virtualStages()) {
           // Two virtual stages per device: pipelines only, cut for time.
           if (pp < 2 || 2 * pp > int64_t(n) || lastPinned >= 0)
@@ -1634,18 +1723,10 @@ Result Search::run() {
             leastNeeded = std::min(leastNeeded, peak);
             continue;
           }
-          ++best.feasible;
           PlanShape shape{d, t, pp, m, {}};
           for (const StagePrediction &st : e.stages)
             shape.stageStarts.push_back(st.firstUnit);
-          feasible.push_back({shape, e.stepSeconds});
-          if (e.stepSeconds < best.stepSeconds) {
-            best.shape = shape;
-            best.stages = e.stages;
-            best.stepSeconds = e.stepSeconds;
-            best.bubble = e.bubble;
-            best.sharedComputeSeconds = e.sharedComputeSeconds;
-          }
+          keep(shape, e);
           continue;
         }
         ++best.candidates;
@@ -1781,7 +1862,10 @@ Result Search::run() {
           " layer group(s)" +
           (lastPinned >= 0 ? " and above the last stage assigned (" +
                                  std::to_string(lastPinned) + ")"
-                           : "");
+                           : "") +
+          (interlacedPlan() ? ", and at least 2 with the ops on every "
+                              "device (an interlaced pipeline)"
+                            : "");
     } else if (leastNeeded < kInf) {
       best.leastBytes = leastNeeded;
       std::snprintf(buf, sizeof buf, "%.3g", leastNeeded / double(1 << 30));
@@ -1803,7 +1887,7 @@ Result Search::run() {
   }
   // The winner's fill and drain from the schedule library (the virtual
   // stages' evaluation has them already).
-  if (best.shape.pp > 1 && !virtualStages()) {
+  if (best.shape.pp > 1 && !virtualStages() && !interlacedPlan()) {
     best.error =
         scheduledStep(best.shape.pp, best.shape.microBatches, best.stages,
                       best.stepSeconds, best.bubble, best.sharedComputeSeconds);

@@ -1450,3 +1450,67 @@ TEST(AutoPlanSearch, MixedStagesMatchABruteForceOverCutsAndVariants) {
   EXPECT_EQ(searchMixedStages({a}, PlanShape{1, 1, 2, 1, {0, 1}}).error,
             "stages are mixed one per device, not virtual (zb-v)");
 }
+
+// A constraint that puts the embedding and the head on every device (an
+// interlaced pipeline): the search plans pipelines (pp >= 2) of the three
+// layers only and keeps the fastest plan that fits by
+// evaluateInterlacedPlan, the same as a brute force over every mesh,
+// micro-batch count and cut; its stages name the layers.
+TEST(AutoPlanSearch, ConstrainedSearchPlansInterlacedPipelines) {
+  std::string spec = writeSpec("everysearch", 1e12, 1e-6, 1e-6);
+  Problem p = smallProblem(spec, 8);
+  p.devices = 4;
+  const char *names[] = {"(before the layers)", "h.0", "h.1", "h.2",
+                         "(after the layers)"};
+  double work[] = {2e9, 1e10, 1.4e10, 8e9, 6e9};
+  for (int u = 0; u < 5; ++u) {
+    Unit unit;
+    unit.name = names[u];
+    unit.paramBytes = u == 0 || u == 4 ? 4e5 : 1e5;
+    unit.stateBytes = 2 * unit.paramBytes;
+    unit.largestParamBytes = unit.paramBytes;
+    unit.params = 1;
+    unit.actBytes = 4e3;
+    p.units.push_back(unit);
+    OpCost c;
+    c.unit = u;
+    c.perMicroBatch = true;
+    c.flops = work[u];
+    c.batchBytes = 1e3;
+    p.ops.push_back(c);
+    if (u > 0)
+      p.edges.push_back({u - 1, u, 3e3});
+  }
+  p.everyDevice = {true, false, false, false, true};
+  Result r = searchAutoPlan(p);
+  ASSERT_EQ(r.error, "");
+  EXPECT_GE(r.shape.pp, 2);
+  ASSERT_EQ(r.stages.size(), size_t(r.shape.pp));
+  EXPECT_EQ(r.stages.front().firstUnit, 1u);
+  EXPECT_EQ(r.stages.back().lastUnit, 3u);
+  StepEvaluation again = evaluateInterlacedPlan(p, r.shape, p.everyDevice);
+  ASSERT_EQ(again.error, "");
+  EXPECT_DOUBLE_EQ(again.stepSeconds, r.stepSeconds);
+  double best = std::numeric_limits<double>::infinity();
+  for (int64_t d : {1, 2}) {
+    int64_t pp = 4 / d;
+    for (int64_t m = 1; m <= 8 / d; ++m) {
+      if ((8 / d) % m != 0)
+        continue;
+      std::vector<std::vector<size_t>> cuts =
+          pp == 2 ? std::vector<std::vector<size_t>>{{1, 2}, {1, 3}}
+                  : std::vector<std::vector<size_t>>{};
+      for (const std::vector<size_t> &cut : cuts) {
+        StepEvaluation e = evaluateInterlacedPlan(
+            p, PlanShape{d, 1, pp, m, cut}, p.everyDevice);
+        ASSERT_EQ(e.error, "");
+        if (e.fits)
+          best = std::min(best, e.stepSeconds);
+      }
+    }
+  }
+  EXPECT_DOUBLE_EQ(r.stepSeconds, best);
+  // pp = 4 needs four pipelined units: there are three.
+  p.fixedPp = 4;
+  EXPECT_NE(searchAutoPlan(p).error, "");
+}

@@ -176,6 +176,13 @@ struct Problem {
   /// must be cut into, -1 where the search chooses (empty: every unit
   /// free). pp is then larger than every stage given.
   std::vector<int64_t> unitStages;
+  /// A constrained plan file's assign entries with "stage": "all": the
+  /// units whose ops run on every device (an interlaced pipeline), each
+  /// flag per unit (empty: none). The search then plans pipelines only
+  /// (pp >= 2, one stage per device) of the other units, each stage also
+  /// doing 1/pp of those units' work (evaluateInterlacedPlan); the stages
+  /// of its Result name the other units.
+  std::vector<bool> everyDevice;
   /// A constrained plan file's trans entries over dp: the dp degrees they
   /// allow (empty: any). Those over tp narrow tpDegrees instead.
   std::vector<int64_t> dpDegrees;

@@ -508,17 +508,49 @@ LogicalResult applyConstraints(StepModel &model, const AutoPlanOptions &options,
   // Pins: per unit, the stages (and the entries) its forward ops go to.
   size_t n = units.names.size();
   std::vector<std::map<int64_t, size_t>> stagesOf(n);
+  // Ops on every device (an interlaced pipeline): whole layer groups, which
+  // the search leaves out of its stages.
+  std::vector<size_t> opsOfUnit(n, 0);
+  for (int64_t u : units.unitOf)
+    ++opsOfUnit[size_t(u)];
+  std::optional<size_t> everyEntry;
   for (const PlanFile::Assign &a : options.assign) {
-    if (a.select.backward)
+    if (a.select.backward || a.stage != DistDialect::kEveryStage)
+      continue;
+    SmallVector<Operation *> ops = selectOps(f, a.select, cx);
+    if (ops.empty())
+      return matchesNothing(f, "assign", a.index, a.select);
+    std::vector<size_t> selected(n, 0);
+    for (Operation *op : ops)
+      if (auto it = unitOf.find(op); it != unitOf.end())
+        ++selected[it->second];
+    problem.everyDevice.resize(n, false);
+    for (size_t u = 0; u < n; ++u) {
+      if (selected[u] == 0)
+        continue;
+      if (selected[u] != opsOfUnit[u])
+        return fail("the constraint assign[" + Twine(a.index) + "] puts " +
+                    Twine(selected[u]) + " of the " + Twine(opsOfUnit[u]) +
+                    " forward ops of " + units.names[u] +
+                    " on every device: the auto search places whole layer "
+                    "groups there (select the group)");
+      problem.everyDevice[u] = true;
+    }
+    everyEntry = a.index;
+    say("assign[" + std::to_string(a.index) + "] (every device)");
+  }
+  for (const PlanFile::Assign &a : options.assign) {
+    if (a.select.backward || a.stage == DistDialect::kEveryStage)
       continue; // backward ops only: the forward stays where the cut puts it
     SmallVector<Operation *> ops = selectOps(f, a.select, cx);
     if (ops.empty())
       return matchesNothing(f, "assign", a.index, a.select);
-    if (a.stage == DistDialect::kEveryStage)
-      return fail("the constraint assign[" + Twine(a.index) +
-                  "] puts ops on every device (an interlaced pipeline), "
-                  "which the auto search does not model: give the plan "
-                  "without \"policy\": \"auto\"");
+    if (everyEntry)
+      return fail("the constraints assign[" + Twine(*everyEntry) +
+                  "] (every device) and assign[" + Twine(a.index) +
+                  "] (stage " + Twine(a.stage) +
+                  ") conflict: the auto search cuts an interlaced "
+                  "pipeline's stages itself");
     if (options.fixedPp && a.stage >= options.fixedPp)
       return fail("the constraints assign[" + Twine(a.index) + "] (stage " +
                   Twine(a.stage) + ") and mesh.pp = " + Twine(options.fixedPp) +
@@ -1252,6 +1284,16 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
                           gib(s.memoryBytes), s.inFlight,
                           seconds(s.microSeconds), parts);
     }
+    // An interlaced pipeline (a constraint's assign entry with "stage":
+    // "all"): the stages above fold in their share of these.
+    std::string everywhere;
+    for (size_t u = 0; u < problem.everyDevice.size(); ++u)
+      if (problem.everyDevice[u])
+        everywhere += (everywhere.empty() ? "" : ", ") + units.names[u];
+    if (!everywhere.empty())
+      os << "  every device: " << everywhere
+         << " (each stage does 1/pp of each micro-batch's work, with the "
+            "communication over pp)\n";
     os << llvm::formatv(
         "  predicted step {0}{1}, bubble {2:f1}%, MFU "
         "{3:f1}% ({4} model FLOPs per step)\n",
