@@ -2159,7 +2159,11 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
       q.units.push_back(e);
       continue;
     }
-    addUnit(extra, e, 1.0 / pp, /*holds=*/true);
+    // A vocabulary split leaves 1/pp of those parameters on each device.
+    Unit piece = e;
+    piece.paramBytes -= e.ppSplitParamBytes * (1 - 1 / pp);
+    piece.stateBytes -= e.ppSplitStateBytes * (1 - 1 / pp);
+    addUnit(extra, piece, 1.0 / pp, /*holds=*/true);
   }
   if (q.units.empty()) {
     bad.error = "every unit runs on every device: nothing is pipelined";
@@ -2259,7 +2263,7 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
   // both ends of the pipeline.
   bool partial = false;
   for (size_t u = 0; u < n; ++u)
-    partial |= everyDevice[u] && problem.units[u].ppSplitBytes > 0;
+    partial |= everyDevice[u] && problem.units[u].ppSplitParamBytes > 0;
   if (devices > 1) {
     for (const Edge &e : problem.edges) {
       bool into = everyDevice[e.from] && renum[e.to] >= 0;
@@ -2286,7 +2290,8 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
     double reduced = 0;
     for (size_t u = 0; u < n; ++u)
       if (everyDevice[u])
-        reduced += problem.units[u].paramBytes - problem.units[u].ppSplitBytes +
+        reduced += problem.units[u].paramBytes -
+                   problem.units[u].ppSplitParamBytes +
                    problem.units[u].paramBytesSplit / double(shape.tp);
     for (size_t i : firsts) {
       OpCost r = comm(i, /*backward=*/false, false);

@@ -1017,9 +1017,8 @@ TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
   // 4e5 bytes): the values at both ends of the pipeline are partial sums
   // over pp, all-reduced, and its gradient stays in pieces.
   Problem vocab = p;
-  vocab.units[0].paramBytes = 2e5;
-  vocab.units[0].stateBytes = 4e5;
-  vocab.units[0].ppSplitBytes = 2e5;
+  vocab.units[0].ppSplitParamBytes = 4e5;
+  vocab.units[0].ppSplitStateBytes = 8e5;
   StepEvaluation ev =
       evaluateInterlacedPlan(vocab, shape, {true, false, false, true});
   ASSERT_EQ(ev.error, "");

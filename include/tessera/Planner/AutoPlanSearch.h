@@ -102,11 +102,13 @@ struct Unit {
   double inputBytes = 0;
   /// The largest parameter first used in the unit (the update's scratch).
   double largestParamBytes = 0;
-  /// Of paramBytes, each device's piece of the parameters an interlaced
-  /// plan splits over pp (a vocabulary split): their gradients stay
-  /// pieces (not reduced over pp), and the unit's results are partial
-  /// sums over pp (all-reduced where the pipeline reads them whole).
-  double ppSplitBytes = 0;
+  /// Of paramBytes and stateBytes, the parameters (whole) and their
+  /// optimizer state that an interlaced plan splits over pp (a vocabulary
+  /// split): evaluateInterlacedPlan keeps 1/pp of them on each device,
+  /// their gradients stay pieces (not reduced over pp), and the results of
+  /// the ops on every device are partial sums over pp (all-reduced where
+  /// the pipeline reads them whole).
+  double ppSplitParamBytes = 0, ppSplitStateBytes = 0;
   /// Parameters first used in the unit: the runtime reduces (and ZeRO-3
   /// gathers) each with a collective of its own, each paying the link's
   /// latency.
@@ -319,11 +321,11 @@ evaluateVirtualPlan(const Problem &problem, const PlanShape &shape,
 /// flight (their peak beside its own), and the communication over pp that
 /// dist-partition adds: per micro-batch, what the pipeline reads from those
 /// units all-gathered over pp (all-reduced, a partial sum, when some of
-/// their parameters are split over pp: Unit::ppSplitBytes) and its gradient
-/// sent from the reading stage to every other device; what they read from the
-/// pipeline sent to every device and its gradient all-gathered
+/// their parameters are split over pp: Unit::ppSplitParamBytes) and its
+/// gradient sent from the reading stage to every other device; what they read
+/// from the pipeline sent to every device and its gradient all-gathered
 /// (all-reduced); once a step their weight gradients all-reduced over pp,
-/// but the pieces of a split (the caller divides those parameters). With
+/// but the pieces of a split (each device holds 1/pp of those). With
 /// `stageDevices` (virtual stages, as evaluateVirtualPlan takes them) each
 /// virtual stage does 1/shape.pp of that work and the first stage of each
 /// device holds the parameters.

@@ -27,6 +27,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -485,6 +486,34 @@ std::string splitLimits(const PlanFile::Trans &t,
 /// ops entries put on one stage is pinned there, and each axis a trans
 /// entry splits over gets the sizes (>= 2) that divide what it splits.
 /// Entries that no cut can satisfy are errors naming them.
+/// The parameters `names` (and their optimizer state) split over pp by a
+/// vocabulary split of an interlaced plan: evaluateInterlacedPlan keeps
+/// 1/pp of them on each device (Unit::ppSplitParamBytes). One that tp
+/// splits too is cut to 1/pp here, for `pp` stages (the interlaced model
+/// does not tell its gradients apart; pp 0, the search's, which tries
+/// several: left whole).
+void markPpSplit(StepModel &model, const llvm::StringSet<> &names, int64_t pp) {
+  Block &body = model.step.getBody().front();
+  for (BlockArgument arg : body.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto param = getArgAttr<Tsr::ParamAttrHelper>(model.step, i);
+    auto state = getArgAttr<Tsr::StateAttrHelper>(model.step, i);
+    StringRef name = param   ? param.getValue()
+                     : state ? state.getValue().split('/').second
+                             : StringRef();
+    if (name.empty() || !names.contains(name))
+      continue;
+    autoplan::Unit &unit = model.problem.units[model.paramUnit.lookup(name)];
+    double bytes = double(tessera::tensorBytes(arg.getType()));
+    double &whole = param ? unit.paramBytes : unit.stateBytes;
+    if (whole >= bytes)
+      (param ? unit.ppSplitParamBytes : unit.ppSplitStateBytes) += bytes;
+    else if (pp > 0)
+      (param ? unit.paramBytesSplit : unit.stateBytesSplit) -=
+          bytes * (1.0 - 1.0 / double(pp));
+  }
+}
+
 LogicalResult applyConstraints(StepModel &model, const AutoPlanOptions &options,
                                StringRef policy) {
   if (options.assign.empty() && options.trans.empty())
@@ -600,11 +629,34 @@ LogicalResult applyConstraints(StepModel &model, const AutoPlanOptions &options,
     SmallVector<Operation *> ops = selectOps(f, t.select, cx);
     if (ops.empty())
       return matchesNothing(f, "trans", t.index, t.select);
-    if (llvm::any_of(t.split, [](auto &e) { return e.second == "pp"; }))
-      return fail("the constraint trans[" + Twine(t.index) +
-                  "] splits over pp, which only ops on every device (an "
-                  "interlaced pipeline) take: the auto search does not "
-                  "model them");
+    if (llvm::any_of(t.split, [](auto &e) { return e.second == "pp"; })) {
+      // A vocabulary split of the ops on every device: the parameters the
+      // entry names are split over pp (the entry itself is applied to the
+      // chosen plan, as any).
+      if (problem.everyDevice.empty())
+        return fail("the constraint trans[" + Twine(t.index) +
+                    "] splits over pp, which only ops on every device (an "
+                    "interlaced pipeline: an assign entry with \"stage\": "
+                    "\"all\") take");
+      if (!t.select.params)
+        return fail("the constraint trans[" + Twine(t.index) +
+                    "] splits over pp: the auto search needs the parameters "
+                    "it splits named (\"params\")");
+      llvm::Regex re("^(" + *t.select.params + ")$");
+      llvm::StringSet<> names;
+      for (const auto &[name, u] : model.paramUnit) {
+        if (!re.match(name))
+          continue;
+        if (!problem.everyDevice[size_t(u)])
+          return fail("the constraint trans[" + Twine(t.index) + "] splits " +
+                      name + " over pp, but its layer group " +
+                      units.names[size_t(u)] + " is not on every device");
+        names.insert(name);
+      }
+      markPpSplit(model, names, 0);
+      say("trans[" + std::to_string(t.index) + "] (splits over pp)");
+      continue;
+    }
     for (StringRef axis : {"dp", "tp"}) {
       if (llvm::none_of(t.split, [&](auto &e) { return e.second == axis; }))
         continue;
@@ -1413,29 +1465,7 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
               getArgAttr<Tsr::ParamAttrHelper>(model.step, arg.getArgNumber()))
         byPp.insert(name.getValue());
     }
-    double keep = 1.0 - 1.0 / double(shape.pp);
-    for (BlockArgument arg : body.getArguments()) {
-      unsigned i = arg.getArgNumber();
-      auto param = getArgAttr<Tsr::ParamAttrHelper>(model.step, i);
-      auto state = getArgAttr<Tsr::StateAttrHelper>(model.step, i);
-      StringRef name = param   ? param.getValue()
-                       : state ? state.getValue().split('/').second
-                               : StringRef();
-      if (name.empty() || !byPp.contains(name))
-        continue;
-      autoplan::Unit &unit = model.problem.units[model.paramUnit.lookup(name)];
-      double bytes = double(tessera::tensorBytes(arg.getType()));
-      double cut = bytes * keep;
-      double &whole = param ? unit.paramBytes : unit.stateBytes;
-      double &split = param ? unit.paramBytesSplit : unit.stateBytesSplit;
-      // Each device's piece of a parameter (a tp-split one's per tp rank):
-      // its gradient is not reduced over pp, and the unit's results are
-      // partial sums over pp.
-      if (param)
-        unit.ppSplitBytes +=
-            (bytes - cut) / (whole >= cut ? 1.0 : double(shape.tp));
-      (whole >= cut ? whole : split) -= cut;
-    }
+    markPpSplit(model, byPp, shape.pp);
   }
   autoplan::StepEvaluation eval =
       interlaced ? autoplan::evaluateInterlacedPlan(model.problem, shape,
