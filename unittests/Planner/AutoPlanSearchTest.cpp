@@ -1454,7 +1454,8 @@ TEST(AutoPlanSearch, MixedStagesMatchABruteForceOverCutsAndVariants) {
 // interlaced pipeline): the search plans pipelines (pp >= 2) of the three
 // layers only and keeps the fastest plan that fits by
 // evaluateInterlacedPlan, the same as a brute force over every mesh,
-// micro-batch count and cut; its stages name the layers.
+// micro-batch count and cut, with and without the table split over pp;
+// its stages name the layers.
 TEST(AutoPlanSearch, ConstrainedSearchPlansInterlacedPipelines) {
   std::string spec = writeSpec("everysearch", 1e12, 1e-6, 1e-6);
   Problem p = smallProblem(spec, 8);
@@ -1481,34 +1482,41 @@ TEST(AutoPlanSearch, ConstrainedSearchPlansInterlacedPipelines) {
       p.edges.push_back({u - 1, u, 3e3});
   }
   p.everyDevice = {true, false, false, false, true};
-  Result r = searchAutoPlan(p);
-  ASSERT_EQ(r.error, "");
-  EXPECT_GE(r.shape.pp, 2);
-  ASSERT_EQ(r.stages.size(), size_t(r.shape.pp));
-  EXPECT_EQ(r.stages.front().firstUnit, 1u);
-  EXPECT_EQ(r.stages.back().lastUnit, 3u);
-  StepEvaluation again = evaluateInterlacedPlan(p, r.shape, p.everyDevice);
-  ASSERT_EQ(again.error, "");
-  EXPECT_DOUBLE_EQ(again.stepSeconds, r.stepSeconds);
-  double best = std::numeric_limits<double>::infinity();
-  for (int64_t d : {1, 2}) {
-    int64_t pp = 4 / d;
-    for (int64_t m = 1; m <= 8 / d; ++m) {
-      if ((8 / d) % m != 0)
-        continue;
-      std::vector<std::vector<size_t>> cuts =
-          pp == 2 ? std::vector<std::vector<size_t>>{{1, 2}, {1, 3}}
-                  : std::vector<std::vector<size_t>>{};
-      for (const std::vector<size_t> &cut : cuts) {
-        StepEvaluation e = evaluateInterlacedPlan(
-            p, PlanShape{d, 1, pp, m, cut}, p.everyDevice);
-        ASSERT_EQ(e.error, "");
-        if (e.fits)
-          best = std::min(best, e.stepSeconds);
+  // As is, and with the embedding's table split over pp (a vocabulary
+  // split: each plan's pp divides it).
+  for (bool vocab : {false, true}) {
+    SCOPED_TRACE(vocab ? "vocabulary split" : "batch split");
+    p.units[0].ppSplitParamBytes = vocab ? 4e5 : 0;
+    p.units[0].ppSplitStateBytes = vocab ? 8e5 : 0;
+    Result r = searchAutoPlan(p);
+    ASSERT_EQ(r.error, "");
+    EXPECT_GE(r.shape.pp, 2);
+    ASSERT_EQ(r.stages.size(), size_t(r.shape.pp));
+    EXPECT_EQ(r.stages.front().firstUnit, 1u);
+    EXPECT_EQ(r.stages.back().lastUnit, 3u);
+    StepEvaluation again = evaluateInterlacedPlan(p, r.shape, p.everyDevice);
+    ASSERT_EQ(again.error, "");
+    EXPECT_DOUBLE_EQ(again.stepSeconds, r.stepSeconds);
+    double best = std::numeric_limits<double>::infinity();
+    for (int64_t d : {1, 2}) {
+      int64_t pp = 4 / d;
+      for (int64_t m = 1; m <= 8 / d; ++m) {
+        if ((8 / d) % m != 0)
+          continue;
+        std::vector<std::vector<size_t>> cuts =
+            pp == 2 ? std::vector<std::vector<size_t>>{{1, 2}, {1, 3}}
+                    : std::vector<std::vector<size_t>>{};
+        for (const std::vector<size_t> &cut : cuts) {
+          StepEvaluation e = evaluateInterlacedPlan(
+              p, PlanShape{d, 1, pp, m, cut}, p.everyDevice);
+          ASSERT_EQ(e.error, "");
+          if (e.fits)
+            best = std::min(best, e.stepSeconds);
+        }
       }
     }
+    EXPECT_DOUBLE_EQ(r.stepSeconds, best);
   }
-  EXPECT_DOUBLE_EQ(r.stepSeconds, best);
   // pp = 4 needs four pipelined units: there are three.
   p.fixedPp = 4;
   EXPECT_NE(searchAutoPlan(p).error, "");
