@@ -481,11 +481,6 @@ std::string splitLimits(const PlanFile::Trans &t,
   return "";
 }
 
-/// A constrained plan file's assign and trans entries as constraints on the
-/// search (docs/plans.md, "policy": "auto"): each layer group whose forward
-/// ops entries put on one stage is pinned there, and each axis a trans
-/// entry splits over gets the sizes (>= 2) that divide what it splits.
-/// Entries that no cut can satisfy are errors naming them.
 /// The parameters `names` (and their optimizer state) split over pp by a
 /// vocabulary split of an interlaced plan: evaluateInterlacedPlan keeps
 /// 1/pp of them on each device (Unit::ppSplitParamBytes). One that tp
@@ -514,6 +509,14 @@ void markPpSplit(StepModel &model, const llvm::StringSet<> &names, int64_t pp) {
   }
 }
 
+/// A constrained plan file's assign and trans entries as constraints on the
+/// search (docs/plans.md, "policy": "auto"): each layer group whose forward
+/// ops entries put on one stage is pinned there, and each axis a trans
+/// entry splits over gets the sizes (>= 2) that divide what it splits.
+/// Entries that no cut can satisfy are errors naming them. Whole layer
+/// groups an assign entry puts on every device make the search plan
+/// interlaced pipelines, and a trans entry over pp beside it splits the
+/// parameters it names over pp (markPpSplit).
 LogicalResult applyConstraints(StepModel &model, const AutoPlanOptions &options,
                                StringRef policy) {
   if (options.assign.empty() && options.trans.empty())
