@@ -1592,6 +1592,34 @@ static double cutCount(size_t n, int64_t pp) {
   return count;
 }
 
+/// Every cut of n units into pp contiguous stages (each its stages' first
+/// units, the first 0), in lexicographic order; callers bound the count
+/// with cutCount.
+static std::vector<std::vector<size_t>> allCuts(size_t n, int64_t pp) {
+  std::vector<std::vector<size_t>> cuts;
+  std::vector<size_t> starts(size_t(pp), 0);
+  std::function<void(int64_t, size_t)> each = [&](int64_t i, size_t from) {
+    if (i == pp) {
+      cuts.push_back(starts);
+      return;
+    }
+    for (size_t u = from; u + size_t(pp - i) <= n; ++u) {
+      starts[size_t(i)] = u;
+      each(i + 1, u + 1);
+    }
+  };
+  each(1, 1);
+  return cuts;
+}
+
+/// The largest per-device memory of a plan's stages.
+static double peakBytes(const std::vector<StagePrediction> &stages) {
+  double peak = 0;
+  for (const StagePrediction &st : stages)
+    peak = std::max(peak, st.memoryBytes);
+  return peak;
+}
+
 StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
                           const std::vector<bool> &everyDevice,
                           const std::vector<int64_t> &stageDevices);
@@ -1654,28 +1682,16 @@ Result Search::run() {
           ++best.candidates;
           std::vector<std::vector<size_t>> cuts;
           if (cutCount(piped.size(), pp) <= kReplayedCuts) {
-            std::vector<size_t> at(size_t(pp), 0);
-            std::function<void(int64_t, size_t)> each = [&](int64_t i,
-                                                            size_t from) {
-              if (i == pp) {
-                std::vector<size_t> starts;
-                for (size_t k : at)
-                  starts.push_back(piped[k]);
-                cuts.push_back(starts);
-                return;
-              }
-              for (size_t k = from; k + size_t(pp - i) <= piped.size(); ++k) {
-                at[size_t(i)] = k;
-                each(i + 1, k + 1);
-              }
-            };
-            each(1, 1);
+            cuts = allCuts(piped.size(), pp);
           } else {
-            std::vector<size_t> starts;
+            cuts.emplace_back();
             for (int64_t i = 0; i < pp; ++i)
-              starts.push_back(piped[size_t(i) * piped.size() / size_t(pp)]);
-            cuts.push_back(starts);
+              cuts.back().push_back(size_t(i) * piped.size() / size_t(pp));
           }
+          // As unit numbers.
+          for (std::vector<size_t> &cut : cuts)
+            for (size_t &k : cut)
+              k = piped[k];
           StepEvaluation chosen;
           chosen.stepSeconds = kInf;
           PlanShape shape{d, t, pp, m, {}};
@@ -1684,11 +1700,8 @@ Result Search::run() {
                 interlaced(p, {d, t, pp, m, starts}, p.everyDevice, {});
             if (!e.error.empty())
               continue;
-            double peak = 0;
-            for (const StagePrediction &st : e.stages)
-              peak = std::max(peak, st.memoryBytes);
             if (!e.fits) {
-              leastNeeded = std::min(leastNeeded, peak);
+              leastNeeded = std::min(leastNeeded, peakBytes(e.stages));
               continue;
             }
             if (e.stepSeconds < chosen.stepSeconds) {
@@ -1716,11 +1729,8 @@ Result Search::run() {
               virtualDevices(pp));
           if (!e.error.empty())
             continue; // the schedule library's conditions (m vs pp)
-          double peak = 0;
-          for (const StagePrediction &st : e.stages)
-            peak = std::max(peak, st.memoryBytes);
           if (!e.fits) {
-            leastNeeded = std::min(leastNeeded, peak);
+            leastNeeded = std::min(leastNeeded, peakBytes(e.stages));
             continue;
           }
           PlanShape shape{d, t, pp, m, {}};
@@ -1801,23 +1811,10 @@ Result Search::run() {
         // Few cuts (at most kReplayedCuts): each replayed, the fastest that
         // fits kept. The dynamic programs rank by the slowest stage, which
         // the replay refines (unequal stages cost what they take).
-        if (pp > 1 && cutCount(n, pp) <= kReplayedCuts) {
-          std::vector<size_t> cutStarts(pp);
-          std::function<void(int64_t, size_t)> each = [&](int64_t i,
-                                                          size_t from) {
-            if (i == pp) {
-              if (pinsAllow(cutStarts) && cutStarts != starts)
-                consider(cutStarts);
-              return;
-            }
-            for (size_t u = from; u + size_t(pp - i) <= n; ++u) {
-              cutStarts[i] = u;
-              each(i + 1, u + 1);
-            }
-          };
-          cutStarts[0] = 0;
-          each(1, 1);
-        }
+        if (pp > 1 && cutCount(n, pp) <= kReplayedCuts)
+          for (const std::vector<size_t> &cut : allCuts(n, pp))
+            if (pinsAllow(cut) && cut != starts)
+              consider(cut);
         // The planner's additive memory is a lower bound and its objective
         // not the step time: the fastest cut that fits by the slowest stage
         // may fit where it does not, or be faster (the exact cut needs no
@@ -2015,23 +2012,10 @@ MixedPlan searchMixedStages(const std::vector<Problem> &variants,
     for (const Problem &v : variants)
       searches.push_back(std::make_unique<Search>(v, spec, db));
     // The cuts: every one when few, else the given one.
-    std::vector<std::vector<size_t>> cuts;
-    if (cutCount(n, pp) <= kReplayedCuts) {
-      std::vector<size_t> starts(size_t(pp), 0);
-      std::function<void(int64_t, size_t)> each = [&](int64_t i, size_t from) {
-        if (i == pp) {
-          cuts.push_back(starts);
-          return;
-        }
-        for (size_t u = from; u + size_t(pp - i) <= n; ++u) {
-          starts[size_t(i)] = u;
-          each(i + 1, u + 1);
-        }
-      };
-      each(1, 1);
-    } else {
-      cuts.push_back(shape.stageStarts);
-    }
+    std::vector<std::vector<size_t>> cuts =
+        cutCount(n, pp) <= kReplayedCuts
+            ? allCuts(n, pp)
+            : std::vector<std::vector<size_t>>{shape.stageStarts};
     const std::vector<int64_t> &pins = first.unitStages;
     double bestTime = kInf;
     for (const std::vector<size_t> &cut : cuts) {
