@@ -138,6 +138,7 @@ buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   plan.plan = o.plan;
   plan.devices = o.devices;
   plan.microBatches = o.microBatches;
+  plan.fixMicroBatches = o.fixMicroBatches;
   plan.zero1 = o.zero1;
   plan.zero2 = o.zero2;
   plan.zero3 = o.zero3;

@@ -1632,6 +1632,7 @@ Result Search::run() {
   size_t n = p.units.size();
   double leastNeeded = kInf;
   std::vector<Candidate> feasible;
+  std::string scheduleError; ///< why the schedule refused a mesh, if it did
   int64_t lastPinned = -1; ///< the largest stage a unit is pinned to
   for (int64_t s : p.unitStages)
     lastPinned = std::max(lastPinned, s);
@@ -1727,8 +1728,14 @@ Result Search::run() {
           StepEvaluation e = evaluateVirtual(
               {d, t, 2 * pp, m, balancedStarts(t, d, m, 2 * pp)},
               virtualDevices(pp));
-          if (!e.error.empty())
-            continue; // the schedule library's conditions (m vs pp)
+          if (!e.error.empty()) {
+            // The library's conditions (m vs pp), without the schedule's
+            // name evaluateVirtual puts first.
+            scheduleError = e.error.substr(
+                e.error.rfind(p.schedule + ": ", 0) == 0 ? p.schedule.size() + 2
+                                                         : 0);
+            continue;
+          }
           if (!e.fits) {
             leastNeeded = std::min(leastNeeded, peakBytes(e.stages));
             continue;
@@ -1874,11 +1881,32 @@ Result Search::run() {
           " GiB per device on " + std::to_string(p.devices) + " device(s)" +
           (p.constraints.empty() ? ""
                                  : " under the constraints " + p.constraints);
+    } else if (!scheduleError.empty()) {
+      // Meshes exist, but the schedule runs on none of them.
+      best.error = "no plan of " + std::to_string(p.devices) +
+                   " device(s) runs its schedule: " + scheduleError;
     } else {
-      best.error = "no mesh of " + std::to_string(p.devices) +
-                   " devices divides the batch (" + std::to_string(p.batch) +
-                   "), the attention heads and the " + std::to_string(n) +
-                   " layer groups";
+      std::string tps;
+      for (int64_t t : p.tpDegrees)
+        tps += (tps.empty() ? "" : ", ") + std::to_string(t);
+      best.error =
+          "no mesh of " + std::to_string(p.devices) +
+          " device(s) fits the model: dp x tp x pp = " +
+          std::to_string(p.devices) + " with dp" +
+          (p.fixedMicroBatches > 0
+               ? " x the micro-batches (" +
+                     std::to_string(p.fixedMicroBatches) + ")"
+               : std::string()) +
+          " dividing the batch (" + std::to_string(p.batch) + "), tp one of " +
+          tps +
+          " (dividing the attention heads and the MLP's hidden units), pp "
+          "at most the " +
+          std::to_string(n) + " layer group(s)" +
+          (virtualStages()
+               ? ", and --schedule " + p.schedule +
+                     " runs two virtual stages per device: pp >= 2 with 2 x "
+                     "pp at most the layer groups"
+               : "");
     }
     return best;
   }

@@ -379,6 +379,7 @@ int main(int argc, char **argv) {
   TrainPipelineOptions pipeline;
   pipeline.devices = devices;
   pipeline.microBatches = microBatches;
+  pipeline.fixMicroBatches = given(microBatches);
   pipeline.plan = plan;
   pipeline.schedule = schedule;
   pipeline.requirePipeline = given(schedule);

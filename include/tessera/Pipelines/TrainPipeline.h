@@ -34,6 +34,11 @@ struct TrainPipelineOptions
       llvm::cl::desc("Micro-batches per step (>= 1): pipeline micro-batches, "
                      "or gradient accumulation on one device"),
       llvm::cl::init(1)};
+  Option<bool> fixMicroBatches{
+      *this, "fix-micro-batches",
+      llvm::cl::desc("micro-batches was given (even as 1): --plan auto keeps "
+                     "it"),
+      llvm::cl::init(false)};
   Option<std::string> plan{
       *this, "plan",
       llvm::cl::desc("dp, tp, pp, a product like dp2xtp2xpp2, auto, or a "

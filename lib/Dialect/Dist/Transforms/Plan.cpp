@@ -153,6 +153,7 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     AutoPlanOptions options;
     options.devices = devices;
     options.microBatches = spec.shape.microBatches;
+    options.microBatchesFixed = fixMicroBatches;
     options.deviceSpec = deviceSpec;
     options.profileDatabase = profileDb;
     options.memoryGiB = memoryGiB;
@@ -274,7 +275,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     // The file and the options may both give micro-batches and ZeRO-1; a
     // disagreement is an error rather than one silently winning.
     if (file->microBatches) {
-      if (microBatches != 1 && microBatches != *file->microBatches)
+      if ((microBatches != 1 || fixMicroBatches) &&
+          microBatches != *file->microBatches)
         return fail("micro_batches is " + Twine(*file->microBatches) +
                     ", but --micro-batches is " +
                     Twine(microBatches.getValue()));
@@ -305,7 +307,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       // A constrained auto plan: the search keeps the mesh axes and the
       // micro-batches the file gives, and chooses the rest.
       AutoPlanOptions options = autoOptions(spec);
-      options.microBatchesFixed = file->microBatches.has_value();
+      options.microBatchesFixed =
+          fixMicroBatches || file->microBatches.has_value();
       // Each axis the file's mesh gives (0: not given) is kept.
       planner::PlanShape kept =
           file->mesh ? *file->mesh : planner::PlanShape{0, 0, 0};

@@ -73,6 +73,10 @@
 // The micro-batch count can be fixed; the rest is still chosen.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.00055 micro-batches=4" | FileCheck %s --check-prefix=FIXED
 // FIXED: dist.mesh = #dist.mesh<[dp = 1, tp = 2, pp = 2]>, dist.pipeline = #dist.pipeline<micro_batches = 4>
+// Fixed at 1 (fix-micro-batches: tessera-compile's --micro-batches 1 given;
+// without it 1 is the default and the search chooses, 2 under AMPLE).
+// RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=cpu memory-gib=1 micro-batches=1 fix-micro-batches report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIXEDONE
+// FIXEDONE: dist-plan: auto plan for train_step_adamw on 4 x cpu (1 GiB each): mesh [dp = {{[0-9]}}, tp = {{[0-9]}}, pp = {{[0-9]}}], 1 micro-batch(es) of
 
 // GPipe holds every micro-batch's activations on every stage.
 // RUN: tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0.00055 schedule=gpipe report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPIPE
@@ -127,7 +131,16 @@
 // MEMORY: error: dist-plan: plan 'auto': no plan fits in 0.0001 GiB per device: the step needs at least 0.000361 GiB per device on 4 device(s), and at least 0.000361 GiB with ZeRO-2, at least 0.000327 GiB with ZeRO-3, at least 0.000306 GiB when every layer group's activations are recomputed, at least 0.000298 GiB with ZeRO-3 and recomputation
 // MEMORY-NOT: see current operation
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=64" 2>&1 | FileCheck %s --check-prefix=MESH
-// MESH: error: dist-plan: plan 'auto': no mesh of 64 devices divides the batch (4), the attention heads and the 4 layer groups
+// MESH: error: dist-plan: plan 'auto': no mesh of 64 device(s) fits the model: dp x tp x pp = 64 with dp dividing the batch (4), tp one of 1, 2 (dividing the attention heads and the MLP's hidden units), pp at most the 4 layer group(s){{$}}
+// With micro-batches given, dp x micro-batches must divide the batch; with
+// two virtual stages per device, the 4 layer groups allow pp2 at most.
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=64 micro-batches=3" 2>&1 | FileCheck %s --check-prefix=MESHMB
+// MESHMB: error: dist-plan: plan 'auto': no mesh of 64 device(s) fits the model: dp x tp x pp = 64 with dp x the micro-batches (3) dividing the batch (4),
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=3 schedule=interleaved stages-per-device=2" 2>&1 | FileCheck %s --check-prefix=MESHV
+// MESHV: error: dist-plan: plan 'auto': no mesh of 3 device(s) fits the model: {{.*}}, pp at most the 4 layer group(s), and --schedule interleaved runs two virtual stages per device: pp >= 2 with 2 x pp at most the layer groups
+// Meshes that the schedule refuses: the schedule library says why.
+// RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=2 schedule=interleaved stages-per-device=2 micro-batches=1 fix-micro-batches" 2>&1 | FileCheck %s --check-prefix=MESHSCHED
+// MESHSCHED: error: dist-plan: plan 'auto': no plan of 2 device(s) runs its schedule: interleaved 1F1B needs the number of micro-batches to be a multiple of the stages (2)
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 device-spec=tpu9" 2>&1 | FileCheck %s --check-prefix=SPEC
 // SPEC: error: dist-plan: plan 'auto': unknown device spec 'tpu9' (not a bundled spec: h100-sxm, a100-sxm, cpu; not an existing file)
 // RUN: not tessera-opt %t.mlir -dist-plan="plan=auto devices=4 memory-gib=0" 2>&1 | FileCheck %s --check-prefix=NONPOS

@@ -67,6 +67,11 @@ def DistPlan : Pass<"dist-plan", "::mlir::ModuleOp"> {
            "Micro-batches per step (pipelines and gradient accumulation; "
            ">= 1, dp x micro-batches within int64; a plan file's "
            "micro_batches must agree unless this is 1)">,
+    Option<"fixMicroBatches", "fix-micro-batches", "bool",
+           /*default=*/"false",
+           "micro-batches was given, even as 1: auto keeps it and a plan "
+           "file's micro_batches must agree (without it, 1 is the default "
+           "that auto and a plan file may change)">,
     Option<"zero1", "zero1", "bool", /*default=*/"false",
            "Shard optimizer updates and state over dp (ZeRO-1; the plan "
            "must have dp > 1, auto excepted; a plan file's \"zero1\": "
