@@ -104,10 +104,25 @@ PLANS = [
     ("4 layers: dp2xpp2 interlaced interleaved mb2", 4, 2,
      ["--plan", os.path.join(REPO, "examples/plans/gpt-interlaced.json"),
       "--schedule", "interleaved"], 4),
+    # --plan auto below the no-saver minimum, each stage with the savers it
+    # needs (the report's `stage N: ..., X GiB per device` lines): recompute
+    # on three of pp4's four stages, ZeRO-3 on one stage of two, on both.
+    ("4 layers: auto at 0.0018 GiB (recompute on stages 0-2 of pp4)", 4, 4,
+     ["--plan", "auto", "--memory-gib", "0.0018"], 4),
+    ("auto dp2xpp2 at 0.00125 GiB (ZeRO-3 on stage 0)", 4, 2,
+     ["--plan", "{tmp}/auto-dp2xpp2.json", "--memory-gib", "0.00125"]),
+    ("auto dp2xpp2 at 0.0011 GiB (ZeRO-3 on both stages)", 4, 2,
+     ["--plan", "{tmp}/auto-dp2xpp2.json", "--memory-gib", "0.0011"]),
 ]
+
+# Plan files the rows name as {tmp}/NAME.
+PLAN_FILES = {"auto-dp2xpp2.json": {"policy": "auto", "mesh": {"dp": 2, "pp": 2}}}
 
 PREDICT = re.compile(r"predicted step .*?, memory ([0-9.e+-]+(?:, [0-9.e+-]+)*)"
                      r" GiB (?:per|by) device")
+# --plan auto's report: one line per stage.
+AUTO_STAGE = re.compile(r"^  stage [0-9]+: units .*?, ([0-9.e+-]+) GiB per device",
+                        re.M)
 
 
 def main():
@@ -129,8 +144,12 @@ def main():
                             "--context", "32", "--batch", "8", "--no-bias",
                             "--out", models[layers], "--quiet", "--no-final"],
                            check=True)
+        for name, plan in PLAN_FILES.items():
+            with open(os.path.join(tmp, name), "w") as f:
+                json.dump(plan, f)
         for label, devices, pp, flags, *rest in PLANS:
             model = models[rest[0] if rest else 2]
+            flags = [x.replace("{tmp}", tmp) for x in flags]
             out = os.path.join(tmp, re.sub(r"[^a-z0-9]+", "_", label.lower()))
             cmd = [compile_, os.path.join(model, "model.onnx"), "-o", out,
                    "--no-build", "--devices", str(devices)] + flags
@@ -138,9 +157,13 @@ def main():
             if r.returncode != 0:
                 sys.exit(f"{label}: tessera-compile failed:\n{r.stderr}")
             m = PREDICT.search(r.stderr)
-            if not m:
-                sys.exit(f"{label}: no memory prediction in:\n{r.stderr}")
-            stages = [float(x) * 2**30 for x in m.group(1).split(", ")]
+            if m:
+                stages = [float(x) * 2**30 for x in m.group(1).split(", ")]
+            else:
+                stages = [float(x) * 2**30 for x in AUTO_STAGE.findall(r.stderr)]
+            if not stages or len(stages) not in (1, pp):
+                sys.exit(f"{label}: no memory prediction for {pp} stage(s) in:\n"
+                         f"{r.stderr}")
             replay = json.load(open(os.path.join(out, "memory.json")))["adamw"]
             diffs = []
             for rank, measured in enumerate(replay):
