@@ -305,6 +305,36 @@ static LogicalResult addExtensionLibraries(ModuleOp module,
   return success();
 }
 
+/// EmittedPrograms::spreadOfRank. Ranks are row-major over the mesh (the
+/// last axis fastest): rank r's pp coordinate is (r / inner) % pp, where
+/// inner is the product of the axes after pp, and its position among its
+/// stage's ranks counts the other coordinates in the same order.
+static std::vector<int64_t> cpuSpread(ModuleOp module) {
+  auto mesh =
+      module->getAttrOfType<dist::MeshAttr>(Dist::MeshAttrHelper::getNameStr());
+  if (!mesh)
+    return {0};
+  int64_t pp = 1, inner = 1;
+  bool after = false;
+  for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes())) {
+    if (after)
+      inner *= size;
+    if (name.getValue() == "pp") {
+      pp = size;
+      after = true;
+    }
+  }
+  if (!after)
+    inner = 1;
+  std::vector<int64_t> spread;
+  for (int64_t r = 0; r < mesh.numRanks(); ++r) {
+    int64_t stage = (r / inner) % pp;
+    int64_t position = (r / (inner * pp)) * inner + r % inner;
+    spread.push_back(position + stage);
+  }
+  return spread;
+}
+
 FailureOr<EmittedPrograms> emitPrograms(ModuleOp module,
                                         const PackageOptions &options) {
   MLIRContext *ctx = module.getContext();
@@ -316,6 +346,7 @@ FailureOr<EmittedPrograms> emitPrograms(ModuleOp module,
     return failure();
   constexpr size_t kNone = ~size_t(0);
   programs.programOfRank.assign(distributed ? ranks : 1, kNone);
+  programs.spreadOfRank = cpuSpread(module);
   // The large constants of every program, once each (keyed by content),
   // for OUT/constants.safetensors.
   std::map<std::string, onnx_import::Tensor> constants;
@@ -538,6 +569,12 @@ std::string runScript(const EmittedPrograms &programs) {
   }
   // Each rank's program, by the rank a launcher gave this process.
   size_t ranks = programs.programOfRank.size();
+  std::string spreadList;
+  for (size_t r = 0; r < ranks; ++r)
+    spreadList +=
+        (r ? " " : "") + std::to_string(r < programs.spreadOfRank.size()
+                                            ? programs.spreadOfRank[r]
+                                            : int64_t(r));
   s += "# Open MPI refuses to start as root without the first two. Ranks may\n"
        "# exceed the cores: unbound ranks that yield when idle share them\n"
        "# better; containers often forbid the single-copy transport.\n"
@@ -580,6 +617,23 @@ std::string runScript(const EmittedPrograms &programs) {
        "  [ $# -ge 2 ] || { echo \"error: --hostfile needs a file\" >&2; exit "
        "1; }\n"
        "  hostfile=$2; shift 2\n"
+       "fi\n"
+       "# More ranks than this host's CPUs: each rank binds itself to a CPU\n"
+       "# (TESSERA_CPU_SPREAD: per rank, its place in its pipeline stage plus\n"
+       "# the stage), so that the ranks that compute at the same time take\n"
+       "# different CPUs; TESSERA_BIND=none leaves them unbound.\n"
+       "case \"${TESSERA_BIND:-spread}\" in\n"
+       "  spread|none) ;;\n"
+       "  *) echo \"error: TESSERA_BIND is spread or none, not" +
+       " '$TESSERA_BIND'\" >&2; exit 1 ;;\n"
+       "esac\n"
+       "if [ -z \"$hostfile\" ] && [ \"${TESSERA_BIND:-spread}\" = spread ] && "
+       "[ \"$(nproc 2>/dev/null || echo " +
+       std::to_string(ranks) + ")\" -lt " + std::to_string(ranks) +
+       " ]; then\n"
+       "  export TESSERA_CPU_SPREAD=\"" +
+       spreadList +
+       "\"\n"
        "fi\n"
        "# One entry per rank, in rank order: the program of its class.\n"
        "exec mpirun ${hostfile:+--hostfile \"$hostfile\"} --oversubscribe "

@@ -171,6 +171,39 @@ Error mismatch(const std::string &where, DType dtype, const Shape &shape,
                typeAndShape(sentType, sentShape));
 }
 
+int spreadCpu(const std::string &spread, int64_t rank, int64_t size,
+              const std::vector<int> &cpus) {
+  std::vector<int64_t> entries;
+  size_t i = 0;
+  while (i < spread.size()) {
+    if (spread[i] == ' ' || spread[i] == ',') {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    int64_t value = 0;
+    while (end < spread.size() && spread[end] >= '0' && spread[end] <= '9' &&
+           value < (int64_t(1) << 40))
+      value = value * 10 + (spread[end++] - '0');
+    if (end == i ||
+        (end < spread.size() && spread[end] != ' ' && spread[end] != ','))
+      throw Error("TESSERA_CPU_SPREAD must list one non-negative integer per "
+                  "rank, got '" +
+                  spread + "'");
+    entries.push_back(value);
+    i = end;
+  }
+  if (int64_t(entries.size()) != size)
+    throw Error("TESSERA_CPU_SPREAD lists " + std::to_string(entries.size()) +
+                " rank(s), but the job has " + std::to_string(size) +
+                " (it belongs to the run script of a compiled program; unset "
+                "it to leave the ranks unbound)");
+  if (cpus.empty() || rank < 0 || rank >= size)
+    throw Error("TESSERA_CPU_SPREAD: no CPU to place rank " +
+                std::to_string(rank) + " on");
+  return cpus[size_t(entries[size_t(rank)] % int64_t(cpus.size()))];
+}
+
 } // namespace comm
 } // namespace rt
 } // namespace tessera

@@ -12,14 +12,23 @@
 #include "Mpi.h"
 
 #include "Bootstrap.h"
+#include "CommCommon.h"
 
 #include "tessera/runtime/Comm.h"
 
 #include "Watchdog.h"
 #include "World.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <optional>
+#include <vector>
+
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 namespace tessera {
 namespace rt {
@@ -61,6 +70,36 @@ mpi::World &mpi::world() {
   return w;
 }
 
+/// TESSERA_CPU_SPREAD, set by a compiled program's run script when its
+/// ranks outnumber the host's CPUs: binds this rank to its CPU
+/// (comm::spreadCpu), so that ranks that compute at the same time (a
+/// pipeline stage's dp and tp ranks) do not take turns on one core while
+/// another holds only waiting ranks: the kernel does not move them apart
+/// itself, since a waiting rank polls and every core looks busy. The
+/// calling thread only; threads started later inherit it.
+static void bindToSpreadCpu(int rank, int size) {
+  const char *spread = std::getenv("TESSERA_CPU_SPREAD");
+  if (!spread || !*spread)
+    return;
+#ifdef __linux__
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) != 0)
+    throw Error(std::string("TESSERA_CPU_SPREAD: sched_getaffinity: ") +
+                std::strerror(errno));
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &mask))
+      cpus.push_back(c);
+  int cpu = comm::spreadCpu(spread, rank, size, cpus);
+  CPU_ZERO(&mask);
+  CPU_SET(cpu, &mask);
+  if (sched_setaffinity(0, sizeof mask, &mask) != 0)
+    throw Error("TESSERA_CPU_SPREAD: cannot bind rank " + std::to_string(rank) +
+                " to CPU " + std::to_string(cpu) + ": " + std::strerror(errno));
+#endif
+}
+
 bool mpi::start(int *argc, char ***argv) {
   if (world().active)
     return false;
@@ -100,6 +139,8 @@ bool mpi::start(int *argc, char ***argv) {
     w.tagUpperBound = *static_cast<int *>(tagUb);
   w.active = true;
   world() = w;
+  // Once started, so that an error ends the job as any rank's error does.
+  bindToSpreadCpu(w.rank, w.size);
   return true;
 }
 

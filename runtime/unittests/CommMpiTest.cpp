@@ -15,12 +15,19 @@
 
 #include "TestUtil.h"
 
+#include "CommCommon.h"
 #include "Mpi.h"
 #include "World.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
+
+#ifdef __linux__
+#include <sched.h>
+#include <unistd.h>
+#endif
 
 using namespace tessera::rt;
 using namespace tessera::rt::test;
@@ -171,6 +178,60 @@ std::string describe(const std::vector<int64_t> &group, DType dtype) {
 
 std::vector<int64_t> splitSizes(int64_t total, int64_t n) {
   return std::vector<int64_t>(n, total / n);
+}
+
+//===----------------------------------------------------------------------===//
+// Placement (TESSERA_CPU_SPREAD)
+//===----------------------------------------------------------------------===//
+
+TEST(CommMpi, SpreadPicksTheCpuAtTheRanksEntryModuloTheCount) {
+  std::vector<int> cpus = {2, 5, 7};
+  EXPECT_EQ(comm::spreadCpu("0 1 1 2", 0, 4, cpus), 2);
+  EXPECT_EQ(comm::spreadCpu("0 1 1 2", 2, 4, cpus), 5);
+  EXPECT_EQ(comm::spreadCpu("0 1 1 2", 3, 4, cpus), 7);
+  EXPECT_EQ(comm::spreadCpu("0,1,4,2", 2, 4, cpus), 5); // 4 mod 3
+  EXPECT_EQ(comm::spreadCpu(" 3  0 ", 0, 2, {4, 6}), 6);
+  EXPECT_THROW(comm::spreadCpu("0 1 2", 0, 4, cpus), Error);   // a rank short
+  EXPECT_THROW(comm::spreadCpu("0 1 x 2", 0, 4, cpus), Error); // not a number
+  EXPECT_THROW(comm::spreadCpu("0 -1", 0, 2, cpus), Error);
+  EXPECT_THROW(comm::spreadCpu("0 1", 0, 2, {}), Error);
+}
+
+// Under TESSERA_CPU_SPREAD (test/Runtime/mpi-comm.test sets it for 4
+// ranks) each rank runs on one CPU: the same CPU for equal entries, and
+// different ones for entries one apart when the host has two or more.
+TEST(CommMpi, SpreadBindsEachRankToItsCpu) {
+  const char *spread = std::getenv("TESSERA_CPU_SPREAD");
+  if (!spread || !*spread)
+    GTEST_SKIP() << "TESSERA_CPU_SPREAD is not set";
+#ifdef __linux__
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  ASSERT_EQ(CPU_COUNT(&mask), 1);
+  int cpu = 0;
+  while (!CPU_ISSET(cpu, &mask))
+    ++cpu;
+  std::vector<int> cpus(size_t(world()), 0);
+  MPI_Allgather(&cpu, 1, MPI_INT, cpus.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  std::vector<int64_t> entries;
+  for (const char *c = spread; *c;) {
+    char *end = nullptr;
+    entries.push_back(std::strtoll(c, &end, 10));
+    c = end;
+    while (*c == ' ' || *c == ',')
+      ++c;
+  }
+  ASSERT_EQ(int64_t(entries.size()), world());
+  bool several = sysconf(_SC_NPROCESSORS_ONLN) >= 2;
+  for (size_t i = 0; i < entries.size(); ++i)
+    for (size_t j = 0; j < entries.size(); ++j) {
+      if (entries[i] == entries[j])
+        EXPECT_EQ(cpus[i], cpus[j]) << "ranks " << i << " and " << j;
+      if (several && std::abs(entries[i] - entries[j]) == 1)
+        EXPECT_NE(cpus[i], cpus[j]) << "ranks " << i << " and " << j;
+    }
+#endif
 }
 
 //===----------------------------------------------------------------------===//

@@ -4,10 +4,11 @@
 //
 // Measures the machine at hand, with N ranks placed the way a compiled
 // program's `run` script places them (mpirun --oversubscribe --bind-to none,
-// idle ranks yielding), and writes a device spec (docs/planner.md) for the
-// cost model: `tessera-compile --device-spec SPEC.json`. Every measurement
-// goes through the runtime's own kernels and communication calls, so the
-// spec describes what the emitted programs run:
+// idle ranks yielding, bound to CPUs when they outnumber them), and writes a
+// device spec (docs/planner.md) for the cost model: `tessera-compile
+// --device-spec SPEC.json`. Every measurement goes through the runtime's own
+// kernels and communication calls, so the spec describes what the emitted
+// programs run:
 //   - op_overhead: every op call's fixed cost in a program (dispatch,
 //     allocation, placement, releases, loop setup): eight tiny layers'
 //     forward and backward written as an emitted step, per op
@@ -18,10 +19,12 @@
 //   - contention: for k = 1 .. N, how much slower a 128 x 128 matmul runs
 //     while k ranks compute at once and the others wait in a blocking MPI
 //     call, than one of them alone with the others asleep just before
-//     (N > 1; the mean over the sets of k ranks that may be the busy ones,
-//     since where the kernel left them decides whether they share a core;
-//     per set the median of at least five alternations, each k at least 15
-//     times: the host's speed drifts);
+//     (N > 1; unbound, the mean over the sets of k ranks that may be the
+//     busy ones, since where the kernel left them decides whether they
+//     share a core; bound as the run script binds more ranks than CPUs,
+//     ranks 0 .. k-1, spread over the CPUs as a stage's ranks are; per set the
+//     median of at least five alternations, each k at least 15 times: the
+//     host's speed drifts);
 //   - core_wait: how long a waiting rank waits for its core while a
 //     computing rank holds it (N > 2; two ranks pinned to one CPU);
 //   - core_chance: how likely a computing rank holds a waiting stage's core
@@ -71,6 +74,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -152,9 +156,21 @@ bool underLauncher() {
   return false;
 }
 
+/// The CPUs this process may run on (as the run script's nproc counts).
+int64_t availableCpus() {
+#ifdef __linux__
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  if (sched_getaffinity(0, sizeof mask, &mask) == 0)
+    return CPU_COUNT(&mask);
+#endif
+  return std::max<int64_t>(1, std::thread::hardware_concurrency());
+}
+
 /// Runs this tool again under mpirun with `ranks` ranks, placed as the run
 /// script of a compiled program places them (tessera-compile's emitted
-/// `run`: unbound, oversubscribed, idle ranks yielding).
+/// `run`: oversubscribed, idle ranks yielding, unbound unless they
+/// outnumber the CPUs).
 [[noreturn]] void relaunch(const Options &o, char **argv) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
@@ -164,6 +180,16 @@ bool underLauncher() {
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   std::string exe = len > 0 ? std::string(self, size_t(len)) : argv[0];
   std::string n = std::to_string(o.ranks);
+  // More ranks than CPUs: bound as the run script binds them
+  // (TESSERA_CPU_SPREAD; rank r on the CPU r modulo the count, the spread
+  // of a pipeline stage's ranks), unless TESSERA_BIND=none.
+  const char *bind = std::getenv("TESSERA_BIND");
+  if ((!bind || std::string(bind) != "none") && o.ranks > availableCpus()) {
+    std::string spread;
+    for (int64_t r = 0; r < o.ranks; ++r)
+      spread += (r ? " " : "") + std::to_string(r);
+    setenv("TESSERA_CPU_SPREAD", spread.c_str(), 1);
+  }
   std::vector<std::string> args = {"mpirun",    "--oversubscribe",
                                    "--bind-to", "none",
                                    "-np",       n,
@@ -610,6 +636,24 @@ int run(const Options &o) {
   // see).
   std::vector<double> contention;
   double slots = 1;
+  // The CPUs the ranks may run on, over all of them (the union of their
+  // affinity masks).
+  int usableCpus = size;
+  std::vector<int> usableCpuList;
+  {
+    cpu_set_t set, all;
+    CPU_ZERO(&set);
+    CPU_ZERO(&all);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+      CPU_ZERO(&set);
+    MPI_Allreduce(&set, &all, int(sizeof set), MPI_UNSIGNED_CHAR, MPI_BOR,
+                  MPI_COMM_WORLD);
+    if (CPU_COUNT(&all) > 0)
+      usableCpus = CPU_COUNT(&all);
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &all))
+        usableCpuList.push_back(c);
+  }
   if (size > 1) {
     rt::Tensor p = filled({probe, probe}, rt::DType::f32, 0.5);
     auto matmuls = [&] { rt::matmul(p, p); };
@@ -621,6 +665,8 @@ int run(const Options &o) {
     // (at most kSets of them, drawn evenly), and its contention is the mean
     // over the sets: the slowdown the plan's ranks meet on average.
     const size_t kSets = 12;
+    const char *spreadEnv = std::getenv("TESSERA_CPU_SPREAD");
+    bool bound = spreadEnv && *spreadEnv;
     std::vector<std::vector<std::vector<int>>> sets(static_cast<size_t>(size));
     for (int k = 1; k <= size; ++k) {
       std::vector<std::vector<int>> all;
@@ -641,7 +687,11 @@ int run(const Options &o) {
           pick[size_t(j)] = pick[size_t(j - 1)] + 1;
       }
       std::vector<std::vector<int>> &mine = sets[size_t(k - 1)];
-      if (all.size() <= kSets) {
+      if (bound) {
+        // Bound ranks (TESSERA_CPU_SPREAD): the set a program's busy ranks
+        // form, spread over the CPUs (ranks 0 .. k-1 on consecutive ones).
+        mine.push_back(all.front());
+      } else if (all.size() <= kSets) {
         mine = all;
       } else {
         for (size_t i = 0; i < kSets; ++i)
@@ -657,7 +707,11 @@ int run(const Options &o) {
     // throughout (ranks leaving a barrier start at different times, and a
     // batch timed by each rank on its own may run while the others have not
     // started).
-    const double length = window * 25, margin = window * 2;
+    // Bound ranks that share a CPU take turns for whole time slices (a few
+    // ms): a window shorter than several slices could catch one of them
+    // without a single call.
+    const double length = std::max(window * 25, bound ? 20e-3 : 0.0),
+                 margin = window * 2;
     // The time per call of the calls that start and end in [from, from +
     // length] (the rank computes from the call on).
     auto inWindow = [&](double from) {
@@ -749,11 +803,9 @@ int run(const Options &o) {
       }
       say(text);
       // All N ranks busy at contention c: N / c of them at full speed, at
-      // most the CPUs they may run on.
-      cpu_set_t set;
-      double cpus = double(size);
-      if (sched_getaffinity(0, sizeof set, &set) == 0)
-        cpus = std::min(cpus, double(CPU_COUNT(&set)));
+      // most the CPUs they may run on (all ranks' together: bound ranks
+      // have one each).
+      double cpus = std::min(double(size), double(usableCpus));
       slots = std::clamp(double(size) / contention.back(), 1.0,
                          std::max(1.0, cpus));
       std::snprintf(line, sizeof line,
@@ -826,12 +878,11 @@ int run(const Options &o) {
     {
       cpu_set_t mask;
       CPU_ZERO(&mask);
-      bool pinned = sched_getaffinity(0, sizeof mask, &mask) == 0;
+      bool pinned = sched_getaffinity(0, sizeof mask, &mask) == 0 &&
+                    !usableCpuList.empty();
       if (pinned) {
-        std::vector<int> cpus;
-        for (int c = 0; c < CPU_SETSIZE; ++c)
-          if (CPU_ISSET(c, &mask))
-            cpus.push_back(c);
+        // From all ranks' CPUs: bound ranks have one each.
+        const std::vector<int> &cpus = usableCpuList;
         cpu_set_t mine;
         CPU_ZERO(&mine);
         CPU_SET(rank == 1 && cpus.size() > 1 ? cpus[1] : cpus[0], &mine);
