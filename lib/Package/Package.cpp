@@ -618,16 +618,16 @@ std::string runScript(const EmittedPrograms &programs) {
        "1; }\n"
        "  hostfile=$2; shift 2\n"
        "fi\n"
-       "# More ranks than this host's CPUs: each rank binds itself to a CPU\n"
-       "# (TESSERA_CPU_SPREAD: per rank, its place in its pipeline stage plus\n"
-       "# the stage), so that the ranks that compute at the same time take\n"
-       "# different CPUs; TESSERA_BIND=none leaves them unbound.\n"
-       "case \"${TESSERA_BIND:-spread}\" in\n"
+       "# TESSERA_BIND=spread and more ranks than this host's CPUs: each rank\n"
+       "# binds itself to a CPU (TESSERA_CPU_SPREAD: per rank, its place in\n"
+       "# its pipeline stage plus the stage), so that the ranks that compute\n"
+       "# at the same time take different CPUs. Unbound by default.\n"
+       "case \"${TESSERA_BIND:-none}\" in\n"
        "  spread|none) ;;\n"
        "  *) echo \"error: TESSERA_BIND is spread or none, not" +
        " '$TESSERA_BIND'\" >&2; exit 1 ;;\n"
        "esac\n"
-       "if [ -z \"$hostfile\" ] && [ \"${TESSERA_BIND:-spread}\" = spread ] && "
+       "if [ -z \"$hostfile\" ] && [ \"${TESSERA_BIND:-none}\" = spread ] && "
        "[ \"$(nproc 2>/dev/null || echo " +
        std::to_string(ranks) + ")\" -lt " + std::to_string(ranks) +
        " ]; then\n"

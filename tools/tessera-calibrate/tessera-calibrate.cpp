@@ -4,7 +4,8 @@
 //
 // Measures the machine at hand, with N ranks placed the way a compiled
 // program's `run` script places them (mpirun --oversubscribe --bind-to none,
-// idle ranks yielding, bound to CPUs when they outnumber them), and writes a
+// idle ranks yielding; with TESSERA_BIND=spread bound to CPUs when they
+// outnumber them), and writes a
 // device spec (docs/planner.md) for the cost model: `tessera-compile
 // --device-spec SPEC.json`. Every measurement goes through the runtime's own
 // kernels and communication calls, so the spec describes what the emitted
@@ -21,7 +22,7 @@
 //     call, than one of them alone with the others asleep just before
 //     (N > 1; unbound, the mean over the sets of k ranks that may be the
 //     busy ones, since where the kernel left them decides whether they
-//     share a core; bound as the run script binds more ranks than CPUs,
+//     share a core; bound (TESSERA_BIND=spread and more ranks than CPUs),
 //     ranks 0 .. k-1, spread over the CPUs as a stage's ranks are; per set the
 //     median of at least five alternations, each k at least 15 times: the
 //     host's speed drifts);
@@ -169,8 +170,8 @@ int64_t availableCpus() {
 
 /// Runs this tool again under mpirun with `ranks` ranks, placed as the run
 /// script of a compiled program places them (tessera-compile's emitted
-/// `run`: oversubscribed, idle ranks yielding, unbound unless they
-/// outnumber the CPUs).
+/// `run`: oversubscribed, idle ranks yielding, unbound unless
+/// TESSERA_BIND=spread and they outnumber the CPUs).
 [[noreturn]] void relaunch(const Options &o, char **argv) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
@@ -180,11 +181,11 @@ int64_t availableCpus() {
   ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
   std::string exe = len > 0 ? std::string(self, size_t(len)) : argv[0];
   std::string n = std::to_string(o.ranks);
-  // More ranks than CPUs: bound as the run script binds them
-  // (TESSERA_CPU_SPREAD; rank r on the CPU r modulo the count, the spread
-  // of a pipeline stage's ranks), unless TESSERA_BIND=none.
+  // TESSERA_BIND=spread and more ranks than CPUs: bound as the run script
+  // then binds them (TESSERA_CPU_SPREAD; rank r on the CPU r modulo the
+  // count, the spread of a pipeline stage's ranks).
   const char *bind = std::getenv("TESSERA_BIND");
-  if ((!bind || std::string(bind) != "none") && o.ranks > availableCpus()) {
+  if (bind && std::string(bind) == "spread" && o.ranks > availableCpus()) {
     std::string spread;
     for (int64_t r = 0; r < o.ranks; ++r)
       spread += (r ? " " : "") + std::to_string(r);

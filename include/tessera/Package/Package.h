@@ -81,7 +81,8 @@ struct EmittedPrograms {
   std::vector<size_t> programOfRank;
   /// Per rank, its position among the ranks of its pipeline stage plus the
   /// stage (mesh axis pp; 0 without it): where the run script places the
-  /// ranks when they outnumber the CPUs (TESSERA_CPU_SPREAD), so that the
+  /// ranks under TESSERA_BIND=spread when they outnumber the CPUs
+  /// (TESSERA_CPU_SPREAD), so that the
   /// ranks of a stage, which compute at the same time, and neighbouring
   /// stages' ranks take different CPUs.
   std::vector<int64_t> spreadOfRank;
