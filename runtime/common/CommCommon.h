@@ -175,8 +175,9 @@ Tensor broadcastFrom(const GroupInfo &g, const Tensor &x, int rootPos,
                      const std::string &where);
 
 /// Where this rank runs when the job's ranks outnumber the host's CPUs: the
-/// run script of a compiled program sets TESSERA_CPU_SPREAD to one
-/// integer per rank (docs/launch.md, "Ranks on fewer CPUs"), and rank r
+/// run script of a compiled program, under TESSERA_BIND=spread, sets
+/// TESSERA_CPU_SPREAD to one integer per rank (docs/launch.md, "Ranks on
+/// fewer CPUs"), and rank r
 /// takes the CPU at position spread[r] modulo the count of `cpus` (the
 /// CPUs it may run on, ascending). Returns that CPU; an entry that is not
 /// a non-negative integer, or a count of entries other than `size`, is an

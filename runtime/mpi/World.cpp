@@ -70,8 +70,9 @@ mpi::World &mpi::world() {
   return w;
 }
 
-/// TESSERA_CPU_SPREAD, set by a compiled program's run script when its
-/// ranks outnumber the host's CPUs: binds this rank to its CPU
+/// TESSERA_CPU_SPREAD, set by a compiled program's run script under
+/// TESSERA_BIND=spread when its ranks outnumber the host's CPUs: binds
+/// this rank to its CPU
 /// (comm::spreadCpu), so that ranks that compute at the same time (a
 /// pipeline stage's dp and tp ranks) do not take turns on one core while
 /// another holds only waiting ranks: the kernel does not move them apart

@@ -5,11 +5,10 @@
 // Measures the machine at hand, with N ranks placed the way a compiled
 // program's `run` script places them (mpirun --oversubscribe --bind-to none,
 // idle ranks yielding; with TESSERA_BIND=spread bound to CPUs when they
-// outnumber them), and writes a
-// device spec (docs/planner.md) for the cost model: `tessera-compile
-// --device-spec SPEC.json`. Every measurement goes through the runtime's own
-// kernels and communication calls, so the spec describes what the emitted
-// programs run:
+// outnumber them), and writes a device spec (docs/planner.md) for the cost
+// model: `tessera-compile --device-spec SPEC.json`. Every measurement goes
+// through the runtime's own kernels and communication calls, so the spec
+// describes what the emitted programs run:
 //   - op_overhead: every op call's fixed cost in a program (dispatch,
 //     allocation, placement, releases, loop setup): eight tiny layers'
 //     forward and backward written as an emitted step, per op
@@ -23,9 +22,9 @@
 //     (N > 1; unbound, the mean over the sets of k ranks that may be the
 //     busy ones, since where the kernel left them decides whether they
 //     share a core; bound (TESSERA_BIND=spread and more ranks than CPUs),
-//     ranks 0 .. k-1, spread over the CPUs as a stage's ranks are; per set the
-//     median of at least five alternations, each k at least 15 times: the
-//     host's speed drifts);
+//     ranks 0 .. k-1, spread over the CPUs as a stage's ranks are; per set
+//     the median of at least five alternations, each k at least 15 times:
+//     the host's speed drifts);
 //   - core_wait: how long a waiting rank waits for its core while a
 //     computing rank holds it (N > 2; two ranks pinned to one CPU);
 //   - core_chance: how likely a computing rank holds a waiting stage's core

@@ -82,9 +82,8 @@ struct EmittedPrograms {
   /// Per rank, its position among the ranks of its pipeline stage plus the
   /// stage (mesh axis pp; 0 without it): where the run script places the
   /// ranks under TESSERA_BIND=spread when they outnumber the CPUs
-  /// (TESSERA_CPU_SPREAD), so that the
-  /// ranks of a stage, which compute at the same time, and neighbouring
-  /// stages' ranks take different CPUs.
+  /// (TESSERA_CPU_SPREAD), so that the ranks of a stage, which compute at
+  /// the same time, and neighbouring stages' ranks take different CPUs.
   std::vector<int64_t> spreadOfRank;
   /// The runtime libraries of extension dialects whose ops the programs
   /// call (RuntimeLibraryInterface), linked before the core runtime.
