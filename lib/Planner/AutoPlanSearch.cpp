@@ -557,10 +557,20 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
           localShapes(op, d * m, t);
       std::optional<double> exact =
           shapes ? profile->lookup(op.op, op.dtype, *shapes) : std::nullopt;
+      // The op's rate (per FLOP of its kind), at least the time its bytes
+      // take at the memory bandwidth: the rates are fitted on ops whose
+      // FLOPs grow with their bytes, and would price an op of few FLOPs
+      // and many bytes (a fill, a copy, an embedding's gradient table) at
+      // its fixed cost alone.
+      auto rated = [&](double f, double b) -> std::optional<double> {
+        if (std::optional<double> r = profile->lookupRate(op.op, op.dtype, f))
+          return std::max(*r, spec.opOverhead + b / spec.memoryBandwidth);
+        return std::nullopt;
+      };
       // The estimate without an exact entry: the op's rate, else the
       // roofline.
       auto estimate = [&](double f, double b) {
-        if (std::optional<double> r = profile->lookupRate(op.op, op.dtype, f))
+        if (std::optional<double> r = rated(f, b))
           return *r;
         return cost::rooflineTime(spec, f, b, op.dtype);
       };
@@ -581,13 +591,11 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
         if (measuredWhole && wholeEstimate > 0) {
           time = *measuredWhole * estimate(flops, bytes) / wholeEstimate;
           ++c.profiled;
-        } else if (std::optional<double> r =
-                       profile->lookupRate(op.op, op.dtype, flops)) {
+        } else if (std::optional<double> r = rated(flops, bytes)) {
           time = *r;
           ++c.profiled;
         }
-      } else if (std::optional<double> r =
-                     profile->lookupRate(op.op, op.dtype, flops)) {
+      } else if (std::optional<double> r = rated(flops, bytes)) {
         time = *r;
         ++c.profiled;
       }
@@ -2210,18 +2218,33 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
     // 1/pp of each micro-batch's work on every stage (the batch split
     // over pp); an op once per step (an update) whole on each. Their
     // backward is never a deferred W (dist-schedule), so no W holds their
-    // values either.
+    // values either. A vocabulary split leaves 1/pp of the unit's split
+    // parameters on each device: of the parameter-sized bytes an op reads
+    // and of an update's work, each device does the unsplit share and 1/pp
+    // of the split one (by the unit's bytes: which parameter an op reads
+    // is not kept).
+    const Unit &owner = problem.units[size_t(op.unit)];
+    double splitShare =
+        owner.paramBytes > 0
+            ? std::min(1.0, owner.ppSplitParamBytes / owner.paramBytes)
+            : 0.0;
+    double kept = 1 - splitShare * (1 - 1 / pp);
     for (size_t first : local.stageStarts) {
       OpCost c = op;
       c.unit = int(first);
       c.reach = -1; // part of B: the schedules never defer these
+      c.fixedBytes *= kept;
       if (op.perMicroBatch) {
         c.flops /= pp;
         c.batchBytes /= pp;
         c.allReduceBytes /= pp;
         c.allGatherBytes /= pp;
-        c.operands.clear(); // no measured shape is this piece's
+      } else {
+        c.flops *= kept;
+        c.batchBytes *= kept;
       }
+      if (op.perMicroBatch || kept < 1)
+        c.operands.clear(); // no measured shape is this piece's
       q.ops.push_back(std::move(c));
     }
   }

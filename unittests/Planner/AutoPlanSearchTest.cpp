@@ -1016,14 +1016,45 @@ TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
   // A vocabulary split of the embedding (each device holds half of its
   // 4e5 bytes): the values at both ends of the pipeline are partial sums
   // over pp, all-reduced, and its gradient stays in pieces.
+  // Each device also updates half of the split table (once a step) and
+  // reads half of it per micro-batch; the head's parameters (not split)
+  // stay whole.
   Problem vocab = p;
   vocab.units[0].ppSplitParamBytes = 4e5;
   vocab.units[0].ppSplitStateBytes = 8e5;
+  OpCost update;
+  update.unit = 0;
+  update.perMicroBatch = false;
+  update.flops = 8e9;
+  update.fixedBytes = 1.2e6;
+  OpCost reads = op(0, 1e9);
+  reads.fixedBytes = 4e5;
+  OpCost headUpdate = update;
+  headUpdate.unit = 3;
+  vocab.ops.push_back(update);
+  vocab.ops.push_back(reads);
+  vocab.ops.push_back(headUpdate);
   StepEvaluation ev =
       evaluateInterlacedPlan(vocab, shape, {true, false, false, true});
   ASSERT_EQ(ev.error, "");
   Problem handVocab = hand;
   handVocab.ops = spoken;
+  for (int s = 0; s < 2; ++s) {
+    OpCost half = update;
+    half.unit = s;
+    half.flops /= 2;
+    half.fixedBytes /= 2;
+    OpCost halfReads = reads;
+    halfReads.unit = s;
+    halfReads.flops /= 2;
+    halfReads.batchBytes /= 2;
+    halfReads.fixedBytes /= 2;
+    OpCost whole = headUpdate;
+    whole.unit = s;
+    handVocab.ops.push_back(half);
+    handVocab.ops.push_back(halfReads);
+    handVocab.ops.push_back(whole);
+  }
   for (int s = 0; s < 2; ++s) {
     handVocab.units[size_t(s)].paramBytes -= 2e5;
     handVocab.units[size_t(s)].stateBytes -= 4e5;
