@@ -210,6 +210,32 @@ Shape readShape(const char *&p, const char *end) {
   return shape;
 }
 
+/// Each rank's `text` on rank 0 (rank order; empty elsewhere).
+std::vector<std::string> gatherText(const std::string &text,
+                                    const std::string &what) {
+  int n = static_cast<int>(worldSize()), me = static_cast<int>(worldRank());
+  if (text.size() > static_cast<size_t>(INT32_MAX))
+    throw Error(what + ": too much to gather");
+  int size = static_cast<int>(text.size());
+  std::vector<int> sizes(n), displs(n);
+  worldGather(&size, 1, sizes.data(), what);
+  int64_t total = 0;
+  for (int r = 0; r < n; ++r) {
+    displs[r] = static_cast<int>(total);
+    total += sizes[r];
+    if (me == 0 && total > INT32_MAX)
+      throw Error(what + ": too much to gather");
+  }
+  std::string all(me == 0 ? total : 0, '\0');
+  worldGatherv(text.data(), size, all.data(), sizes.data(), displs.data(),
+               what);
+  std::vector<std::string> out;
+  if (me == 0)
+    for (int r = 0; r < n; ++r)
+      out.push_back(all.substr(size_t(displs[r]), size_t(sizes[r])));
+  return out;
+}
+
 /// Each rank's `mine` (name, tensor) gathered to rank 0, which returns each
 /// name once, in the order the names first appear by rank, then in the
 /// order of `mine`. A tensor that is a piece of a whole (`boxes`, one per
@@ -662,16 +688,13 @@ int run(int argc, char **argv, const Program &program) {
     if (program.opKeys.empty())
       throw Error("--profile-ops needs a program compiled with "
                   "tessera-compile --profile-ops (this one has no op marks)");
-    // Ops that wait for other ranks would be timed with the wait: a
-    // one-rank program (--devices 1; --micro-batches M gives the shapes of
-    // plans that split the batch M ways) times the kernels alone.
-    if (multi)
-      throw Error("--profile-ops times a one-rank program; this one runs "
-                  "on " +
-                  std::to_string(program.worldSize) +
-                  " ranks (compile with --devices 1 --profile-ops)");
-    checkWritable(o.profileOps, "--profile-ops");
-    opprofile::checkDatabase(o.profileOps);
+    // Several ranks: each times its own ops (the communication ops, whose
+    // times include the waits for other ranks, are left out) and rank 0
+    // writes them all.
+    if (lead) {
+      checkWritable(o.profileOps, "--profile-ops");
+      opprofile::checkDatabase(o.profileOps);
+    }
   }
   if (lead) {
     if (!o.save.empty())
@@ -1009,10 +1032,18 @@ int run(int argc, char **argv, const Program &program) {
 
   if (!o.profileOps.empty()) {
     opprofile::stop();
-    opprofile::writeDatabase(o.profileOps, program.opKeys);
-    std::cerr << "wrote " << o.profileOps << " (each op's median time over "
-              << "the steps after the first "
-              << profileWarmup << ")\n";
+    std::vector<std::string> measured = {
+        opprofile::measurements(program.opKeys)};
+    if (multi)
+      measured = gatherText(measured.front(), "--profile-ops");
+    if (lead) {
+      opprofile::writeDatabase(o.profileOps, measured);
+      std::cerr << "wrote " << o.profileOps << " (each op's median time over "
+                << "the steps after the first " << profileWarmup
+                << (multi ? ", every rank's ops but the communication"
+                          : "")
+                << ")\n";
+    }
   }
 
   // A resume with every step done runs none, and --checkpoint-dir then

@@ -119,15 +119,19 @@ nlohmann::json readDatabase(const std::string &path) {
 
 void checkDatabase(const std::string &path) { readDatabase(path); }
 
-void writeDatabase(const std::string &path, const std::vector<OpKey> &keys) {
+std::string measurements(const std::vector<OpKey> &keys) {
   using nlohmann::json;
+  static const char *const kCommunication[] = {
+      "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+      "broadcast",  "send",       "recv"};
   std::vector<double> med = medians();
   // Distinct keys in first-seen order, each with the sum and count of its
   // ids' medians.
   std::map<std::string, size_t> index;
   std::vector<std::pair<const OpKey *, std::pair<double, int>>> ours;
   for (size_t i = 0; i < keys.size() && i < med.size(); ++i) {
-    if (med[i] < 0)
+    if (med[i] < 0 || std::count(std::begin(kCommunication),
+                                 std::end(kCommunication), keys[i].op))
       continue;
     std::string k = keyText(keys[i].op, keys[i].dtype, keys[i].shapes);
     auto [it, fresh] = index.emplace(k, ours.size());
@@ -135,6 +139,36 @@ void writeDatabase(const std::string &path, const std::vector<OpKey> &keys) {
       ours.push_back({&keys[i], {0.0, 0}});
     ours[it->second].second.first += med[i];
     ours[it->second].second.second += 1;
+  }
+  json out = json::array();
+  for (const auto &[key, sum] : ours)
+    out.push_back({{"op", key->op},
+                   {"dtype", key->dtype},
+                   {"shapes", key->shapes},
+                   {"seconds", sum.first / double(sum.second)},
+                   {"count", sum.second}});
+  return out.dump();
+}
+
+void writeDatabase(const std::string &path,
+                   const std::vector<std::string> &measured) {
+  using nlohmann::json;
+  // Every rank's entries of one key merged: the mean over their ids.
+  std::map<std::string, size_t> index;
+  std::vector<std::pair<json, std::pair<double, int64_t>>> ours;
+  for (const std::string &text : measured) {
+    json entries = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (entries.is_discarded() || !entries.is_array())
+      throw Error("--profile-ops: a rank's measurements are not JSON");
+    for (const json &e : entries) {
+      std::string k = keyText(e.at("op"), e.at("dtype"), e.at("shapes"));
+      auto [it, fresh] = index.emplace(k, ours.size());
+      if (fresh)
+        ours.push_back({e, {0.0, 0}});
+      int64_t count = e.at("count").get<int64_t>();
+      ours[it->second].second.first += e.at("seconds").get<double>() * count;
+      ours[it->second].second.second += count;
+    }
   }
   // A new file names no device (any spec accepts it); one that
   // tessera-calibrate wrote keeps its spec's name.
@@ -154,10 +188,10 @@ void writeDatabase(const std::string &path, const std::vector<OpKey> &keys) {
       }
     }
   }
-  for (const auto &[key, sum] : ours)
-    db["entries"].push_back({{"op", key->op},
-                             {"dtype", key->dtype},
-                             {"shapes", key->shapes},
+  for (const auto &[e, sum] : ours)
+    db["entries"].push_back({{"op", e["op"]},
+                             {"dtype", e["dtype"]},
+                             {"shapes", e["shapes"]},
                              {"seconds", sum.first / double(sum.second)}});
   std::string tmp = path + ".tmp";
   {

@@ -515,7 +515,7 @@ TEST(OpProfile, WritesAProfileDatabaseIntoAnExistingOne) {
   opprofile::endStep(true);
   opprofile::stop();
   std::vector<double> med = opprofile::medians();
-  opprofile::writeDatabase(path, keys);
+  opprofile::writeDatabase(path, {opprofile::measurements(keys)});
   std::ifstream in(path);
   nlohmann::json db = nlohmann::json::parse(in);
   EXPECT_EQ(db["device"], "calibrated-x");
@@ -534,13 +534,57 @@ TEST(OpProfile, WritesAProfileDatabaseIntoAnExistingOne) {
     f << "[1, 2]";
   }
   EXPECT_THROW(opprofile::checkDatabase(path), Error);
-  EXPECT_THROW(opprofile::writeDatabase(path, keys), Error);
+  EXPECT_THROW(
+      opprofile::writeDatabase(path, {opprofile::measurements(keys)}), Error);
   std::remove(path.c_str());
   // A new file names no device.
-  opprofile::writeDatabase(path, keys);
+  opprofile::writeDatabase(path, {opprofile::measurements(keys)});
   std::ifstream again(path);
   nlohmann::json fresh = nlohmann::json::parse(again);
   EXPECT_FALSE(fresh.contains("device"));
   EXPECT_EQ(fresh["entries"].size(), 1u);
+  std::remove(path.c_str());
+}
+
+// Several ranks (--profile-ops on a program of several ranks): each rank's
+// measurements leave out the communication ops, whose times include the
+// waits for other ranks, and rank 0 writes them merged: a key two ranks
+// measured takes the mean over all their ids.
+TEST(OpProfile, MergesRanksAndLeavesOutTheCommunication) {
+  std::string path = tempPath("profile-ranks.json");
+  std::remove(path.c_str());
+  std::vector<OpKey> keys = {{"matmul", "fp32", {{2, 3}, {3, 4}}},
+                             {"all_reduce", "fp32", {{4}}},
+                             {"recv", "fp32", {}},
+                             {"send", "fp32", {{4}}}};
+  opprofile::start(4);
+  for (int64_t id = 0; id < 4; ++id) {
+    opMark(id);
+    busy(1e-3);
+  }
+  opprofile::endStep(true);
+  opprofile::stop();
+  double matmul = opprofile::medians()[0];
+  std::string mine = opprofile::measurements(keys);
+  nlohmann::json entries = nlohmann::json::parse(mine);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0]["op"], "matmul");
+  EXPECT_EQ(entries[0]["count"], 1);
+  // Another rank's: the same matmul three times at 3 ms, and a gelu.
+  std::string other =
+      R"([{"op": "matmul", "dtype": "fp32", "shapes": [[2, 3], [3, 4]],
+           "seconds": 0.003, "count": 3},
+          {"op": "gelu", "dtype": "fp32", "shapes": [[8]],
+           "seconds": 1e-4, "count": 1}])";
+  opprofile::writeDatabase(path, {mine, other});
+  std::ifstream in(path);
+  nlohmann::json db = nlohmann::json::parse(in);
+  ASSERT_EQ(db["entries"].size(), 2u);
+  EXPECT_EQ(db["entries"][0]["op"], "matmul");
+  EXPECT_DOUBLE_EQ(db["entries"][0]["seconds"].get<double>(),
+                   (matmul + 3 * 0.003) / 4);
+  EXPECT_EQ(db["entries"][1]["op"], "gelu");
+  EXPECT_FALSE(db["entries"][0].contains("count"));
+  EXPECT_THROW(opprofile::writeDatabase(path, {"not json"}), Error);
   std::remove(path.c_str());
 }

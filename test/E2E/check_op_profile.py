@@ -2,13 +2,16 @@
 """Checks a profile database that `run --profile-ops` wrote.
 
     check_op_profile.py DB.json PROGRAM.cpp... [--function F] [--kept OP]
-                        [--replaced SECONDS]
+                        [--replaced SECONDS] [--ranks]
 
 Every op key of the programs' step function (--function, default
 train_step_adamw: its opMark ids in the Program table's /*opKeys=*/ list)
 must have exactly one entry in DB, timed in seconds > 0 and finite; a rate entry
 of op OP (seconds_per_flop) must still be there (--kept), and no entry may
 still have the time SECONDS that a measurement replaced (--replaced).
+With --ranks (the programs of several ranks), the communication ops
+(all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send,
+recv) must have no entry, and every other op of every program one.
 Prints "ok: N keys measured, M entries" or FAIL lines and exits 1.
 """
 import argparse
@@ -58,7 +61,10 @@ def main():
                     help="the step function the runs called")
     ap.add_argument("--kept")
     ap.add_argument("--replaced", type=float)
+    ap.add_argument("--ranks", action="store_true")
     a = ap.parse_args()
+    comm = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+            "broadcast", "send", "recv"}
     db = json.load(open(a.db))
     fails = []
     seen = {}
@@ -80,6 +86,12 @@ def main():
             fails.append(f"{p} has no opKeys")
             continue
         wanted |= keys
+    if a.ranks:
+        if not any(k[0] in comm for k in wanted):
+            fails.append("the programs have no communication op")
+        for k in sorted(k for k in seen if k[0] in comm):
+            fails.append(f"communication op {k} has an entry")
+        wanted = {k for k in wanted if k[0] not in comm}
     for k in sorted(wanted - set(seen)):
         fails.append(f"key {k} of the programs was not measured")
     if a.kept and not any(e.get("op") == a.kept and "seconds_per_flop" in e

@@ -47,13 +47,21 @@ void endStep(bool record);
 /// Per id, the median of its recorded step times in seconds; negative for
 /// an id no recorded step ran.
 std::vector<double> medians();
-/// Writes the medians of the ids `keys` names into the profile database
-/// at `path` (docs/planner.md): one measurement per distinct key (the mean
-/// over the ids that share it, e.g. the same matmul in every layer). An
-/// existing database keeps its device, its rates and its other entries;
-/// these replace the entries of the same key. Throws Error when `path`
-/// holds something else or cannot be written.
-void writeDatabase(const std::string &path, const std::vector<OpKey> &keys);
+/// This rank's measurements of the ids `keys` names, as the JSON text of
+/// an array of {"op", "dtype", "shapes", "seconds", "count"}: one per
+/// distinct key, the mean over the ids that share it (the same matmul in
+/// every layer) of their medians. The communication ops (all_reduce,
+/// all_gather, reduce_scatter, all_to_all, broadcast, send, recv) are left
+/// out: their times include the waits for other ranks.
+std::string measurements(const std::vector<OpKey> &keys);
+/// Writes measurements (one rank's, or every rank's: a key several ranks
+/// measured takes the mean weighted by their counts) into the profile
+/// database at `path` (docs/planner.md). An existing database keeps its
+/// device, its rates and its other entries; these replace the entries of
+/// the same key. Throws Error when `path` holds something else or cannot
+/// be written.
+void writeDatabase(const std::string &path,
+                   const std::vector<std::string> &measured);
 /// Throws writeDatabase's Error now when `path` exists and is not a profile
 /// database (before a run whose profile could not be written).
 void checkDatabase(const std::string &path);
