@@ -113,6 +113,7 @@ struct UnitCosts {
   /// the forward and again for the backward.
   std::vector<char> zero3;
   size_t profiled = 0;        ///< ops timed by the profile database
+  size_t priced = 0;          ///< ops priced (views and communication aside)
   // The stage memory model's terms per unit (bytes per device; see
   // StageMemory).
   std::vector<double> resident;     ///< parameters and optimizer state
@@ -549,6 +550,7 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
         c.microF[op.unit] += comm;
       continue;
     }
+    ++c.priced;
     double flops = op.flops * scale / split;
     double bytes = (op.batchBytes * scale + op.fixedBytes) / split;
     double time = cost::rooflineTime(spec, flops, bytes, op.dtype);
@@ -1381,6 +1383,7 @@ StepEvaluation Search::evaluatePlan(const PlanShape &shape) const {
   int64_t t = shape.tp, d = shape.dp, pp = shape.pp, m = shape.microBatches;
   UnitCosts c = unitCosts(t, d, m, pp);
   out.profiledOps = c.profiled;
+  out.pricedOps = c.priced;
   double micro = 0, step = 0;
   evaluate(c, starts, t, d, m, pp, 1.0 / double(d * m), out.stages, micro,
            step);
@@ -1418,6 +1421,7 @@ Search::evaluateVirtual(const PlanShape &shape,
   }
   UnitCosts c = unitCosts(t, d, m, stages);
   out.profiledOps = c.profiled;
+  out.pricedOps = c.priced;
   double micro = 0, step = 0;
   evaluate(c, starts, t, d, m, stages, 1.0 / double(d * m), out.stages, micro,
            step);
@@ -1652,6 +1656,7 @@ Result Search::run() {
     if (e.stepSeconds < best.stepSeconds) {
       best.shape = shape;
       best.profiledOps = e.profiledOps;
+      best.pricedOps = e.pricedOps;
       best.stages = e.stages;
       best.stepSeconds = e.stepSeconds;
       best.bubble = e.bubble;
@@ -1845,6 +1850,7 @@ Result Search::run() {
         if (total < best.stepSeconds) {
           best.shape = {d, t, pp, m, starts};
           best.profiledOps = c.profiled;
+          best.pricedOps = c.priced;
           best.stages = stages;
           best.stepSeconds = total;
           best.sharedComputeSeconds = shared;

@@ -1004,6 +1004,11 @@ TEST(AutoPlanSearch, InterlacedPlansFoldTheOpsOnEveryDeviceIntoEachStage) {
   StepEvaluation h = evaluatePlan(hand, PlanShape{1, 1, 2, 2, {0, 1}});
   ASSERT_EQ(h.error, "");
   EXPECT_DOUBLE_EQ(e.stepSeconds, h.stepSeconds);
+  // The ops priced (the report's "N of M op(s) timed by measurement"): the
+  // two pipelined ones and the two on every device once per stage; the
+  // communication is not an op the profile times.
+  EXPECT_EQ(e.pricedOps, 6u);
+  EXPECT_EQ(h.pricedOps, 6u);
   ASSERT_EQ(e.stages.size(), 2u);
   for (int s = 0; s < 2; ++s)
     EXPECT_DOUBLE_EQ(e.stages[s].memoryBytes, h.stages[s].memoryBytes);

@@ -265,8 +265,9 @@ struct Result {
   double cpuSeconds = 0;
   size_t candidates = 0, feasible = 0, plannerCalls = 0;
   /// Ops of the step whose time under the chosen plan came from the profile
-  /// database.
-  size_t profiledOps = 0;
+  /// database, of the ops priced (views and communication aside; an op on
+  /// every device of an interlaced plan once per stage).
+  size_t profiledOps = 0, pricedOps = 0;
   std::vector<Candidate> runnersUp; ///< the next best feasible plans
 };
 
@@ -286,7 +287,7 @@ struct StepEvaluation {
   double stepSeconds = 0, closedFormSeconds = 0;
   double bubble = 0;
   double sharedComputeSeconds = 0; ///< as in Result
-  size_t profiledOps = 0;          ///< as in Result
+  size_t profiledOps = 0, pricedOps = 0; ///< as in Result
 };
 
 /// Evaluates one fully specified plan: `shape.stageStarts` must hold the

@@ -1404,9 +1404,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     if (!options.profileDatabase.empty())
       os << llvm::formatv(
           "  profile database: {0} of {1} op(s) timed by measurement\n",
-          result.profiledOps,
-          llvm::count_if(problem.ops,
-                         [](const autoplan::OpCost &c) { return !c.view; }));
+          result.profiledOps, result.pricedOps);
     os << llvm::formatv("  planner: {0} candidate(s), {1} fit, {2} planner "
                         "run(s), {3:f3} s CPU\n",
                         result.candidates, result.feasible, result.plannerCalls,
@@ -1512,11 +1510,8 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
           .str());
   if (!options.profileDatabase.empty())
     lines.push_back(
-        llvm::formatv(
-            "profile database: {0} of {1} op(s) timed by measurement",
-            eval.profiledOps,
-            llvm::count_if(model.problem.ops,
-                           [](const autoplan::OpCost &c) { return !c.view; }))
+        llvm::formatv("profile database: {0} of {1} op(s) timed by measurement",
+                      eval.profiledOps, eval.pricedOps)
             .str());
   return success();
 }
