@@ -508,6 +508,10 @@ void watchPeers(int rank, std::vector<std::pair<int, int>> peers, int wake) {
       continue;
     if (rc < 0 || fds[0].revents)
       return;
+    // Every peer found gone in this round, not only the first in order: a
+    // killed rank's neighbours may end within moments of it (their writes
+    // to it fail), and a lower rank's descriptor is not the first closed.
+    std::vector<int> ended;
     for (size_t i = 1; i < fds.size(); ++i) {
       if (fds[i].fd < 0 || !fds[i].revents)
         continue;
@@ -519,14 +523,22 @@ void watchPeers(int rank, std::vector<std::pair<int, int>> peers, int wake) {
         fds[i].fd = -1; // poll skips negative descriptors
         continue;
       }
-      std::string line = "error: rank " + std::to_string(rank) + ": rank " +
-                         std::to_string(peers[i - 1].first) +
-                         " ended without finishing the job (it failed, was "
-                         "killed or lost its connection); ending this rank\n";
-      ssize_t ignored = ::write(2, line.data(), line.size());
-      (void)ignored;
-      ::_exit(1);
+      ended.push_back(peers[i - 1].first);
     }
+    if (ended.empty())
+      continue;
+    std::string who = ended.size() == 1 ? "rank " : "ranks ";
+    for (size_t k = 0; k < ended.size(); ++k)
+      who += (k == 0                  ? ""
+              : k + 1 == ended.size() ? " and "
+                                      : ", ") +
+             std::to_string(ended[k]);
+    std::string line = "error: rank " + std::to_string(rank) + ": " + who +
+                       " ended without finishing the job (it failed, was "
+                       "killed or lost its connection); ending this rank\n";
+    ssize_t ignored = ::write(2, line.data(), line.size());
+    (void)ignored;
+    ::_exit(1);
   }
 }
 
