@@ -186,8 +186,9 @@ static cl::opt<bool> profileOps(
     "profile-ops",
     cl::desc("Emit programs that can time every op where it runs: their "
              "`run --profile-ops FILE` writes each op's median time into the "
-             "profile database FILE, which --profile-db then reads (one "
-             "rank: --devices 1; docs/planner.md)"),
+             "profile database FILE, which --profile-db then reads (with "
+             "several ranks, every rank's ops but the communication; "
+             "docs/planner.md)"),
     cl::cat(category));
 static cl::list<std::string> dialectPlugins(
     "load-dialect-plugin",
