@@ -305,32 +305,23 @@ static LogicalResult addExtensionLibraries(ModuleOp module,
   return success();
 }
 
-/// EmittedPrograms::spreadOfRank. Ranks are row-major over the mesh (the
-/// last axis fastest): rank r's pp coordinate is (r / inner) % pp, where
-/// inner is the product of the axes after pp, and its position among its
-/// stage's ranks counts the other coordinates in the same order.
+/// EmittedPrograms::spreadOfRank: a rank's pp coordinate plus its position
+/// in its stage's group (the ranks that share its pp coordinate).
 static std::vector<int64_t> cpuSpread(ModuleOp module) {
   auto mesh =
       module->getAttrOfType<dist::MeshAttr>(Dist::MeshAttrHelper::getNameStr());
   if (!mesh)
     return {0};
-  int64_t pp = 1, inner = 1;
-  bool after = false;
-  for (auto [name, size] : llvm::zip(mesh.getNames(), mesh.getSizes())) {
-    if (after)
-      inner *= size;
-    if (name.getValue() == "pp") {
-      pp = size;
-      after = true;
-    }
-  }
-  if (!after)
-    inner = 1;
+  std::optional<unsigned> pp = mesh.axisIndex("pp");
+  SmallVector<StringRef> others;
+  for (StringAttr name : mesh.getNames())
+    if (name.getValue() != "pp")
+      others.push_back(name.getValue());
   std::vector<int64_t> spread;
   for (int64_t r = 0; r < mesh.numRanks(); ++r) {
-    int64_t stage = (r / inner) % pp;
-    int64_t position = (r / (inner * pp)) * inner + r % inner;
-    spread.push_back(position + stage);
+    SmallVector<int64_t> stage = mesh.groupOf(r, others);
+    spread.push_back((pp ? mesh.coords(r)[*pp] : 0) +
+                     (llvm::find(stage, r) - stage.begin()));
   }
   return spread;
 }

@@ -263,21 +263,7 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what,
     appendShape(meta, box.global);
     appendShape(meta, box.offset);
   }
-  if (meta.size() > static_cast<size_t>(INT32_MAX))
-    throw Error(what + ": too many tensors to gather");
-  int metaSize = static_cast<int>(meta.size());
-  std::vector<int> metaSizes(n), metaDispls(n);
-  worldGather(&metaSize, 1, metaSizes.data(), what);
-  int64_t total = 0;
-  for (int r = 0; r < n; ++r) {
-    metaDispls[r] = static_cast<int>(total);
-    total += metaSizes[r];
-    if (me == 0 && total > INT32_MAX)
-      throw Error(what + ": too many tensors to gather");
-  }
-  std::string all(me == 0 ? total : 0, '\0');
-  worldGatherv(meta.data(), metaSize, all.data(), metaSizes.data(),
-               metaDispls.data(), what);
+  std::vector<std::string> metas = gatherText(meta, what);
 
   // Rank 0 picks the holder of each name and tells every rank which of its
   // tensors to send (one byte per tensor).
@@ -290,8 +276,8 @@ NamedTensors gatherNamed(const NamedTensors &mine, const std::string &what,
     std::map<std::string, std::pair<int, size_t>> first;
     std::set<std::pair<std::string, Shape>> pieceHolders;
     for (int r = 0; r < n; ++r) {
-      const char *p = all.data() + metaDispls[r];
-      const char *end = p + metaSizes[r];
+      const char *p = metas[size_t(r)].data();
+      const char *end = p + metas[size_t(r)].size();
       while (p < end) {
         Entry e;
         int64_t length = readInt(p, end);
