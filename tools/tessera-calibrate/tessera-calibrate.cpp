@@ -330,9 +330,10 @@ Rate fitRate(const std::vector<std::pair<double, double>> &points) {
   return r;
 }
 
-/// Rates of the runtime's element-wise ops and matmul on one rank (fp32),
-/// in the profile database's format, with the FLOPs the cost interface
-/// counts (one per result element; 2MNK for a matmul).
+/// Rates of the runtime's element-wise ops, matmul and ops over rows on one
+/// rank (fp32), in the profile database's format, with the FLOPs the cost
+/// interface counts (one per result element; 2MNK for a matmul; one per
+/// input element for a reduction or a cross-entropy).
 nlohmann::ordered_json measureRates(double window, const std::string &device,
                                     double programExtra, std::ostream &log) {
   nlohmann::ordered_json entries = nlohmann::ordered_json::array();
@@ -393,6 +394,46 @@ nlohmann::ordered_json measureRates(double window, const std::string &device,
          timeCalls([&] { rt::matmul(a, b); }, window, MPI_COMM_SELF)});
   }
   emit("matmul", points);
+  // Ops over the rows of an N x C matrix (a softmax over the classes, a
+  // loss over the vocabulary), one FLOP per element as the cost interface
+  // counts them (per logit for the cross-entropy): the exponential in
+  // each makes them many times an add's price per element, which the
+  // roofline at one FLOP per element would miss.
+  const int64_t rows[][2] = {{8, 8}, {32, 64}, {64, 1024}, {64, 8192}};
+  using RowOp = std::function<void(const rt::Tensor &, const rt::Tensor &)>;
+  const rt::Tensor one = rt::full({}, f32, 1.0);
+  const std::pair<const char *, RowOp> rowOps[] = {
+      {"softmax", [](const rt::Tensor &x, const rt::Tensor &) {
+         rt::softmax(x, 1);
+       }},
+      {"log_softmax", [](const rt::Tensor &x, const rt::Tensor &) {
+         rt::log_softmax(x, 1);
+       }},
+      {"reduce_max", [](const rt::Tensor &x, const rt::Tensor &) {
+         rt::reduce_max(x, {1}, false);
+       }},
+      {"reduce_sum", [](const rt::Tensor &x, const rt::Tensor &) {
+         rt::reduce_sum(x, {1}, false);
+       }},
+      {"softmax_cross_entropy",
+       [](const rt::Tensor &x, const rt::Tensor &labels) {
+         rt::softmax_cross_entropy(x, labels, -100, rt::Reduction::mean);
+       }},
+      {"softmax_cross_entropy_grad",
+       [&one](const rt::Tensor &x, const rt::Tensor &labels) {
+         rt::softmax_cross_entropy_grad(x, labels, one, -100,
+                                        rt::Reduction::mean);
+       }}};
+  for (const auto &[name, f] : rowOps) {
+    std::vector<std::pair<double, double>> points;
+    for (auto [n, c] : rows) {
+      rt::Tensor x = rt::full({n, c}, f32, 0.5);
+      rt::Tensor labels = rt::full({n}, rt::DType::i64, 1);
+      points.push_back({double(n * c), timeCalls([&] { f(x, labels); },
+                                                 window, MPI_COMM_SELF)});
+    }
+    emit(name, points);
+  }
   return {{"device", device}, {"entries", entries}};
 }
 

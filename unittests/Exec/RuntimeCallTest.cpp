@@ -30,6 +30,7 @@ func.func @f(%x: tensor<2x3xf32>, %w: tensor<3xf32>, %m: tensor<3x5xf32>, %lab: 
   %s = tsr.softmax_cross_entropy sum %x, %lab {ignore_index = -1 : i64} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<f32>
   %r = tsr.reshape %c : tensor<2x3xf32> to tensor<3x2xf32>
   %z = tsr.matmul %x, %m : (tensor<2x3xf32>, tensor<3x5xf32>) -> tensor<2x5xf32>
+  %q = tsr.reduce_max %z {axes = array<i64: 1>} : (tensor<2x5xf32>) -> tensor<2xf32>
   return %z : tensor<2x5xf32>
 }
 )mlir";
@@ -88,9 +89,13 @@ TEST_F(OpRecords, ResultsAndListsFollowTheRecord) {
 }
 
 TEST_F(OpRecords, CostsComeFromShapes) {
-  // matmul: 2 * m * n * k; others one per result element.
+  // matmul: 2 * m * n * k; a reduction one per input element, the
+  // cross-entropy one per logit (not per loss element: its calibrated rate
+  // prices the exponential in each); others one per result element.
   EXPECT_EQ(flopsOf(first<tsr::MatmulOp>()), 2.0 * 2 * 5 * 3);
   EXPECT_EQ(flopsOf(first<tsr::ConcatOp>()), 6.0);
+  EXPECT_EQ(flopsOf(first<tsr::ReduceMaxOp>()), 10.0);
+  EXPECT_EQ(flopsOf(first<tsr::SoftmaxCrossEntropyOp>()), 6.0);
   // f32: (6 + 15 + 10) * 4 bytes.
   EXPECT_EQ(bytesMovedOf(first<tsr::MatmulOp>()), 31.0 * 4);
 }

@@ -29,7 +29,7 @@
 // CHECK-NEXT: },
 // The model FLOPs of a step (tsr.flops_per_step, test/Dialect/Tsr/
 // optimizer.mlir) and no device peak (convert-tsr-to-emitc's peak-flops).
-// CHECK-NEXT: /*flopsPerStep=*/4.420000e+02, /*peakFlopsPerRank=*/0.000000e+00,
+// CHECK-NEXT: /*flopsPerStep=*/4.490000e+02, /*peakFlopsPerRank=*/0.000000e+00,
 // CHECK-NEXT: /*gradient=*/{},
 // CHECK-NEXT: /*ranks=*/{0}, /*worldSize=*/1,
 // CHECK: int main(int argc, char **argv) {

@@ -20,9 +20,9 @@ func.func @model(%w: tensor<8x4xf32> {tsr.param = "w"}, %x: tensor<2x8xf32> {tsr
 
 // The model FLOPs of a step (the driver's MFU): the gradient function's ops
 // by their cost interface: three matmuls of 2 x 2 x 8 x 4 = 128 (forward,
-// d x, d w), and the others' result elements: the loss 1, its seed 1, the
-// loss gradient 8, the transposes 32 and 16.
-// ADAMW: module attributes {tsr.flops_per_step = 4.420000e+02 : f64}
+// d x, d w), the loss one per logit 8, and the others' result elements:
+// its seed 1, the loss gradient 8, the transposes 32 and 16.
+// ADAMW: module attributes {tsr.flops_per_step = 4.490000e+02 : f64}
 // ADAMW-LABEL: func.func @train_step_adamw
 // ADAMW-SAME: (%[[W:[a-z0-9]+]]: tensor<8x4xf32> {tsr.param = "w"}, %[[M:[a-z0-9]+]]: tensor<8x4xf32> {tsr.state = "adamw.m/w"}, %[[V:[a-z0-9]+]]: tensor<8x4xf32> {tsr.state = "adamw.v/w"},
 // ADAMW-SAME: %[[X:[a-z0-9]+]]: tensor<2x8xf32> {tsr.input = "x"}, %[[T:[a-z0-9]+]]: tensor<2xi64> {tsr.input = "t"},

@@ -34,7 +34,8 @@ need(spec["inter_node"] == spec["intra_node"], "one host: one link")
 rate = {e["op"]: e for e in prof["entries"]}
 need(prof["device"] == spec["name"], "the database names the spec")
 for op in ("add", "sub", "mul", "div", "neg", "exp", "log", "erf", "tanh",
-           "matmul"):
+           "matmul", "softmax", "log_softmax", "reduce_max", "reduce_sum",
+           "softmax_cross_entropy", "softmax_cross_entropy_grad"):
     need(op in rate and rate[op]["dtype"] == "fp32", f"a rate for {op}")
     need(rate[op]["seconds_per_flop"] > 0 and rate[op]["seconds"] >= 0,
          f"{op}'s rate is positive")
@@ -45,4 +46,10 @@ need(rate["exp"]["seconds_per_flop"] > rate["add"]["seconds_per_flop"],
      "exp dearer per element than add")
 need(rate["matmul"]["seconds_per_flop"] < rate["add"]["seconds_per_flop"],
      "a matmul FLOP cheaper than an add's")
+# The cross-entropy and its gradient take an exponential per logit: dearer
+# per logit than an add per element (the roofline's one FLOP per element
+# would price them as an add).
+for op in ("softmax_cross_entropy", "softmax_cross_entropy_grad", "softmax"):
+    need(rate[op]["seconds_per_flop"] > rate["add"]["seconds_per_flop"],
+         f"{op} dearer per element than add")
 print(f"ok: spec '{spec['name']}'")

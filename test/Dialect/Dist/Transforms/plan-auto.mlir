@@ -20,7 +20,7 @@
 // AMPLEREPORT-NEXT: stage 1: units h.0 (1 of 4)
 // AMPLEREPORT-NEXT: stage 2: units h.1 (1 of 4)
 // AMPLEREPORT-NEXT: stage 3: units (after the layers) (1 of 4)
-// AMPLEREPORT-NEXT: predicted step {{[0-9.]+}} {{u|m}}s, bubble 58.2%, MFU {{[0-9.]+}}% (2.55e+07 model FLOPs per step)
+// AMPLEREPORT-NEXT: predicted step {{[0-9.]+}} {{u|m}}s, bubble 58.2%, MFU {{[0-9.]+}}% (2.58e+07 model FLOPs per step)
 // AMPLEREPORT-NOT: also fits: [dp = 4
 // AMPLEREPORT: also fits: [dp = 2, tp = 1, pp = 2]
 // AMPLEREPORT-NOT: also fits: [dp = 4

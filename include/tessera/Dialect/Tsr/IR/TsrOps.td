@@ -378,6 +378,9 @@ def Tsr_LayerNormOp : Tsr_Op<"layer_norm", "* d^, d^, d^ -> * d^, * 1, * 1",
 class Tsr_ReduceOp<string mnemonic, string summaryText, string markText>
     : Tsr_Op<mnemonic, "* -> *", [Pure, InferTypeOpAdaptor, Tsr_Differentiable],
              ["buildAnnotation"]> {
+  // One operation per input element (the default counts the result's,
+  // which a reduction makes smaller by the reduced dimensions).
+  let flops = [{double(getInput().getType().getNumElements())}];
   let rtArgs = [{.operands().ints(getAxes()).flag(getKeepdims())}];
   let summary = summaryText;
   let opDescription = "The `axes` dimensions are marked `" # markText # [{`
@@ -512,6 +515,10 @@ def Tsr_GatherOp : Tsr_Op<"gather", "v+ c, * -> * c",
 
 def Tsr_SoftmaxCrossEntropyOp : Tsr_Op<"softmax_cross_entropy",
     "n+ c+, n+ -> ()", [Tsr_Differentiable, Pure, InferTypeOpAdaptor], ["buildAnnotation"]> {
+  // Counted per logit, as its gradient is (the default would count the
+  // loss's elements: one, or N): the calibrated rate
+  // (tessera-calibrate --profile-db) prices the exponential in each.
+  let flops = [{double(getLogits().getType().getNumElements())}];
   let rtArgs = [{.operands().i64(getIgnoreIndex())
                     .enumValue("Reduction", stringifyLossReduction(getReduction()))}];
   let summary = "cross-entropy of softmax(logits) against class labels";
