@@ -328,13 +328,36 @@ Tensor softmax_cross_entropy_grad(const Tensor &logits, const Tensor &labels,
                       double scale = reduction == Reduction::none ? g[r] : g[0];
                       if (reduction == Reduction::mean)
                         scale /= static_cast<double>(count);
-                      double lse = rowLogSumExp(row, c);
+                      T mx = rowMax(row, c);
+                      if (std::isinf(mx)) {
+                        // All -inf (masked) or +inf present: the log-sum-exp
+                        // is mx, as the loss takes it.
+                        double lse = static_cast<double>(mx);
+                        for (int64_t i = 0; i < c; ++i)
+                          dst[i] =
+                              static_cast<T>(std::exp(row[i] - lse) * scale);
+                        dst[pl[r]] = static_cast<T>(
+                            (std::exp(row[pl[r]] - lse) - 1.0) * scale);
+                        continue;
+                      }
+                      // One exponential per logit, kept in dst and scaled by
+                      // scale / sum after (the log-sum-exp and a second
+                      // exponential in double took twice as long: the
+                      // gradient was most of a large vocabulary's head).
+                      double sum = 0;
+                      for (int64_t i = 0; i < c; ++i) {
+                        T e = std::exp(row[i] - mx);
+                        dst[i] = e;
+                        sum += e;
+                      }
+                      double k = scale / sum;
+                      T label = dst[pl[r]];
                       for (int64_t i = 0; i < c; ++i)
-                        dst[i] = static_cast<T>(std::exp(row[i] - lse) * scale);
+                        dst[i] = static_cast<T>(static_cast<double>(dst[i]) * k);
                       // (p - 1) * scale in double: subtracting in T would round
                       // twice.
                       dst[pl[r]] = static_cast<T>(
-                          (std::exp(row[pl[r]] - lse) - 1.0) * scale);
+                          (static_cast<double>(label) / sum - 1.0) * scale);
                     }
                   });
   return out;

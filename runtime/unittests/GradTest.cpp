@@ -121,6 +121,52 @@ TEST(Grad, SoftmaxCrossEntropyAllReductions) {
   }
 }
 
+TEST(Grad, SoftmaxCrossEntropyF32WithinItsRoundingBound) {
+  // The f32 gradient against the f64 one of the same logits, element by
+  // element. Each p_i = exp(x_i - max) / sum takes: the subtraction in f32
+  // (relative error u, moving the exponential by u |x_i - max| relatively),
+  // expf (below one ulp, 2u) and the sum of such terms (the same bounds at
+  // the largest |x_j - max|); the product with scale / sum is in double,
+  // and the result's rounding to f32 adds u |g|: |g32 - g64| <= (4 +
+  // |x_i - max| + max_j |x_j - max|) u |p_i scale| + u |g64|, u = 2^-24
+  // (the label's entry is (p_i - 1) scale, the 1 subtracted in double).
+  const double u = std::ldexp(1.0, -24);
+  const int64_t n = 7, c = 33;
+  const std::vector<int64_t> label = {0, 32, -1, 5, 5, 17, 1};
+  // Values that f32 holds exactly, so that both runs see the same logits.
+  auto exact = [](const Tensor &t) {
+    return cast(cast(t, DType::f32), DType::f64);
+  };
+  Tensor logits64 = exact(randn({n, c}, DType::f64, 50, 3.0));
+  Tensor labels = fromValues({n}, DType::i64,
+                             std::vector<double>(label.begin(), label.end()));
+  std::vector<double> x = toDoubles(logits64);
+  for (Reduction red : {Reduction::mean, Reduction::none}) {
+    Tensor g64 = red == Reduction::none ? exact(randn({n}, DType::f64, 51))
+                                        : scalar(1.75, DType::f64);
+    std::vector<double> want = toDoubles(
+        softmax_cross_entropy_grad(logits64, labels, g64, -1, red));
+    std::vector<double> got = toDoubles(softmax_cross_entropy_grad(
+        cast(logits64, DType::f32), labels, cast(g64, DType::f32), -1, red));
+    std::vector<double> gs = toDoubles(g64);
+    for (int64_t r = 0; r < n; ++r) {
+      auto row = x.begin() + r * c;
+      double mx = *std::max_element(row, row + c);
+      double far = mx - *std::min_element(row, row + c);
+      // mean divides by the 6 counted labels.
+      double scale = red == Reduction::none ? gs[r] : gs[0] / 6.0;
+      for (int64_t i = 0; i < c; ++i) {
+        double w = want[r * c + i];
+        double p = i == label[r] ? w + scale : w; // p_i scale
+        double bound =
+            (4 + (mx - row[i]) + far) * u * std::abs(p) + u * std::abs(w);
+        EXPECT_LE(std::abs(got[r * c + i] - w), bound)
+            << "row " << r << " class " << i;
+      }
+    }
+  }
+}
+
 TEST(Grad, EmbeddingIsTheGatherAdjoint) {
   Tensor table = randn({6, 4}, DType::f64, 50);
   // Repeated ids must accumulate.
