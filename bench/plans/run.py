@@ -23,7 +23,10 @@ compiled and measured in as many rounds again, alternating with the
 fastest of PLANS); with --out, writes it as markdown with the machine and
 the date. --keep DIR saves the run's spec, op profile and measured steps
 in DIR; --replay DIR predicts again from them (after a change to the cost
-model) and compares with the recorded measurements, running nothing.
+model) and compares with the recorded measurements, running nothing;
+--agreement DIR DIR... prints how alike recorded runs order the plans by
+their measurements alone (the rank correlation of each two), the ceiling
+this machine puts on any model's.
 """
 import argparse
 import datetime
@@ -209,6 +212,29 @@ def measure(a, binDir, work):
     return spec, prof, plans
 
 
+def agreement(folders):
+    """Prints Spearman's rank correlation between the measured steps (the
+    medians over rounds) of each two recorded runs: what a model that knew
+    one run's measurements exactly would score against the other's."""
+    runs = []
+    for d in folders:
+        plans = json.load(open(os.path.join(d, "measured.json")))["plans"]
+        runs.append((os.path.basename(os.path.normpath(d)),
+                     [statistics.median(plans[f"{n} mb{mb}"]) for n, mb in PLANS]))
+    if len(runs) < 2:
+        sys.exit("--agreement needs two runs or more")
+    rhos = []
+    print("| run | run | Spearman of the measured steps |")
+    print("|---|---|---|")
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            rho = spearman(runs[i][1], runs[j][1])
+            rhos.append(rho)
+            print(f"| {runs[i][0]} | {runs[j][0]} | {rho:.2f} |")
+    print(f"\n{len(rhos)} pairs: mean {statistics.mean(rhos):.2f}, least "
+          f"{min(rhos):.2f}, {sum(r >= 0.8 for r in rhos)} at 0.8 or more")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(REPO, "build"))
@@ -226,7 +252,13 @@ def main():
     ap.add_argument("--profile-steps", type=int, default=60)
     ap.add_argument("--keep", help="save the spec, op profile and measured steps here")
     ap.add_argument("--replay", help="predict from a --keep folder; run nothing")
+    ap.add_argument("--agreement", nargs="+", metavar="DIR",
+                    help="how well --keep folders' measurements order the plans "
+                         "alike (Spearman between each two runs); run nothing")
     a = ap.parse_args()
+    if a.agreement:
+        agreement(a.agreement)
+        return
     if a.keep and a.replay:
         sys.exit("--keep and --replay exclude each other")
     binDir = os.path.join(a.build, "bin")
