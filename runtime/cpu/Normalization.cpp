@@ -353,7 +353,8 @@ Tensor softmax_cross_entropy_grad(const Tensor &logits, const Tensor &labels,
                       double k = scale / sum;
                       T label = dst[pl[r]];
                       for (int64_t i = 0; i < c; ++i)
-                        dst[i] = static_cast<T>(static_cast<double>(dst[i]) * k);
+                        dst[i] =
+                            static_cast<T>(static_cast<double>(dst[i]) * k);
                       // (p - 1) * scale in double: subtracting in T would round
                       // twice.
                       dst[pl[r]] = static_cast<T>(

@@ -144,8 +144,8 @@ TEST(Grad, SoftmaxCrossEntropyF32WithinItsRoundingBound) {
   for (Reduction red : {Reduction::mean, Reduction::none}) {
     Tensor g64 = red == Reduction::none ? exact(randn({n}, DType::f64, 51))
                                         : scalar(1.75, DType::f64);
-    std::vector<double> want = toDoubles(
-        softmax_cross_entropy_grad(logits64, labels, g64, -1, red));
+    std::vector<double> want =
+        toDoubles(softmax_cross_entropy_grad(logits64, labels, g64, -1, red));
     std::vector<double> got = toDoubles(softmax_cross_entropy_grad(
         cast(logits64, DType::f32), labels, cast(g64, DType::f32), -1, red));
     std::vector<double> gs = toDoubles(g64);

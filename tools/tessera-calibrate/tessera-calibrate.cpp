@@ -403,18 +403,14 @@ nlohmann::ordered_json measureRates(double window, const std::string &device,
   using RowOp = std::function<void(const rt::Tensor &, const rt::Tensor &)>;
   const rt::Tensor one = rt::full({}, f32, 1.0);
   const std::pair<const char *, RowOp> rowOps[] = {
-      {"softmax", [](const rt::Tensor &x, const rt::Tensor &) {
-         rt::softmax(x, 1);
-       }},
-      {"log_softmax", [](const rt::Tensor &x, const rt::Tensor &) {
-         rt::log_softmax(x, 1);
-       }},
-      {"reduce_max", [](const rt::Tensor &x, const rt::Tensor &) {
-         rt::reduce_max(x, {1}, false);
-       }},
-      {"reduce_sum", [](const rt::Tensor &x, const rt::Tensor &) {
-         rt::reduce_sum(x, {1}, false);
-       }},
+      {"softmax",
+       [](const rt::Tensor &x, const rt::Tensor &) { rt::softmax(x, 1); }},
+      {"log_softmax",
+       [](const rt::Tensor &x, const rt::Tensor &) { rt::log_softmax(x, 1); }},
+      {"reduce_max", [](const rt::Tensor &x,
+                        const rt::Tensor &) { rt::reduce_max(x, {1}, false); }},
+      {"reduce_sum", [](const rt::Tensor &x,
+                        const rt::Tensor &) { rt::reduce_sum(x, {1}, false); }},
       {"softmax_cross_entropy",
        [](const rt::Tensor &x, const rt::Tensor &labels) {
          rt::softmax_cross_entropy(x, labels, -100, rt::Reduction::mean);
@@ -429,8 +425,8 @@ nlohmann::ordered_json measureRates(double window, const std::string &device,
     for (auto [n, c] : rows) {
       rt::Tensor x = rt::full({n, c}, f32, 0.5);
       rt::Tensor labels = rt::full({n}, rt::DType::i64, 1);
-      points.push_back({double(n * c), timeCalls([&] { f(x, labels); },
-                                                 window, MPI_COMM_SELF)});
+      points.push_back({double(n * c), timeCalls([&] { f(x, labels); }, window,
+                                                 MPI_COMM_SELF)});
     }
     emit(name, points);
   }
