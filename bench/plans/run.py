@@ -242,9 +242,9 @@ def main():
     ap.add_argument("--model", default=os.path.join(REPO, "examples/gpt/tiny/model.onnx"))
     ap.add_argument("--data", default=os.path.join(REPO, "examples/gpt/data/train.bin"))
     ap.add_argument("--ranks", type=int, default=4)
-    # The recorded runs' (bench/plans/recorded, from 2026-11-28 on): more
-    # rounds of fewer steps see more placements of the ranks, whose
-    # spread the medians are there to damp.
+    # As the recorded runs were made (bench/plans/recorded, from
+    # 2026-11-28 on): more rounds of fewer steps see more placements of the
+    # ranks, whose spread the medians are there to damp.
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--spec")
