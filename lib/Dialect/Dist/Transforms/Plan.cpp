@@ -28,6 +28,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
 
 #include <limits>
@@ -617,21 +618,34 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         if (!tsr::isForward(&op) && names.contains(forwardNameOf(&op)) &&
             tpName(&op))
           marked.push_back(&op);
+      // An op whose dimension holds fewer than tp x pieces parts (with
+      // grouped-query attention, the key/value heads: 2 of them against 4
+      // query heads in 4 pieces) runs its whole tp piece, as without
+      // co-shard: the marked ops around it read and join its result as
+      // they do an unmarked op's (dist-coshard), so the step is the same.
+      // Only an entry none of whose forward ops can run in pieces is an
+      // error.
+      struct Whole {
+        Operation *op;
+        std::string annotation, why;
+      };
+      SmallVector<Whole> whole;
+      bool anyForward = false;
       for (Operation *op : marked) {
-        // Every piece of every rank's tp piece has whole heads (or units):
-        // tp x pieces divides the dimension.
+        // Every piece of every rank's tp piece has whole units of the
+        // dimension: tp x pieces divides it.
         auto bound = bindOpAnnotation(cast<DimAnnotationOpInterface>(op));
         if (!bound)
           return op->emitError("dist-plan: ") << bound.message();
         std::string name = *tpName(op);
         auto split =
             annotation::split(*bound, {{name, spec.shape.tp * c.pieces}});
-        if (!split)
-          return op->emitError("dist-plan: plan entry coshard[")
-                 << c.index << "] cannot run '" << tsr::opNameOrKind(op)
-                 << "' (" << bound->annotation.str() << ") in " << c.pieces
-                 << " pieces of each of its " << spec.shape.tp
-                 << " tp pieces: " << split.message();
+        if (!split) {
+          whole.push_back(
+              {op, bound->annotation.str(), std::string(split.message())});
+          continue;
+        }
+        anyForward |= tsr::isForward(op);
         if (auto old = getAttr<Dist::CoshardAttrHelper>(op);
             old && old.getInt() != c.pieces)
           return op->emitError("dist-plan: plan entry coshard[")
@@ -643,6 +657,33 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
             IntegerAttr::get(IntegerType::get(&getContext(), 64), c.pieces));
         if (spec.shape.tp < 2)
           addSplit(op, name, "tp");
+      }
+      if (!anyForward) {
+        // Nothing to run in pieces: the first op that cannot be.
+        const Whole &w = whole.front();
+        return w.op->emitError("dist-plan: plan entry coshard[")
+               << c.index << "] cannot run '" << tsr::opNameOrKind(w.op)
+               << "' (" << w.annotation << ") in " << c.pieces
+               << " pieces of each of its " << spec.shape.tp
+               << " tp pieces: " << w.why;
+      }
+      if (!whole.empty()) {
+        // Said under the plan line: which ops keep their whole tp piece.
+        size_t forward = llvm::count_if(
+            whole, [](const Whole &w) { return tsr::isForward(w.op); });
+        const Whole &w = whole.front();
+        appendPlanReport(
+            f, {StringAttr::get(
+                   &getContext(),
+                   llvm::formatv("coshard[{0}]: {1} forward and {2} backward "
+                                 "op(s) run their whole {3} (the dimension "
+                                 "holds fewer than {4} parts), the first "
+                                 "'{5}' ({6}): {7}",
+                                 c.index, forward, whole.size() - forward,
+                                 spec.shape.tp > 1 ? "tp piece" : "op",
+                                 spec.shape.tp * c.pieces,
+                                 tsr::opNameOrKind(w.op), w.annotation, w.why)
+                       .str())});
       }
     }
     return success();
