@@ -1685,7 +1685,10 @@ Result Search::run() {
           // Ops on every device: pipelines of the other units, every cut
           // of them (the pipelined units in order; at most kReplayedCuts,
           // else the even cut), each priced as an interlaced plan.
-          if (pp < 2 || virtualStages() || lastPinned >= 0)
+          // On every device pp splits each micro-batch's piece of the
+          // batch too (dist-partition).
+          if (pp < 2 || virtualStages() || lastPinned >= 0 ||
+              (perReplica / m) % pp != 0)
             continue;
           std::vector<size_t> piped;
           for (size_t u = 0; u < n; ++u)

@@ -1491,7 +1491,8 @@ TEST(AutoPlanSearch, MixedStagesMatchABruteForceOverCutsAndVariants) {
 // layers only and keeps the fastest plan that fits by
 // evaluateInterlacedPlan, the same as a brute force over every mesh,
 // micro-batch count and cut, with and without the table split over pp;
-// its stages name the layers.
+// its stages name the layers. On every device pp splits each micro-batch's
+// piece of the batch too, so dp x micro-batches x pp divides the batch.
 TEST(AutoPlanSearch, ConstrainedSearchPlansInterlacedPipelines) {
   std::string spec = writeSpec("everysearch", 1e12, 1e-6, 1e-6);
   Problem p = smallProblem(spec, 8);
@@ -1528,6 +1529,7 @@ TEST(AutoPlanSearch, ConstrainedSearchPlansInterlacedPipelines) {
     ASSERT_EQ(r.error, "");
     EXPECT_GE(r.shape.pp, 2);
     ASSERT_EQ(r.stages.size(), size_t(r.shape.pp));
+    EXPECT_EQ(8 % (r.shape.dp * r.shape.microBatches * r.shape.pp), 0);
     EXPECT_EQ(r.stages.front().firstUnit, 1u);
     EXPECT_EQ(r.stages.back().lastUnit, 3u);
     StepEvaluation again = evaluateInterlacedPlan(p, r.shape, p.everyDevice);
@@ -1537,7 +1539,7 @@ TEST(AutoPlanSearch, ConstrainedSearchPlansInterlacedPipelines) {
     for (int64_t d : {1, 2}) {
       int64_t pp = 4 / d;
       for (int64_t m = 1; m <= 8 / d; ++m) {
-        if ((8 / d) % m != 0)
+        if ((8 / d) % m != 0 || (8 / d / m) % pp != 0)
           continue;
         std::vector<std::vector<size_t>> cuts =
             pp == 2 ? std::vector<std::vector<size_t>>{{1, 2}, {1, 3}}
@@ -1553,6 +1555,11 @@ TEST(AutoPlanSearch, ConstrainedSearchPlansInterlacedPipelines) {
     }
     EXPECT_DOUBLE_EQ(r.stepSeconds, best);
   }
+  // A batch of 2: dp2 x pp2 leaves one row per replica, which pp cannot
+  // split on every device; pp4 needs four pipelined units.
+  p.batch = 2;
+  EXPECT_NE(searchAutoPlan(p).error, "");
+  p.batch = 8;
   // pp = 4 needs four pipelined units: there are three.
   p.fixedPp = 4;
   EXPECT_NE(searchAutoPlan(p).error, "");

@@ -448,6 +448,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
       return success();
     Block &body = f.getBody().front();
     SelectionContext cx = selectionContext(f);
+    // The assign entry that put each op on every device.
+    llvm::DenseMap<Operation *, int64_t> everyEntry;
     // Stages first: a split over pp is for ops on every device.
     // Both factors are >= 1; an overflowing product admits every stage.
     int64_t numStages = support::checkedMul(spec.shape.pp, stagesPerDevice)
@@ -461,10 +463,13 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                << a.index << "] puts '" << tsr::opNameOrKind(ops.front())
                << "' on stage " << a.stage << ", but the mesh has " << numStages
                << " stage(s)";
-      for (Operation *op : ops)
+      for (Operation *op : ops) {
         op->setAttr(
             Dist::StageAttrHelper::getNameStr(),
             IntegerAttr::get(IntegerType::get(&getContext(), 64), a.stage));
+        if (a.stage == DistDialect::kEveryStage)
+          everyEntry[op] = a.index;
+      }
     }
     for (const auto &t : spec.trans) {
       SmallVector<Operation *> ops = selectOps(f, t.select, cx);
@@ -542,6 +547,47 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         propagateSplit(body, ops, t.split, spec.shape);
       else if (!forwardNames.empty())
         followIntoBackward(body, ops, t.split, spec.shape, forwardNames, cx);
+    }
+    return checkEveryDeviceBatch(f, spec, everyEntry);
+  }
+
+  /// On every device, pp splits each micro-batch's piece of the batch
+  /// further (dist-partition), unless pp splits another dimension of the
+  /// op (a vocabulary split): the batch must then be a multiple of dp x
+  /// micro-batches x pp. Said here, naming the assign entry, rather than
+  /// by dist-partition at the first op it cannot cut.
+  LogicalResult
+  checkEveryDeviceBatch(func::FuncOp f, const PlanSpec &spec,
+                        const llvm::DenseMap<Operation *, int64_t> &every) {
+    if (spec.shape.pp < 2 || every.empty())
+      return success();
+    std::optional<int64_t> pieces =
+        support::checkedMul(spec.shape.dp, spec.shape.microBatches);
+    if (pieces)
+      pieces = support::checkedMul(*pieces, spec.shape.pp);
+    for (BlockArgument arg : f.getArguments()) {
+      if (!f.getArgAttr(arg.getArgNumber(), Tsr::InputAttrHelper::getNameStr()))
+        continue;
+      int64_t batch = cast<RankedTensorType>(arg.getType()).getDimSize(0);
+      if (pieces && batch % *pieces == 0)
+        continue;
+      for (Operation &op : f.getBody().front()) {
+        auto it = every.find(&op);
+        auto split = getAttr<Dist::SplitAttrHelper>(&op);
+        if (it == every.end() || !hasAttr<Dist::BatchAttrHelper>(&op) ||
+            (split && llvm::any_of(split, [](NamedAttribute e) {
+               return cast<StringAttr>(e.getValue()).getValue() == "pp";
+             })))
+          continue;
+        return op.emitError("dist-plan: plan entry assign[")
+               << it->second << "] runs '" << tsr::opNameOrKind(&op)
+               << "' on every device, where pp splits each micro-batch's "
+                  "piece of the batch too: the batch ("
+               << batch << ") is not divisible by dp (" << spec.shape.dp
+               << ") x micro-batches (" << spec.shape.microBatches
+               << ") x pp (" << spec.shape.pp << ")";
+      }
+      break;
     }
     return success();
   }
