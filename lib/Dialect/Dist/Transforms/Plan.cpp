@@ -584,8 +584,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
                << "' on every device, where pp splits each micro-batch's "
                   "piece of the batch too: the batch ("
                << batch << ") is not divisible by dp (" << spec.shape.dp
-               << ") x micro-batches (" << spec.shape.microBatches
-               << ") x pp (" << spec.shape.pp << ")";
+               << ") x micro-batches (" << spec.shape.microBatches << ") x pp ("
+               << spec.shape.pp << ")";
       }
       break;
     }
