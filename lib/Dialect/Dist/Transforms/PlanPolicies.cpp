@@ -542,11 +542,23 @@ LogicalResult planTensorParallel(func::FuncOp f, int64_t tp) {
   // hidden dimension from its nonlinearity.
   SmallVector<std::pair<Value, int64_t>> heads, hidden;
   tensorParallelSeeds(body, heads, hidden);
+  // With grouped-query attention the key/value projections have fewer
+  // heads than the queries; tp splits both.
+  int64_t most = 0;
+  for (auto [v, d] : heads)
+    most = std::max(most, cast<RankedTensorType>(v.getType()).getDimSize(d));
   for (auto [v, d] : heads) {
     int64_t h = cast<RankedTensorType>(v.getType()).getDimSize(d);
-    if (h % tp != 0)
-      return v.getDefiningOp()->emitError("dist-plan: tp=")
-             << tp << " does not divide the " << h << " attention heads";
+    if (h % tp == 0)
+      continue;
+    auto diag = v.getDefiningOp()->emitError("dist-plan: tp=")
+                << tp << " does not divide the " << h;
+    if (h < most)
+      diag << " key/value heads (grouped-query attention: " << most
+           << " query heads; tp splits both)";
+    else
+      diag << " attention heads";
+    return diag;
   }
   auto all = [](Operation *) { return true; };
   // Which seed split each op, for the report: the first to reach it wins,
