@@ -664,9 +664,9 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         if (!tsr::isForward(&op) && names.contains(forwardNameOf(&op)) &&
             tpName(&op))
           marked.push_back(&op);
-      // An op whose dimension holds fewer than tp x pieces parts (with
-      // grouped-query attention, the key/value heads: 2 of them against 4
-      // query heads in 4 pieces) runs its whole tp piece, as without
+      // An op whose dimension does not split into tp x pieces whole parts
+      // (with grouped-query attention, the key/value heads: 2 of them
+      // against 4 query heads in 4 pieces) runs its whole tp piece, as without
       // co-shard: the marked ops around it read and join its result as
       // they do an unmarked op's (dist-coshard), so the step is the same.
       // Only an entry none of whose forward ops can run in pieces is an
@@ -722,8 +722,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
             f, {StringAttr::get(
                    &getContext(),
                    llvm::formatv("coshard[{0}]: {1} forward and {2} backward "
-                                 "op(s) run their whole {3} (the dimension "
-                                 "holds fewer than {4} parts), the first "
+                                 "op(s) run their whole {3} (their dimension "
+                                 "does not split into {4}), the first "
                                  "'{5}' ({6}): {7}",
                                  c.index, forward, whole.size() - forward,
                                  spec.shape.tp > 1 ? "tp piece" : "op",
