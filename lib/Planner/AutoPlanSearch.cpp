@@ -1885,7 +1885,8 @@ Result Search::run() {
                                  std::to_string(lastPinned) + ")"
                            : "") +
           (interlacedPlan() ? ", and at least 2 with the ops on every "
-                              "device (an interlaced pipeline)"
+                              "device (an interlaced pipeline), where dp x "
+                              "micro-batches x pp divides the batch"
                             : "");
     } else if (leastNeeded < kInf) {
       best.leastBytes = leastNeeded;
