@@ -608,6 +608,38 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
     return success();
   }
 
+  /// Why op `op`, split over tp along its dimension `name`, cannot run that
+  /// piece in parts that are computed alone: the ops of a vocabulary split
+  /// (dist-partition's emitVocabPiece), whose piece of the classes or the
+  /// table needs its offset in the whole and, for the cross-entropy's
+  /// gradient, the other pieces' sums (a part computed alone would
+  /// normalize over its own classes: a silently wrong gradient). nullopt
+  /// for any other op.
+  static std::optional<std::string>
+  vocabularyPiece(Operation *op, const annotation::BoundAnnotation &bound,
+                  StringRef name) {
+    auto named = [&](const std::vector<annotation::TensorSpec> &specs, size_t t,
+                     size_t d) {
+      return t < specs.size() && d < specs[t].dims.size() &&
+             llvm::any_of(
+                 specs[t].dims[d].atoms,
+                 [&](const annotation::Atom &a) { return a.name == name; });
+    };
+    const annotation::Annotation &a = bound.annotation;
+    if (isa<tsr::SoftmaxCrossEntropyOp, tsr::SoftmaxCrossEntropyGradOp>(op) &&
+        named(a.inputs, 0, 1))
+      return std::string("a cross-entropy over a piece of the classes "
+                         "needs the other pieces' sums");
+    if (isa<tsr::EmbeddingGradOp>(op) && named(a.outputs, 0, 0))
+      return std::string("an embedding gradient into a piece of the table "
+                         "needs the piece's offset");
+    if (auto g = dyn_cast<tsr::GatherOp>(op);
+        g && g.getAxis() == 0 && named(a.inputs, 0, 0))
+      return std::string("a lookup in a piece of the table needs the "
+                         "piece's offset");
+    return std::nullopt;
+  }
+
   /// The coshard entries: the selected forward ops that tp splits, and the
   /// backward ops that differentiate them and tp splits, are marked
   /// dist.coshard (dist-coshard runs them in pieces).
@@ -684,6 +716,11 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         if (!bound)
           return op->emitError("dist-plan: ") << bound.message();
         std::string name = *tpName(op);
+        if (std::optional<std::string> why =
+                vocabularyPiece(op, *bound, name)) {
+          whole.push_back({op, bound->annotation.str(), *why});
+          continue;
+        }
         auto split =
             annotation::split(*bound, {{name, spec.shape.tp * c.pieces}});
         if (!split) {
@@ -722,12 +759,10 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
             f, {StringAttr::get(
                    &getContext(),
                    llvm::formatv("coshard[{0}]: {1} forward and {2} backward "
-                                 "op(s) run their whole {3} (their dimension "
-                                 "does not split into {4}), the first "
-                                 "'{5}' ({6}): {7}",
+                                 "op(s) run their whole {3}, the first "
+                                 "'{4}' ({5}): {6}",
                                  c.index, forward, whole.size() - forward,
                                  spec.shape.tp > 1 ? "tp piece" : "op",
-                                 spec.shape.tp * c.pieces,
                                  tsr::opNameOrKind(w.op), w.annotation, w.why)
                        .str())});
       }
