@@ -1455,12 +1455,8 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
     for (Operation &op : body) {
       if (!isa<tsr::SgdUpdateOp, tsr::AdamwUpdateOp>(op))
         continue;
-      DictionaryAttr split = getAttr<Dist::SplitAttrHelper>(&op);
       auto arg = dyn_cast<BlockArgument>(op.getOperand(0));
-      if (!split || !arg || llvm::none_of(split, [](NamedAttribute a) {
-            auto axis = dyn_cast<StringAttr>(a.getValue());
-            return axis && axis.getValue() == "pp";
-          }))
+      if (!arg || !splitOver(&op, "pp"))
         continue;
       if (auto name =
               getArgAttr<Tsr::ParamAttrHelper>(model.step, arg.getArgNumber()))

@@ -66,13 +66,7 @@ struct Marked {
 };
 
 /// The name of `op`'s dimension that tp splits, or "".
-std::string tpName(Operation *op) {
-  if (auto split = getAttr<Dist::SplitAttrHelper>(op))
-    for (NamedAttribute e : split)
-      if (cast<StringAttr>(e.getValue()).getValue() == "tp")
-        return e.getName().str();
-  return "";
-}
+std::string tpName(Operation *op) { return splitOver(op, "tp").value_or(""); }
 
 RankedTensorType withDims(RankedTensorType t, int64_t dim,
                           ArrayRef<int64_t> sizes) {

@@ -573,11 +573,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
         continue;
       for (Operation &op : f.getBody().front()) {
         auto it = every.find(&op);
-        auto split = getAttr<Dist::SplitAttrHelper>(&op);
         if (it == every.end() || !hasAttr<Dist::BatchAttrHelper>(&op) ||
-            (split && llvm::any_of(split, [](NamedAttribute e) {
-               return cast<StringAttr>(e.getValue()).getValue() == "pp";
-             })))
+            splitOver(&op, "pp"))
           continue;
         return op.emitError("dist-plan: plan entry assign[")
                << it->second << "] runs '" << tsr::opNameOrKind(&op)
@@ -666,10 +663,8 @@ struct DistPlanPass : public dist::impl::DistPlanBase<DistPlanPass> {
               megatron.try_emplace(op, name);
     }
     auto tpName = [&](Operation *op) -> std::optional<std::string> {
-      if (auto split = getAttr<Dist::SplitAttrHelper>(op))
-        for (NamedAttribute e : split)
-          if (cast<StringAttr>(e.getValue()).getValue() == "tp")
-            return e.getName().str();
+      if (std::optional<std::string> name = splitOver(op, "tp"))
+        return name;
       if (auto it = megatron.find(op); it != megatron.end())
         return it->second;
       return std::nullopt;

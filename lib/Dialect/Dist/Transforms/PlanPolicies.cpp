@@ -405,6 +405,15 @@ void addSplit(Operation *op, StringRef name, StringRef axis) {
   setAttr<Dist::SplitAttrHelper>(op, entries.getDictionary(ctx));
 }
 
+std::optional<std::string> splitOver(Operation *op, StringRef axis) {
+  if (auto split = getAttr<Dist::SplitAttrHelper>(op))
+    for (NamedAttribute e : split)
+      if (auto a = dyn_cast<StringAttr>(e.getValue());
+          a && a.getValue() == axis)
+        return e.getName().str();
+  return std::nullopt;
+}
+
 LogicalResult planBatch(func::FuncOp f, const planner::PlanShape &shape) {
   Block &body = f.getBody().front();
   MLIRContext *ctx = f.getContext();

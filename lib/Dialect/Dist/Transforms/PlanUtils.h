@@ -24,6 +24,7 @@
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,9 @@ void appendPlanReport(mlir::func::FuncOp f,
 /// Adds `name -> axis` to the op's dist.split (one split per axis per op:
 /// the first wins).
 void addSplit(mlir::Operation *op, llvm::StringRef name, llvm::StringRef axis);
+/// The name of the op's dimension that mesh axis `axis` splits (its
+/// dist.split), or nullopt.
+std::optional<std::string> splitOver(mlir::Operation *op, llvm::StringRef axis);
 
 /// The size of mesh axis `axis` (dp, tp or pp) in `shape`.
 inline int64_t axisSize(const planner::PlanShape &shape, llvm::StringRef axis) {
