@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Predicted vs measured step time of every plan of a model on N ranks.
 
-    bench/plans/run.py [--build DIR] [--model ONNX] [--rounds R] [--steps S]
+    bench/plans/run.py [--build DIR] [--model ONNX] [--rounds R] [--launches L]
+                       [--steps S]
                        [--spec FILE --profile-db FILE] [--out results.md]
                        [--keep DIR | --replay DIR]
 
@@ -17,14 +18,16 @@ into; each op's median over the rounds joins the calibration's profile
 database. Then each plan's predicted step time and `--plan auto`'s choice
 come from the calibrated spec and that database.
 A plan's measured step is the median of its per-step times (elapsed_s
-differences after the first 10 steps) in a round, then the median over the
-rounds. Prints a table, Spearman's rank correlation between predicted and
+differences after the first 10 steps) in a launch, then the median over
+its launches: L per round (--launches, default 3), each round launching
+every plan once in its rotated order, L times over. Prints a table, Spearman's rank correlation between predicted and
 measured, and where auto's choice lands (a choice outside PLANS is
 compiled and measured in as many rounds again, alternating with the
 fastest of PLANS); with --out, writes it as markdown with the machine and
 the date. --keep DIR saves the run's spec, op profile and measured steps
 in DIR; --replay DIR predicts again from them (after a change to the cost
-model) and compares with the recorded measurements, running nothing;
+model) and compares with the recorded measurements, running nothing (with
+--pool DIR..., with those runs' measurements and its own together);
 --agreement DIR DIR... prints how alike recorded runs order the plans by
 their measurements alone (the rank correlation of each two), the ceiling
 this machine puts on any model's.
@@ -182,9 +185,16 @@ def measure(a, binDir, work):
             out = os.path.join(work, f"spec-{rnd}.json")
             calibrated(out)
             specs.append(json.load(open(out)))
+        # Each launch places the ranks on the cores anew and keeps that
+        # placement to its end, which moves a plan's step by up to 2x; a
+        # plan's launches within a round are therefore interleaved with the
+        # other plans' (the rotated order, `launches` times over), so that
+        # the median over all of them sees many placements at the speed the
+        # machine had in every part of the round.
         k = rnd % len(plans)
-        for p in plans[k:] + plans[:k]:
-            p["times"].append(step_time(p["dir"], a, work))
+        for _ in range(a.launches):
+            for p in plans[k:] + plans[:k]:
+                p["times"].append(step_time(p["dir"], a, work))
         sys.stderr.write(f"round {rnd + 1}/{a.rounds} done\n")
     if rounds:
         times = {}
@@ -246,6 +256,11 @@ def main():
     # 2026-11-28 on): more rounds of fewer steps see more placements of the
     # ranks, whose spread the medians are there to damp.
     ap.add_argument("--rounds", type=int, default=10)
+    # Launches of each plan per round (each one time in the plan's list):
+    # the measured order of the plans settles with the number of launches
+    # (recorded 10-launch runs agree with one another at Spearman 0.78 on
+    # average, pooled 30-launch medians at 0.87; bench/plans/results.md).
+    ap.add_argument("--launches", type=int, default=3)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--spec")
     ap.add_argument("--profile-db")
@@ -259,7 +274,12 @@ def main():
     ap.add_argument("--agreement", nargs="+", metavar="DIR",
                     help="how well --keep folders' measurements order the plans "
                          "alike (Spearman between each two runs); run nothing")
+    ap.add_argument("--pool", nargs="+", metavar="DIR",
+                    help="with --replay: measure each plan by the median over the "
+                         "launches of the replayed run and of these recorded runs")
     a = ap.parse_args()
+    if a.pool and not a.replay:
+        sys.exit("--pool goes with --replay")
     if a.agreement:
         agreement(a.agreement)
         return
@@ -277,6 +297,12 @@ def main():
             recorded = json.load(open(os.path.join(a.replay, "measured.json")))
             plans = [{"plan": f"{name} mb{mb}", "name": name, "mb": mb,
                       "times": recorded["plans"][f"{name} mb{mb}"]} for name, mb in PLANS]
+            # --pool: the measurements of other recorded runs join this
+            # run's (the predictions stay this run's).
+            for d in a.pool or []:
+                other = json.load(open(os.path.join(d, "measured.json")))["plans"]
+                for p in plans:
+                    p["times"] = p["times"] + other[p["plan"]]
         else:
             spec, prof, plans = measure(a, binDir, work)
             if a.keep:
@@ -323,13 +349,13 @@ def main():
                 if r.returncode != 0:
                     sys.exit(f"compiling auto's choice {auto} failed:\n{r.stderr}")
                 mine, theirs = [], []
-                for rnd in range(a.rounds):
+                for rnd in range(a.rounds * a.launches):
                     pair = [(out, mine), (best["dir"], theirs)]
                     for d, ts in (pair if rnd % 2 == 0 else pair[::-1]):
                         ts.append(step_time(d, a, work))
             if mine:
                 head_to_head = (best["plan"], statistics.median(mine),
-                                statistics.median(theirs))
+                                statistics.median(theirs), len(mine))
                 outside = {auto: {"against": best["plan"], "mine": mine, "theirs": theirs}}
         if a.keep:
             keep(a.keep, spec, prof, plans, outside if head_to_head else {})
@@ -362,10 +388,10 @@ def main():
                                f"({p['measured'] * 1e3:.3f} vs {fastest * 1e3:.3f} ms); predicted / "
                                f"measured {p['predicted'] / p['measured']:.2f}")
         if head_to_head:
-            name, mine, theirs = head_to_head
+            name, mine, theirs, count = head_to_head
             summary.append(f"auto's choice ({auto}, predicted {auto_pred * 1e3:.3f} ms) measures "
                            f"{mine * 1e3:.3f} ms against {theirs * 1e3:.3f} ms for the fastest "
-                           f"above ({name}) in {a.rounds} alternating rounds: "
+                           f"above ({name}) in {count} alternating launches each: "
                            f"{mine / theirs:.2f} x; predicted / measured "
                            f"{auto_pred / mine:.2f}")
         text = "\n".join(lines + [""] + summary) + "\n"
@@ -373,7 +399,8 @@ def main():
         if a.out:
             head = (f"machine: {platform.machine()}, {os.cpu_count()} CPU(s), "
                     f"{platform.node()}; date: {datetime.date.today()}; "
-                    f"{a.ranks} ranks, {a.rounds} rounds of {a.steps} steps\n\n")
+                    f"{a.ranks} ranks, {a.rounds} rounds of {a.launches} launch(es) "
+                    f"of {a.steps} steps\n\n")
             with open(a.out, "w") as f:
                 f.write(head + text)
     finally:
