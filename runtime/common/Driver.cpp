@@ -393,8 +393,12 @@ struct RankReport {
   int64_t footprintBytes = 0;
   int64_t arenaConflicts = 0;            ///< summed over the ranks
   int64_t reservedBytes = 0;             ///< this rank's (not gathered)
+  /// This rank's seconds blocked on other ranks in the step (receives,
+  /// collectives, completing sends: watchdog::blockedSeconds).
+  double waitSeconds = 0;
   std::vector<int64_t> peakBytesPerRank; ///< on rank 0
   std::vector<int64_t> footprintBytesPerRank;
+  std::vector<double> waitSecondsPerRank;
 };
 /// This rank's memory figures since the last resetPeak().
 RankReport memoryReport() {
@@ -407,14 +411,15 @@ RankReport memoryReport() {
   return r;
 }
 RankReport gatherReport(const RankReport &mine, const std::string &what) {
-  constexpr int kFields = 6;
+  constexpr int kFields = 7;
   // Doubles hold these byte and token counts exactly (below 2^53).
   double local[kFields] = {static_cast<double>(mine.peakBytes),
                            mine.loss ? 1.0 : 0.0,
                            mine.loss ? *mine.loss : 0.0,
                            static_cast<double>(mine.tokens),
                            static_cast<double>(mine.footprintBytes),
-                           static_cast<double>(mine.arenaConflicts)};
+                           static_cast<double>(mine.arenaConflicts),
+                           mine.waitSeconds};
   int n = static_cast<int>(worldSize());
   std::vector<double> all(worldRank() == 0 ? kFields * n : 0);
   worldGather(local, kFields, all.data(), what);
@@ -430,6 +435,7 @@ RankReport gatherReport(const RankReport &mine, const std::string &what) {
         std::max(report.footprintBytes, static_cast<int64_t>(field[4]));
     report.footprintBytesPerRank.push_back(static_cast<int64_t>(field[4]));
     report.arenaConflicts += static_cast<int64_t>(field[5]);
+    report.waitSecondsPerRank.push_back(field[6]);
     if (!report.loss && field[1] != 0)
       report.loss = field[2];
     report.tokens = std::max(report.tokens, static_cast<int64_t>(field[3]));
@@ -872,6 +878,7 @@ int run(int argc, char **argv, const Program &program) {
   bool warnedConflicts = false;
   for (int64_t i = first; i < o.steps; ++i) {
     Clock::time_point stepStart = Clock::now();
+    double blockedBefore = watchdog::blockedSeconds();
     // peak_bytes is this step's own peak (what tessera-compile's
     // memory.json predicts), not one of an earlier step or evaluation.
     resetPeak();
@@ -965,7 +972,9 @@ int run(int argc, char **argv, const Program &program) {
       RankReport mine = memoryReport();
       mine.loss = m.loss;
       mine.tokens = tokens;
+      mine.waitSeconds = watchdog::blockedSeconds() - blockedBefore;
       RankReport report = gatherReport(mine, "step " + std::to_string(i));
+      m.waitSecondsPerRank = report.waitSecondsPerRank;
       m.loss = report.loss;
       m.peakBytes = report.peakBytes;
       m.peakBytesPerRank = report.peakBytesPerRank;

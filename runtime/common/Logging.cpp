@@ -52,6 +52,12 @@ std::string stepJson(const StepMetrics &m) {
   list("peak_bytes_per_rank", m.peakBytesPerRank);
   s += ", \"footprint_bytes\": " + std::to_string(m.footprintBytes);
   list("footprint_bytes_per_rank", m.footprintBytesPerRank);
+  if (!m.waitSecondsPerRank.empty()) {
+    s += ", \"wait_s_per_rank\": [";
+    for (size_t r = 0; r < m.waitSecondsPerRank.size(); ++r)
+      s += (r ? ", " : "") + number(m.waitSecondsPerRank[r], "%.6g");
+    s += "]";
+  }
   if (m.reservedBytes > 0)
     s += ", \"reserved_bytes\": " + std::to_string(m.reservedBytes);
   if (m.arenaConflicts > 0)

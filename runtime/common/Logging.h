@@ -38,6 +38,10 @@ struct StepMetrics {
   /// each rank's with several). Without a plan it is peakBytes.
   int64_t footprintBytes = 0;
   std::vector<int64_t> footprintBytesPerRank;
+  /// With several ranks: the seconds each rank spent in the step blocked on
+  /// other ranks (receives, collectives, completing sends); the rest of
+  /// its step it computed (its ops and the driver's work).
+  std::vector<double> waitSecondsPerRank;
   /// Placements of the plan not taken because their slot was busy, so far
   /// (summed over the ranks): 0 when the plan matches the program.
   int64_t arenaConflicts = 0;

@@ -27,6 +27,9 @@ struct State {
   bool blocked = false;
   std::string what;
   Clock::time_point since;
+  // When the outermost scope began, and the time in ended ones.
+  Clock::time_point outerSince;
+  double blockedTotal = 0;
 };
 
 State &state() {
@@ -106,13 +109,15 @@ void setStep(int64_t step) {
 Scope::Scope(std::string what) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  s.since = Clock::now();
   if (s.blocked) {
     previous_ = std::move(s.what);
     hadPrevious_ = true;
+  } else {
+    s.outerSince = s.since;
   }
   s.what = std::move(what);
   s.blocked = true;
-  s.since = Clock::now();
 }
 
 Scope::~Scope() {
@@ -123,6 +128,18 @@ Scope::~Scope() {
   // The outer call's clock restarts: time spent in the inner one was
   // progress.
   s.since = Clock::now();
+  if (!hadPrevious_)
+    s.blockedTotal +=
+        std::chrono::duration<double>(s.since - s.outerSince).count();
+}
+
+double blockedSeconds() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  double total = s.blockedTotal;
+  if (s.blocked)
+    total += std::chrono::duration<double>(Clock::now() - s.outerSince).count();
+  return total;
 }
 
 } // namespace watchdog

@@ -30,6 +30,11 @@ void stop();
 /// The training step reported in the message (-1: before the first step).
 void setStep(int64_t step);
 
+/// The seconds this process has spent inside Scopes so far (an inner scope
+/// counted once, in its outer one): the time blocked on other ranks, which
+/// the driver reports per step and rank (`wait_s_per_rank`).
+double blockedSeconds();
+
 /// Marks the calling thread as blocked on other ranks for its lifetime; the
 /// description says in what ("all_reduce(sum) over ranks [0, 1]"). Scopes do
 /// not nest: an inner scope replaces the outer one's description until it
