@@ -25,7 +25,8 @@ measured, and where auto's choice lands (a choice outside PLANS is
 compiled and measured in as many rounds again, alternating with the
 fastest of PLANS); with --out, writes it as markdown with the machine and
 the date. --keep DIR saves the run's spec, op profile and measured steps
-in DIR; --replay DIR predicts again from them (after a change to the cost
+in DIR (and each rank's work per step, the step less its time blocked
+on the others, printed under the table); --replay DIR predicts again from them (after a change to the cost
 model) and compares with the recorded measurements, running nothing (with
 --pool DIR..., with those runs' measurements and its own together);
 --agreement DIR DIR... prints how alike recorded runs order the plans by
@@ -81,17 +82,25 @@ def seconds(text):
     return float(m.group(1)) * {"us": 1e-6, "ms": 1e-3, "s": 1.0}[m.group(2)]
 
 
-def step_time(out, a, work):
+def step_time(out, a, work, works=None):
     """The median step of one run of the program in OUT (elapsed_s
-    differences after the first 10 steps)."""
+    differences after the first 10 steps). With `works` (a list), appends
+    each rank's median work per step: the step less the rank's time
+    blocked on the others (wait_s_per_rank)."""
     log = os.path.join(work, "log.jsonl")
     if os.path.exists(log):
         os.remove(log)
     subprocess.run([os.path.join(out, "run"), "--data", a.data,
                     "--steps", str(a.steps), "--log", log],
                    capture_output=True, check=True)
-    e = [json.loads(l)["elapsed_s"] for l in open(log) if l.strip()]
+    lines = [json.loads(l) for l in open(log) if l.strip()]
+    e = [l["elapsed_s"] for l in lines]
     d = [y - x for x, y in zip(e, e[1:])][10:]
+    if works is not None and "wait_s_per_rank" in lines[-1]:
+        ranks = len(lines[-1]["wait_s_per_rank"])
+        works.append([statistics.median(step - l["wait_s_per_rank"][r]
+                                        for step, l in zip(d, lines[11:]))
+                      for r in range(ranks)])
     return statistics.median(d)
 
 
@@ -102,7 +111,8 @@ def keep(folder, spec, prof, plans, outside):
     shutil.copy(spec, os.path.join(folder, "spec.json"))
     if prof:
         shutil.copy(prof, os.path.join(folder, "ops.json"))
-    json.dump({"plans": {p["plan"]: p["times"] for p in plans}, "outside": outside},
+    json.dump({"plans": {p["plan"]: p["times"] for p in plans}, "outside": outside,
+               "works": {p["plan"]: p.get("works", []) for p in plans}},
               open(os.path.join(folder, "measured.json"), "w"), indent=1)
 
 
@@ -170,7 +180,7 @@ def measure(a, binDir, work):
         if r.returncode != 0:
             sys.exit(f"compiling {name} mb{mb} failed:\n{r.stderr}")
         plans.append({"plan": f"{name} mb{mb}", "name": name, "mb": mb, "dir": out,
-                      "times": []})
+                      "times": [], "works": []})
     rounds = []
     for rnd in range(a.rounds):
         if profilers:
@@ -194,7 +204,7 @@ def measure(a, binDir, work):
         k = rnd % len(plans)
         for _ in range(a.launches):
             for p in plans[k:] + plans[:k]:
-                p["times"].append(step_time(p["dir"], a, work))
+                p["times"].append(step_time(p["dir"], a, work, p["works"]))
         sys.stderr.write(f"round {rnd + 1}/{a.rounds} done\n")
     if rounds:
         times = {}
@@ -296,7 +306,9 @@ def main():
                 prof = None
             recorded = json.load(open(os.path.join(a.replay, "measured.json")))
             plans = [{"plan": f"{name} mb{mb}", "name": name, "mb": mb,
-                      "times": recorded["plans"][f"{name} mb{mb}"]} for name, mb in PLANS]
+                      "times": recorded["plans"][f"{name} mb{mb}"],
+                      "works": recorded.get("works", {}).get(f"{name} mb{mb}", [])}
+                     for name, mb in PLANS]
             # --pool: the measurements of other recorded runs join this
             # run's (the predictions stay this run's).
             for d in a.pool or []:
@@ -394,7 +406,18 @@ def main():
                            f"above ({name}) in {count} alternating launches each: "
                            f"{mine / theirs:.2f} x; predicted / measured "
                            f"{auto_pred / mine:.2f}")
-        text = "\n".join(lines + [""] + summary) + "\n"
+        # Each rank's work per step (the step less its time blocked on the
+        # others), the median over the launches: where a plan's time goes.
+        works = []
+        if any(p.get("works") for p in plans):
+            works = ["", "| plan | measured work per rank (step less its waits) |", "|---|---|"]
+            for p in plans:
+                if p.get("works"):
+                    per = [statistics.median(w[r] for w in p["works"])
+                           for r in range(len(p["works"][0]))]
+                    works.append(f"| {p['plan']} | " +
+                                 ", ".join(f"{x * 1e3:.3f}" for x in per) + " ms |")
+        text = "\n".join(lines + [""] + summary + works) + "\n"
         print(text)
         if a.out:
             head = (f"machine: {platform.machine()}, {os.cpu_count()} CPU(s), "
