@@ -27,8 +27,10 @@ struct State {
   bool blocked = false;
   std::string what;
   Clock::time_point since;
-  // When the outermost scope began, and the time in ended ones.
+  // When the outermost scope began, whether it waits on other ranks, and
+  // the time in ended ones that did.
   Clock::time_point outerSince;
+  bool outerCounts = false;
   double blockedTotal = 0;
 };
 
@@ -106,7 +108,7 @@ void setStep(int64_t step) {
   s.step = step;
 }
 
-Scope::Scope(std::string what) {
+Scope::Scope(std::string what, bool onOtherRanks) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.since = Clock::now();
@@ -115,6 +117,7 @@ Scope::Scope(std::string what) {
     hadPrevious_ = true;
   } else {
     s.outerSince = s.since;
+    s.outerCounts = onOtherRanks;
   }
   s.what = std::move(what);
   s.blocked = true;
@@ -128,7 +131,7 @@ Scope::~Scope() {
   // The outer call's clock restarts: time spent in the inner one was
   // progress.
   s.since = Clock::now();
-  if (!hadPrevious_)
+  if (!hadPrevious_ && s.outerCounts)
     s.blockedTotal +=
         std::chrono::duration<double>(s.since - s.outerSince).count();
 }
@@ -137,7 +140,7 @@ double blockedSeconds() {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   double total = s.blockedTotal;
-  if (s.blocked)
+  if (s.blocked && s.outerCounts)
     total += std::chrono::duration<double>(Clock::now() - s.outerSince).count();
   return total;
 }

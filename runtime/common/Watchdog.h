@@ -30,18 +30,21 @@ void stop();
 /// The training step reported in the message (-1: before the first step).
 void setStep(int64_t step);
 
-/// The seconds this process has spent inside Scopes so far (an inner scope
-/// counted once, in its outer one): the time blocked on other ranks, which
-/// the driver reports per step and rank (`wait_s_per_rank`).
+/// The seconds this process has spent inside Scopes on other ranks so far
+/// (an inner scope counted once, in its outer one): the time blocked on
+/// other ranks, which the driver reports per step and rank
+/// (`wait_s_per_rank`).
 double blockedSeconds();
 
 /// Marks the calling thread as blocked on other ranks for its lifetime; the
 /// description says in what ("all_reduce(sum) over ranks [0, 1]"). Scopes do
 /// not nest: an inner scope replaces the outer one's description until it
 /// ends. Cheap (a mutex and a clock read) when the watchdog is not running.
+/// `onOtherRanks` false: a wait that is watched but is not for other ranks
+/// alone (the GPU's queued kernels), left out of blockedSeconds().
 class Scope {
 public:
-  explicit Scope(std::string what);
+  explicit Scope(std::string what, bool onOtherRanks = true);
   ~Scope();
   Scope(const Scope &) = delete;
   Scope &operator=(const Scope &) = delete;

@@ -468,8 +468,10 @@ void synchronize() {
     return;
   Context &c = ctx();
   // NCCL collectives run asynchronously: a peer that stopped shows here.
+  // Mostly the GPU's own work: not counted as waiting on other ranks.
   watchdog::Scope blocked("waiting for the GPU's queued work (kernels and "
-                          "NCCL collectives)");
+                          "NCCL collectives)",
+                          /*onOtherRanks=*/false);
   check(cudaStreamSynchronize(c.comm), "cudaStreamSynchronize(comm)");
   check(cudaStreamSynchronize(c.p2p), "cudaStreamSynchronize(p2p)");
   checkDeviceErrors(); // syncs the compute stream
