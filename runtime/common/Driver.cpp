@@ -391,8 +391,8 @@ struct RankReport {
   std::optional<double> loss;
   int64_t tokens = 0;
   int64_t footprintBytes = 0;
-  int64_t arenaConflicts = 0;            ///< summed over the ranks
-  int64_t reservedBytes = 0;             ///< this rank's (not gathered)
+  int64_t arenaConflicts = 0; ///< summed over the ranks
+  int64_t reservedBytes = 0;  ///< this rank's (not gathered)
   /// This rank's seconds blocked on other ranks in the step (receives,
   /// collectives, completing sends: watchdog::blockedSeconds).
   double waitSeconds = 0;
