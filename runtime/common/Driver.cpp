@@ -1035,8 +1035,7 @@ int run(int argc, char **argv, const Program &program) {
       opprofile::writeDatabase(o.profileOps, measured);
       std::cerr << "wrote " << o.profileOps << " (each op's median time over "
                 << "the steps after the first " << profileWarmup
-                << (multi ? ", every rank's ops but the communication"
-                          : "")
+                << (multi ? ", every rank's ops but the communication" : "")
                 << ")\n";
     }
   }
