@@ -20,15 +20,17 @@ come from the calibrated spec and that database.
 A plan's measured step is the median of its per-step times (elapsed_s
 differences after the first 10 steps) in a launch, then the median over
 its launches: L per round (--launches, default 3), each round launching
-every plan once in its rotated order, L times over. Prints a table, Spearman's rank correlation between predicted and
-measured, and where auto's choice lands (a choice outside PLANS is
-compiled and measured in as many rounds again, alternating with the
-fastest of PLANS); with --out, writes it as markdown with the machine and
+every plan once in its rotated order, L times over. Prints a table,
+Spearman's rank correlation between predicted and measured, where auto's
+choice lands (a choice outside PLANS is compiled and measured in as many
+launches again, alternating with the fastest of PLANS) and each rank's
+work per step (the step less its time blocked on the others,
+wait_s_per_rank); with --out, writes it as markdown with the machine and
 the date. --keep DIR saves the run's spec, op profile and measured steps
-in DIR (and each rank's work per step, the step less its time blocked
-on the others, printed under the table); --replay DIR predicts again from them (after a change to the cost
-model) and compares with the recorded measurements, running nothing (with
---pool DIR..., with those runs' measurements and its own together);
+(and works) in DIR; --replay DIR predicts again from them (after a change
+to the cost model) and compares with the recorded measurements, running
+nothing (with --pool DIR..., with those runs' measurements and its own
+together);
 --agreement DIR DIR... prints how alike recorded runs order the plans by
 their measurements alone (the rank correlation of each two), the ceiling
 this machine puts on any model's.
@@ -290,6 +292,9 @@ def main():
     a = ap.parse_args()
     if a.pool and not a.replay:
         sys.exit("--pool goes with --replay")
+    if a.rounds < 1 or a.launches < 1 or a.steps < 12:
+        sys.exit("--rounds and --launches must be >= 1 and --steps >= 12 (the "
+                 "first 10 steps are not timed)")
     if a.agreement:
         agreement(a.agreement)
         return
