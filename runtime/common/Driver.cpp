@@ -876,6 +876,9 @@ int run(int argc, char **argv, const Program &program) {
   };
 
   bool warnedConflicts = false;
+  // A rank other than 0 waits in the step report's gather (below) after its
+  // own report left: that wait is counted in its next step's report.
+  double gatherWait = 0;
   for (int64_t i = first; i < o.steps; ++i) {
     Clock::time_point stepStart = Clock::now();
     double blockedBefore = watchdog::blockedSeconds();
@@ -972,8 +975,18 @@ int run(int argc, char **argv, const Program &program) {
       RankReport mine = memoryReport();
       mine.loss = m.loss;
       mine.tokens = tokens;
-      mine.waitSeconds = watchdog::blockedSeconds() - blockedBefore;
+      mine.waitSeconds =
+          watchdog::blockedSeconds() - blockedBefore + gatherWait;
+      double beforeGather = watchdog::blockedSeconds();
       RankReport report = gatherReport(mine, "step " + std::to_string(i));
+      // The gather is part of the step: rank 0 waits there for the ranks
+      // still working (after the step function, each rank's update waits
+      // for the gradient norm, so the others often end after rank 0).
+      gatherWait = watchdog::blockedSeconds() - beforeGather;
+      if (lead && !report.waitSecondsPerRank.empty()) {
+        report.waitSecondsPerRank[0] += gatherWait;
+        gatherWait = 0;
+      }
       m.waitSecondsPerRank = report.waitSecondsPerRank;
       m.loss = report.loss;
       m.peakBytes = report.peakBytes;
