@@ -41,23 +41,21 @@ std::string stepJson(const StepMetrics &m) {
   s += ", \"peak_bytes\": " + std::to_string(m.peakBytes);
   if (m.valLoss)
     s += ", \"val_peak_bytes\": " + std::to_string(m.valPeakBytes);
-  auto list = [&](const char *key, const std::vector<int64_t> &values) {
+  // One JSON list per rank-indexed field (absent with one rank).
+  auto list = [&](const char *key, const auto &values, auto format) {
     if (values.empty())
       return;
     s += std::string(", \"") + key + "\": [";
     for (size_t r = 0; r < values.size(); ++r)
-      s += (r ? ", " : "") + std::to_string(values[r]);
+      s += (r ? ", " : "") + format(values[r]);
     s += "]";
   };
-  list("peak_bytes_per_rank", m.peakBytesPerRank);
+  auto integer = [](int64_t v) { return std::to_string(v); };
+  list("peak_bytes_per_rank", m.peakBytesPerRank, integer);
   s += ", \"footprint_bytes\": " + std::to_string(m.footprintBytes);
-  list("footprint_bytes_per_rank", m.footprintBytesPerRank);
-  if (!m.waitSecondsPerRank.empty()) {
-    s += ", \"wait_s_per_rank\": [";
-    for (size_t r = 0; r < m.waitSecondsPerRank.size(); ++r)
-      s += (r ? ", " : "") + number(m.waitSecondsPerRank[r], "%.6g");
-    s += "]";
-  }
+  list("footprint_bytes_per_rank", m.footprintBytesPerRank, integer);
+  list("wait_s_per_rank", m.waitSecondsPerRank,
+       [](double v) { return number(v, "%.6g"); });
   if (m.reservedBytes > 0)
     s += ", \"reserved_bytes\": " + std::to_string(m.reservedBytes);
   if (m.arenaConflicts > 0)
