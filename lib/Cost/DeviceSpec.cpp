@@ -56,7 +56,7 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
   JsonObject o = JsonValue(j, origin).getObject(
       {"name", "description", "peak_flops", "memory_bandwidth", "memory_bytes",
        "devices_per_node", "intra_node", "inter_node", "op_overhead",
-       "compute_slots", "contention", "core_wait", "core_chance",
+       "compute_slots", "contention", "core_wait", "core_chance", "block_start",
        "overlap_dp_reduction"},
       "a device spec");
   DeviceSpec spec;
@@ -101,6 +101,8 @@ DeviceSpec parseDeviceSpec(const std::string &jsonText,
       chance->fail("expected a probability in [0, 1], got " +
                    formatNumber(spec.coreChance));
   }
+  if (auto start = o.find("block_start"))
+    spec.blockStart = start->getNumber(Range::NonNegative, "seconds");
   if (auto overlap = o.find("overlap_dp_reduction"))
     spec.overlapDpReduction =
         overlap->getBool("whether the dp reduction overlaps the backward");

@@ -791,7 +791,8 @@ std::vector<size_t> Search::memoryCuts(const UnitCosts &c, int64_t t, int64_t d,
         double x = micro;
         if (pp > 1)
           x += 2 * collective(cost::Collective::SendRecv,
-                              boundary.crossing * edgeScale, 2, ppLink);
+                              boundary.crossing * edgeScale, 2, ppLink) +
+               2 * spec.blockStart;
         double time =
             std::max(fast[k - 1][a], double(m + pp - 1) * x + step +
                                          dpExposed(c, a, b, d, dpLink));
@@ -1178,12 +1179,14 @@ void Search::evaluate(const UnitCosts &c, const std::vector<size_t> &starts,
       s.stepCompute += c.step[u] - c.stepComm[u];
       grads += c.grads[u];
     }
-    // Activations forward and their gradients backward, per micro-batch.
+    // Activations forward and their gradients backward, per micro-batch,
+    // and the start of each of the two blocks after its receive.
     if (pp > 1) {
       s.microSends =
           2 * collective(cost::Collective::SendRecv,
                          boundaryBytes(s.firstUnit, s.lastUnit, edgeScale), 2,
-                         ppLink);
+                         ppLink) +
+          2 * spec.blockStart;
       s.microSeconds += s.microSends;
     }
     s.stepSeconds += dpExposed(c, s.firstUnit, s.lastUnit, d, dpLink);

@@ -25,6 +25,10 @@
 //     ranks 0 .. k-1, spread over the CPUs as a stage's ranks are; per set
 //     the median of at least five alternations, each k at least 15 times:
 //     the host's speed drifts);
+//   - block_start: what a block of ops loses when it starts right after
+//     a receive, the ranks sharing its core having run theirs (N > 1; a
+//     token passed round the ranks, each running the tiny layers'
+//     pass when it holds it, against the pass on each rank alone);
 //   - core_wait: how long a waiting rank waits for its core while a
 //     computing rank holds it (N > 2; two ranks pinned to one CPU);
 //   - core_chance: how likely a computing rank holds a waiting stage's core
@@ -853,6 +857,76 @@ int run(const Options &o) {
     }
   }
 
+  // Block start (several ranks): a pipeline stage runs its block right
+  // after waiting for another rank's message, while the ranks sharing its
+  // core ran theirs, and its first ops find the caches (data, code, the
+  // allocator's) refilled with the others'. A token passes round the N
+  // ranks, each running one pass of the tiny layers (programOpOverhead's)
+  // when it holds it; against the same pass on each rank alone (the others
+  // asleep, one after another), the pass in the ring takes longer by what
+  // each block loses at its start. Each rank's excess, their mean, the
+  // median of nine trials.
+  double blockStart = 0;
+  if (size > 1) {
+    TinyLayer tl;
+    int blockOps = 0;
+    auto pass = [&] {
+      blockOps = tinyLayer<0>(tl) + tinyLayer<1>(tl) + tinyLayer<2>(tl) +
+                 tinyLayer<3>(tl) + tinyLayer<4>(tl) + tinyLayer<5>(tl) +
+                 tinyLayer<6>(tl) + tinyLayer<7>(tl);
+    };
+    const int laps = o.quick ? 20 : 50;
+    const double slot = o.quick ? 5e-3 : 15e-3;
+    std::vector<double> excess;
+    for (int trial = 0; trial < 9; ++trial) {
+      // Alone: rank r runs passes in [from + r slot, from + (r + 1) slot).
+      MPI_Barrier(MPI_COMM_WORLD);
+      double from = now() + 1e-3;
+      MPI_Bcast(&from, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+      double begin = from + rank * slot, end = begin + slot;
+      double left = begin - now();
+      if (left > 0)
+        usleep(useconds_t(left * 1e6));
+      pass(); // warm
+      long passes = 0;
+      double t0 = now();
+      while (now() < end) {
+        pass();
+        ++passes;
+      }
+      double alone = (now() - t0) / double(std::max(1L, passes));
+      left = from + size * slot - now();
+      if (left > 0)
+        usleep(useconds_t(left * 1e6));
+      // The ring: rank 0 starts each lap, the last rank ends it.
+      MPI_Barrier(MPI_COMM_WORLD);
+      int token = 0;
+      double inRing = 0;
+      for (int lap = 0; lap < laps; ++lap) {
+        if (rank > 0 || lap > 0)
+          MPI_Recv(&token, 1, MPI_INT, (rank + size - 1) % size, 9,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        double b0 = now();
+        pass();
+        inRing += now() - b0;
+        if (rank < size - 1 || lap + 1 < laps)
+          MPI_Send(&token, 1, MPI_INT, (rank + 1) % size, 9, MPI_COMM_WORLD);
+      }
+      double mine = inRing / laps - alone, sum = 0;
+      MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+      excess.push_back(sum / size);
+    }
+    if (lead) {
+      std::sort(excess.begin(), excess.end());
+      blockStart = std::max(0.0, excess[excess.size() / 2]);
+      std::snprintf(line, sizeof line,
+                    "block start %.3g s (a block of %d ops right after a "
+                    "receive, round %d ranks, over the same alone)",
+                    blockStart, blockOps, size);
+      say(line);
+    }
+  }
+
   // Core waits (several ranks on fewer CPUs): a rank waiting in a blocking
   // receive, as a pipeline stage waits for its neighbour, polls and
   // yields; when a computing rank shares its core, the message it waits
@@ -1187,6 +1261,8 @@ int run(const Options &o) {
   spec["compute_slots"] = slots;
   if (!contention.empty())
     spec["contention"] = contention;
+  if (size > 1)
+    spec["block_start"] = blockStart;
   if (coreWait > 0) {
     spec["core_wait"] = coreWait;
     spec["core_chance"] = coreChance;

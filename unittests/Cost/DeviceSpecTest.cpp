@@ -140,7 +140,8 @@ TEST(Roofline, ComputeAndMemoryBound) {
   EXPECT_THROW(rooflineTime(s, -1, 0, "fp32"), Exception);
 }
 
-// op_overhead, compute_slots, contention, core_wait and core_chance:
+// op_overhead, compute_slots, contention, core_wait, core_chance and
+// block_start:
 // optional, in range, and the overhead adds to every roofline time.
 TEST(DeviceSpec, OpOverheadAndComputeSlots) {
   // The tiny spec with `keys` added.
@@ -192,6 +193,11 @@ TEST(DeviceSpec, OpOverheadAndComputeSlots) {
       parseDeviceSpec(with(R"(, "core_chance": 0.7)")).coreChance, 0.7);
   EXPECT_EQ(errorOf(with(R"(, "core_chance": 1.5)")),
             "spec.json: core_chance: expected a probability in [0, 1], got 1.5");
+  // block_start: seconds, 0 unless given.
+  EXPECT_EQ(plain.blockStart, 0);
+  EXPECT_DOUBLE_EQ(parseDeviceSpec(with(R"(, "block_start": 1e-5)")).blockStart,
+                   1e-5);
+  expectNamed(R"(, "block_start": -1e-6)", "block_start");
 }
 
 } // namespace

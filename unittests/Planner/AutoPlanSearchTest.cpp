@@ -1220,7 +1220,11 @@ TEST(AutoPlanSearch, WaitingStagesWaitForTheCoreAComputingStageHolds) {
            // And the slowdown of busy ranks on top: each stage works 6 s
            // of the 10, so 1.2 ranks are busy on average, 1.1 x slower
            // with 2 busy ranks 1.5 x: 1 s more.
-           {R"(, "compute_slots": 1, "core_wait": 10)", 11, "[1, 1.5]"}}) {
+           {R"(, "compute_slots": 1, "core_wait": 10)", 11, "[1, 1.5]"},
+           // Each F and B block starts 0.25 s late after its receive: a
+           // micro-batch of a stage takes 3.5 s, the three of 1F1B's
+           // critical path 10.5 s.
+           {R"(, "block_start": 0.25)", 10.5}}) {
     SCOPED_TRACE(c.extra + " " + c.contention);
     withWait(c.extra, c.contention);
     StepEvaluation e = evaluatePlan(p, shape);
@@ -1233,6 +1237,14 @@ TEST(AutoPlanSearch, WaitingStagesWaitForTheCoreAComputingStageHolds) {
     EXPECT_NEAR(v.stepSeconds, c.step, 1e-9);
     EXPECT_NEAR(v.sharedComputeSeconds, e.sharedComputeSeconds, 1e-9);
   }
+  // Without a pipeline no block waits for another rank: dp2 pays no block
+  // start.
+  withWait(R"(, "block_start": 0.25)", "[1, 1]");
+  StepEvaluation dpStarted = evaluatePlan(p, PlanShape{2, 1, 1, 2, {0}});
+  withWait("", "[1, 1]");
+  StepEvaluation dp = evaluatePlan(p, PlanShape{2, 1, 1, 2, {0}});
+  ASSERT_EQ(dp.error, "");
+  EXPECT_NEAR(dpStarted.stepSeconds, dp.stepSeconds, 1e-12);
 }
 
 // Under zb-h1 stage i defers each W by i micro-batches: the gradients

@@ -65,6 +65,14 @@ struct DeviceSpec {
   /// pipeline's measured step, replayed as the planner does). 0 unless
   /// given; then the chance a balanced placement gives.
   double coreChance = 0;
+  /// What a pipeline block loses when it starts right after its rank
+  /// waited for another's message, beyond the same ops run back to back:
+  /// seconds, 0 unless given. Ranks sharing cores run in turns, and a
+  /// stage that waited finds its caches refilled with the others' data
+  /// (tessera-calibrate: a token passed round the ranks, each running a
+  /// pass of small layers when it holds it, against the pass alone). The
+  /// planner charges it to every forward and backward block of a pipeline.
+  double blockStart = 0;
   /// Whether the data-parallel gradient reductions run beside the backward
   /// (a GPU's communication stream): a gradient's collective starts once
   /// the last micro-batch's backward made it, and only what outlasts the

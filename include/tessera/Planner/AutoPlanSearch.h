@@ -234,7 +234,8 @@ struct StagePrediction {
   double microCompute = 0, stepCompute = 0;
   /// Of microSeconds, the forward ops' time, the W block's (the weight
   /// gradients no earlier stage waits for; the rest of the backward is B)
-  /// and the sends and receives between stages.
+  /// and the sends and receives between stages (with the start of the F
+  /// and B blocks after their receives, DeviceSpec::blockStart).
   double microForward = 0, microWeight = 0, microSends = 0;
 };
 

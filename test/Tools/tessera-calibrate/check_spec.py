@@ -25,6 +25,10 @@ need(len(spec["contention"]) == ranks and all(x > 0 for x in spec["contention"])
      "contention: one positive slowdown per count of busy ranks")
 if (os.cpu_count() or ranks) < ranks:
     need(spec["contention"][-1] > 1.3, "all ranks busy on fewer cores are slower")
+# What a pipeline block loses at its start after a receive: seconds, at
+# least 0, and less than a scheduler slice (it is a cache refill, not a
+# wait for a core).
+need(0 <= spec["block_start"] < 1e-3, "block_start in [0, 1 ms)")
 for dtype in ("fp32", "fp64"):
     need(spec["peak_flops"][dtype] > 0, f"peak_flops {dtype} > 0")
 need(spec["memory_bandwidth"] > 0, "memory bandwidth > 0")
