@@ -27,8 +27,9 @@
 //     the host's speed drifts);
 //   - block_start: what a block of ops loses when it starts right after
 //     a receive, the ranks sharing its core having run theirs (N > 1; a
-//     token passed round the ranks, each running the tiny layers'
-//     pass when it holds it, against the pass on each rank alone);
+//     token passed round the ranks, each running the tiny layers' pass
+//     when it holds it, against the ring without the passes and the pass
+//     on each rank alone);
 //   - core_wait: how long a waiting rank waits for its core while a
 //     computing rank holds it (N > 2; two ranks pinned to one CPU);
 //   - core_chance: how likely a computing rank holds a waiting stage's core
@@ -858,14 +859,16 @@ int run(const Options &o) {
   }
 
   // Block start (several ranks): a pipeline stage runs its block right
-  // after waiting for another rank's message, while the ranks sharing its
-  // core ran theirs, and its first ops find the caches (data, code, the
-  // allocator's) refilled with the others'. A token passes round the N
-  // ranks, each running one pass of the tiny layers (programOpOverhead's)
-  // when it holds it; against the same pass on each rank alone (the others
-  // asleep, one after another), the pass in the ring takes longer by what
-  // each block loses at its start. Each rank's excess, their mean, the
-  // median of nine trials.
+  // after waiting for another rank's message. Beside the message itself, a
+  // block that follows a long wait starts late and runs slow: the waiting
+  // rank polled beside the ranks sharing its core, which ran theirs, and
+  // its first ops find the caches (data, code, the allocator's) refilled
+  // with the others'. A token passes round the N ranks, each running one
+  // pass of the tiny layers (programOpOverhead's) when it holds it: a lap's
+  // time per block, less the same ring's without the passes (the
+  // messages) and less the pass on each rank alone (the others asleep, one
+  // rank after another), is what each block loses. The median of nine
+  // trials.
   double blockStart = 0;
   if (size > 1) {
     TinyLayer tl;
@@ -877,7 +880,28 @@ int run(const Options &o) {
     };
     const int laps = o.quick ? 20 : 50;
     const double slot = o.quick ? 5e-3 : 15e-3;
+    // Seconds per block of `laps` laps round the ranks, each rank running
+    // a pass when it holds the token (or none).
+    auto ring = [&](bool work) {
+      int token = 0;
+      MPI_Barrier(MPI_COMM_WORLD);
+      double from = now();
+      for (int lap = 0; lap < laps; ++lap) {
+        if (rank > 0 || lap > 0)
+          MPI_Recv(&token, 1, MPI_INT, (rank + size - 1) % size, 9,
+                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (work)
+          pass();
+        if (rank < size - 1 || lap + 1 < laps)
+          MPI_Send(&token, 1, MPI_INT, (rank + 1) % size, 9, MPI_COMM_WORLD);
+      }
+      // The last rank ends the last lap.
+      double lapsTime = now() - from;
+      MPI_Bcast(&lapsTime, 1, MPI_DOUBLE, size - 1, MPI_COMM_WORLD);
+      return lapsTime / double(laps * size);
+    };
     std::vector<double> excess;
+    double bareAll = 0, fullAll = 0, aloneAll = 0;
     for (int trial = 0; trial < 9; ++trial) {
       // Alone: rank r runs passes in [from + r slot, from + (r + 1) slot).
       MPI_Barrier(MPI_COMM_WORLD);
@@ -894,35 +918,26 @@ int run(const Options &o) {
         pass();
         ++passes;
       }
-      double alone = (now() - t0) / double(std::max(1L, passes));
+      double alone = (now() - t0) / double(std::max(1L, passes)), sum = 0;
       left = from + size * slot - now();
       if (left > 0)
         usleep(useconds_t(left * 1e6));
-      // The ring: rank 0 starts each lap, the last rank ends it.
-      MPI_Barrier(MPI_COMM_WORLD);
-      int token = 0;
-      double inRing = 0;
-      for (int lap = 0; lap < laps; ++lap) {
-        if (rank > 0 || lap > 0)
-          MPI_Recv(&token, 1, MPI_INT, (rank + size - 1) % size, 9,
-                   MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-        double b0 = now();
-        pass();
-        inRing += now() - b0;
-        if (rank < size - 1 || lap + 1 < laps)
-          MPI_Send(&token, 1, MPI_INT, (rank + 1) % size, 9, MPI_COMM_WORLD);
-      }
-      double mine = inRing / laps - alone, sum = 0;
-      MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-      excess.push_back(sum / size);
+      MPI_Allreduce(&alone, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      alone = sum / size;
+      double bare = ring(false), full = ring(true);
+      excess.push_back(full - bare - alone);
+      bareAll += bare / 9;
+      fullAll += full / 9;
+      aloneAll += alone / 9;
     }
     if (lead) {
       std::sort(excess.begin(), excess.end());
       blockStart = std::max(0.0, excess[excess.size() / 2]);
       std::snprintf(line, sizeof line,
-                    "block start %.3g s (a block of %d ops right after a "
-                    "receive, round %d ranks, over the same alone)",
-                    blockStart, blockOps, size);
+                    "block start %.3g s (a token round %d ranks, each "
+                    "running %d ops when it holds it: %.3g s a block; "
+                    "without them %.3g s, the ops alone %.3g s)",
+                    blockStart, size, blockOps, fullAll, bareAll, aloneAll);
       say(line);
     }
   }
@@ -1087,9 +1102,11 @@ int run(const Options &o) {
         ps.backwardSpan = 2;
         schedule::PipelineOrder order =
             schedule::pipelineOrder("1f1b", ps, micro, std::nullopt);
+        // Each block as the planner prices it: its time, the message, and
+        // the start after its receive.
         double hop = idle[1] / 2;
-        std::vector<double> fT(size_t(size), fwd + hop),
-            bT(size_t(size), bwd + hop), wT(size_t(size), 0.0);
+        std::vector<double> fT(size_t(size), fwd + hop + blockStart),
+            bT(size_t(size), bwd + hop + blockStart), wT(size_t(size), 0.0);
         auto replayed = [&](double chance) {
           schedule::ReplayedPipeline r = schedule::replayPipeline(
               order, size, micro, fT, bT, wT, {coreWait, chance, 1.0});
