@@ -18,10 +18,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,7 +59,8 @@ const char *const kValueFlags[] = {"--data",
                                    "--val-data",
                                    "--eval-every",
                                    "--eval-steps",
-                                   "--profile-ops"};
+                                   "--profile-ops",
+                                   "--trace"};
 
 double parseDouble(const std::string &flag, const std::string &value) {
   char *end = nullptr;
@@ -162,6 +166,67 @@ void checkWritable(const std::string &path, const std::string &flag) {
                 "' is not writable");
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
     throw Error(flag + " " + path + ": is a directory");
+}
+
+/// A trace event's seconds in the text each rank sends rank 0.
+std::string traceSeconds(double s) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9f", s);
+  return buf;
+}
+
+/// --trace: every rank's events (lines "start end what", seconds on the
+/// host's steady clock) as a Chrome trace: a process per rank, each event a
+/// complete event ("ph": "X") in microseconds from the first. The step
+/// contains its step function, which contains the waits it made; the
+/// clocks of ranks on different hosts are not aligned.
+void writeTrace(const std::string &path,
+                const std::vector<std::string> &ranks) {
+  struct Event {
+    double start, end;
+    std::string what;
+  };
+  std::vector<std::vector<Event>> events(ranks.size());
+  double origin = std::numeric_limits<double>::infinity();
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    std::istringstream lines(ranks[r]);
+    Event e;
+    while (lines >> e.start >> e.end && std::getline(lines, e.what)) {
+      e.what.erase(0, e.what.find_first_not_of(' '));
+      origin = std::min(origin, e.start);
+      events[r].push_back(e);
+    }
+  }
+  auto quoted = [](const std::string &text) {
+    std::string q = "\"";
+    for (char c : text) {
+      if (c == '"' || c == '\\')
+        q += '\\';
+      if (static_cast<unsigned char>(c) >= 0x20)
+        q += c;
+    }
+    return q + "\"";
+  };
+  std::ofstream out(path);
+  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [";
+  const char *sep = "\n";
+  char buf[96];
+  for (size_t r = 0; r < events.size(); ++r) {
+    out << sep << "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": " << r
+        << ", \"args\": {\"name\": \"rank " << r << "\"}}";
+    sep = ",\n";
+    for (const Event &e : events[r]) {
+      std::snprintf(buf, sizeof buf, "%.3f, \"dur\": %.3f",
+                    (e.start - origin) * 1e6,
+                    std::max(0.0, e.end - e.start) * 1e6);
+      out << sep << "{\"name\": " << quoted(e.what)
+          << ", \"ph\": \"X\", \"ts\": " << buf << ", \"pid\": " << r
+          << ", \"tid\": 0}";
+    }
+  }
+  out << "\n]}\n";
+  if (!out)
+    throw Error("--trace " + path + ": could not write");
 }
 
 //===----------------------------------------------------------------------===//
@@ -688,6 +753,11 @@ int run(int argc, char **argv, const Program &program) {
       opprofile::checkDatabase(o.profileOps);
     }
   }
+  if (!o.trace.empty()) {
+    if (lead)
+      checkWritable(o.trace, "--trace");
+    watchdog::startTrace();
+  }
   if (lead) {
     if (!o.save.empty())
       checkWritable(o.save, "--save");
@@ -906,11 +976,14 @@ int run(int argc, char **argv, const Program &program) {
     // --profile-ops: the marks of this step alone (not an evaluation's).
     if (!o.profileOps.empty())
       opprofile::endStep(false);
+    double callStart = watchdog::traceClock();
     try {
       step.fn(args, results);
     } catch (const Error &e) {
       throw Error("step " + std::to_string(i) + ": " + e.what());
     }
+    if (!o.trace.empty())
+      watchdog::traceSpan("step function", callStart, watchdog::traceClock());
     if (!o.profileOps.empty())
       opprofile::endStep(i - first >= profileWarmup);
     if (results.size() != step.results.size())
@@ -1017,6 +1090,14 @@ int run(int argc, char **argv, const Program &program) {
     }
     Clock::time_point now = Clock::now();
     double seconds = std::chrono::duration<double>(now - stepStart).count();
+    if (!o.trace.empty()) {
+      // traceClock's seconds: the steady clock's.
+      auto onClock = [](Clock::time_point t) {
+        return std::chrono::duration<double>(t.time_since_epoch()).count();
+      };
+      watchdog::traceSpan("step " + std::to_string(i), onClock(stepStart),
+                          onClock(now));
+    }
     m.step = i;
     m.lr = scheduledLr(o, i);
     m.totalSteps = o.steps;
@@ -1051,6 +1132,18 @@ int run(int argc, char **argv, const Program &program) {
                 << (multi ? ", every rank's ops but the communication" : "")
                 << ")\n";
     }
+  }
+
+  if (!o.trace.empty()) {
+    std::string mine;
+    for (const watchdog::TraceEvent &e : watchdog::takeTrace())
+      mine += traceSeconds(e.start) + " " + traceSeconds(e.end) + " " + e.what +
+              "\n";
+    std::vector<std::string> ranks = {mine};
+    if (multi)
+      ranks = gatherText(mine, "--trace");
+    if (lead)
+      writeTrace(o.trace, ranks);
   }
 
   // A resume with every step done runs none, and --checkpoint-dir then
@@ -1159,6 +1252,9 @@ std::string usage(const std::string &argv0) {
          "                         state through each step (more memory),\n"
          "                         so that a non-finite step can tell\n"
          "                         whether a gradient or the update broke\n"
+         "  --trace FILE           write each rank's steps, step functions\n"
+         "                         and waits on other ranks as a Chrome\n"
+         "                         trace (chrome://tracing, Perfetto)\n"
          "  --profile-ops FILE     programs compiled with --profile-ops: time\n"
          "                         every op where it runs and write the\n"
          "                         medians into the profile database FILE\n"
@@ -1224,6 +1320,8 @@ RunOptions parseRunOptions(int argc, char **argv) {
       o.log = value;
     else if (flag == "--profile-ops")
       o.profileOps = value;
+    else if (flag == "--trace")
+      o.trace = value;
     else if (flag == "--dump-grads")
       o.dumpGrads = value;
     else if (flag == "--optimizer") {

@@ -32,7 +32,14 @@ struct State {
   Clock::time_point outerSince;
   bool outerCounts = false;
   double blockedTotal = 0;
+  // --trace: the outermost scopes on other ranks, and the driver's spans.
+  bool tracing = false;
+  std::vector<TraceEvent> trace;
 };
+
+double seconds(Clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
 
 State &state() {
   static State *s = new State; // never destroyed: the thread may outlive main
@@ -123,17 +130,42 @@ Scope::Scope(std::string what, bool onOtherRanks) {
   s.blocked = true;
 }
 
+void startTrace() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.tracing = true;
+}
+
+void traceSpan(std::string what, double start, double end) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.tracing)
+    s.trace.push_back({start, end, std::move(what)});
+}
+
+double traceClock() { return seconds(Clock::now()); }
+
+std::vector<TraceEvent> takeTrace() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return std::move(s.trace);
+}
+
 Scope::~Scope() {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  s.blocked = hadPrevious_;
-  s.what = std::move(previous_);
   // The outer call's clock restarts: time spent in the inner one was
   // progress.
   s.since = Clock::now();
-  if (!hadPrevious_ && s.outerCounts)
+  if (!hadPrevious_ && s.outerCounts) {
     s.blockedTotal +=
         std::chrono::duration<double>(s.since - s.outerSince).count();
+    // The same interval as counted (recording it is the caller's time).
+    if (s.tracing)
+      s.trace.push_back({seconds(s.outerSince), seconds(s.since), s.what});
+  }
+  s.blocked = hadPrevious_;
+  s.what = std::move(previous_);
 }
 
 double blockedSeconds() {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessera {
 namespace rt {
@@ -35,6 +36,23 @@ void setStep(int64_t step);
 /// other ranks, which the driver reports per step and rank
 /// (`wait_s_per_rank`).
 double blockedSeconds();
+
+/// One interval of a trace: seconds on the host's steady clock.
+struct TraceEvent {
+  double start = 0, end = 0;
+  std::string what;
+};
+/// Starts recording every outermost Scope on other ranks (its description,
+/// start and end) and the spans given to traceSpan(), for --trace.
+void startTrace();
+/// Records [start, end] (seconds on the steady clock) as `what` while
+/// tracing.
+void traceSpan(std::string what, double start, double end);
+/// The steady clock's seconds now (traceSpan's clock: std::chrono::
+/// steady_clock, seconds since its epoch).
+double traceClock();
+/// The recorded events, oldest first; recording goes on.
+std::vector<TraceEvent> takeTrace();
 
 /// Marks the calling thread as blocked on other ranks for its lifetime; the
 /// description says in what ("all_reduce(sum) over ranks [0, 1]"). Scopes do

@@ -186,6 +186,9 @@ struct RunOptions {
   /// --profile-ops FILE: each op's median time into a profile database
   /// (programs compiled with tessera-compile --profile-ops, one rank).
   std::string profileOps;
+  /// --trace FILE: each rank's steps, step functions and waits on other
+  /// ranks as a Chrome trace (one process per rank).
+  std::string trace;
   int64_t steps = -1;
   std::string optimizer; ///< empty: not given
   double lr = -1, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = -1;
