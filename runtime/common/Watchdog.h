@@ -51,7 +51,7 @@ void traceSpan(std::string what, double start, double end);
 /// The steady clock's seconds now (traceSpan's clock: std::chrono::
 /// steady_clock, seconds since its epoch).
 double traceClock();
-/// The recorded events, oldest first; recording goes on.
+/// The recorded events in the order they ended; recording goes on.
 std::vector<TraceEvent> takeTrace();
 
 /// Marks the calling thread as blocked on other ranks for its lifetime; the
