@@ -92,6 +92,16 @@ double collectives(cost::Collective kind, double bytes, int count,
   return double(count) * collective(kind, bytes / count, ranks, link);
 }
 
+/// The training driver's work for `values` step values and `paramBytes`
+/// of updated parameters on a rank (runtime/common/Driver.cpp), once per
+/// step: each argument passed in and each result taken back by name (an
+/// op's fixed cost each), and the check that every updated parameter is
+/// finite (one read of them).
+double driverWork(const cost::DeviceSpec &spec, double values,
+                  double paramBytes) {
+  return 2.0 * values * spec.opOverhead + paramBytes / spec.memoryBandwidth;
+}
+
 /// Per-unit costs of one candidate (tp, dp, micro-batches).
 struct UnitCosts {
   std::vector<double> micro;  ///< forward + backward per micro-batch
@@ -684,13 +694,10 @@ UnitCosts Search::unitCosts(int64_t t, int64_t d, int64_t m, int64_t pp) const {
     bool zero2 = p.zero2 && d > 1;
     c.gradsAtUpdate[u] = zero2 ? params / double(d) : params;
     c.gradsHeld[u] = zero2 && m == 1 ? params / double(d) : params;
-    // The training driver's work around each step (runtime/common/
-    // Driver.cpp), once per step on the ranks that hold the unit: each
-    // argument passed in and each result taken back by name (an op's
-    // fixed cost each), and the check that every updated parameter is
-    // finite (one read of them).
-    c.step[u] += 2.0 * unit.stepValues * spec.opOverhead +
-                 (zero3 ? params / double(d) : params) / spec.memoryBandwidth;
+    // The training driver's work around each step, on the ranks that hold
+    // the unit.
+    c.step[u] +=
+        driverWork(spec, unit.stepValues, zero3 ? params / double(d) : params);
     // The planner library's additive memory (cut()): a lower bound of the
     // stage memory, so that it rejects no cut that fits; the search checks
     // every cut with stageMemory() afterwards.
@@ -1971,16 +1978,62 @@ std::optional<cost::ProfileDatabase> loadProfile(const Problem &p,
   return db;
 }
 
-/// f(a Search over the problem, its spec and profile loaded); an exception
+/// What each step spends outside its step functions beyond the driver
+/// work the units price on their ranks (driverWork), the same for every
+/// plan of the problem's devices: the driver's measured time per step (the
+/// profile database's "driver" entry, timed by `run --profile-ops` with one
+/// rank: reading the batch, the finiteness checks, the step report, the
+/// log line) less driverWork of the whole model on one device, and, with
+/// several ranks, the step report's gather to rank 0 (a few numbers per
+/// rank: an all-gather of 64 bytes a rank over the devices' link). So a
+/// one-device plan's step is its step function and the measured driver
+/// time. 0 without the entry: the units' driverWork alone, as before the
+/// entry existed.
+double driverStep(const Problem &p, const cost::DeviceSpec &spec,
+                  const cost::ProfileDatabase *profile) {
+  std::optional<double> driver =
+      profile ? profile->driverSeconds() : std::nullopt;
+  if (!driver)
+    return 0;
+  double priced = 0;
+  for (const Unit &u : p.units)
+    priced += driverWork(spec, u.stepValues, u.paramBytes + u.paramBytesSplit);
+  return std::max(0.0, *driver - priced) +
+         collective(cost::Collective::AllGather, 64.0 * double(p.devices),
+                    p.devices, cost::linkForGroup(spec, p.devices, 1));
+}
+
+/// The driver's time added to a plan's predicted step (the search ranks
+/// plans of one device count, which all pay it, without it).
+void addDriver(StepEvaluation &e, double driver) {
+  e.stepSeconds += driver;
+  e.closedFormSeconds += driver;
+  e.driverSeconds = driver;
+}
+void addDriver(Result &r, double driver) {
+  if (r.stepSeconds > 0)
+    r.mfu *= r.stepSeconds / (r.stepSeconds + driver);
+  r.stepSeconds += driver;
+  r.driverSeconds = driver;
+  for (Candidate &c : r.runnersUp)
+    c.stepSeconds += driver;
+}
+
+/// f(a Search over the problem, its spec and profile loaded), with the
+/// driver's time per step added to the result (`withDriver`); an exception
 /// becomes the result's error.
 template <typename R, typename F>
-R withSearch(const Problem &problem, F &&f) noexcept {
+R withSearch(const Problem &problem, F &&f, bool withDriver = true) noexcept {
   try {
     cost::DeviceSpec spec =
         cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
     std::optional<cost::ProfileDatabase> profile = loadProfile(problem, spec);
-    Search search(problem, spec, profile ? &*profile : nullptr);
-    return f(search);
+    const cost::ProfileDatabase *db = profile ? &*profile : nullptr;
+    Search search(problem, spec, db);
+    R r = f(search);
+    if (withDriver && r.error.empty())
+      addDriver(r, driverStep(problem, spec, db));
+    return r;
   } catch (const std::exception &e) {
     R r;
     r.error = e.what();
@@ -2120,6 +2173,8 @@ MixedPlan searchMixedStages(const std::vector<Problem> &variants,
     if (bestTime == kInf)
       out.error = "no cut into " + std::to_string(pp) +
                   " stages fits with any variant on each stage";
+    else
+      addDriver(out.evaluation, driverStep(first, spec, db));
   } catch (const std::exception &e) {
     out.error = e.what();
   } catch (...) {
@@ -2359,8 +2414,16 @@ StepEvaluation interlaced(const Problem &problem, const PlanShape &shape,
     if (!k.readers.empty())
       q.tied.push_back(std::move(k));
   }
-  return stageDevices.empty() ? evaluatePlan(q, local)
-                              : evaluateVirtualPlan(q, local, stageDevices);
+  // Without the driver's time: run() ranks interlaced plans among its
+  // candidates, and evaluateInterlacedPlan adds it once.
+  return withSearch<StepEvaluation>(
+      q,
+      [&](Search &search) {
+        return stageDevices.empty()
+                   ? search.evaluatePlan(local)
+                   : search.evaluateVirtual(local, stageDevices);
+      },
+      /*withDriver=*/false);
 }
 } // namespace
 
@@ -2369,7 +2432,18 @@ evaluateInterlacedPlan(const Problem &problem, const PlanShape &shape,
                        const std::vector<bool> &everyDevice,
                        const std::vector<int64_t> &stageDevices) noexcept {
   try {
-    return interlaced(problem, shape, everyDevice, stageDevices);
+    StepEvaluation e = interlaced(problem, shape, everyDevice, stageDevices);
+    if (e.error.empty()) {
+      cost::DeviceSpec spec =
+          cost::loadDeviceSpec(resolveSpecName(problem.deviceSpec));
+      std::optional<cost::ProfileDatabase> profile = loadProfile(problem, spec);
+      addDriver(e, driverStep(problem, spec, profile ? &*profile : nullptr));
+    }
+    return e;
+  } catch (const std::exception &x) {
+    StepEvaluation e;
+    e.error = x.what();
+    return e;
   } catch (...) {
     StepEvaluation e;
     e.error = "out of memory in the auto planner";

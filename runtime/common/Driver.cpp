@@ -949,6 +949,9 @@ int run(int argc, char **argv, const Program &program) {
   // A rank other than 0 waits in the step report's gather (below) after its
   // own report left: that wait is counted in its next step's report.
   double gatherWait = 0;
+  // --profile-ops with one rank: the last step's end as the log times it,
+  // for the driver's share of each step (opprofile::driverStep).
+  std::optional<Clock::time_point> lastEnd;
   for (int64_t i = first; i < o.steps; ++i) {
     Clock::time_point stepStart = Clock::now();
     double blockedBefore = watchdog::blockedSeconds();
@@ -977,11 +980,13 @@ int run(int argc, char **argv, const Program &program) {
     if (!o.profileOps.empty())
       opprofile::endStep(false);
     double callStart = watchdog::traceClock();
+    Clock::time_point fnStart = Clock::now();
     try {
       step.fn(args, results);
     } catch (const Error &e) {
       throw Error("step " + std::to_string(i) + ": " + e.what());
     }
+    Clock::time_point fnEnd = Clock::now();
     if (!o.trace.empty())
       watchdog::traceSpan("step function", callStart, watchdog::traceClock());
     if (!o.profileOps.empty())
@@ -1090,6 +1095,18 @@ int run(int argc, char **argv, const Program &program) {
     }
     Clock::time_point now = Clock::now();
     double seconds = std::chrono::duration<double>(now - stepStart).count();
+    if (!o.profileOps.empty() && !multi) {
+      // The step as the log times it (elapsed_s from the last step's end:
+      // that step's log line, this one's batch, checks and report) less its
+      // step function. Several ranks would count their waits for one
+      // another in it: one rank only.
+      if (lastEnd)
+        opprofile::driverStep(
+            std::chrono::duration<double>((now - *lastEnd) - (fnEnd - fnStart))
+                .count(),
+            i - first >= profileWarmup);
+      lastEnd = now;
+    }
     if (!o.trace.empty()) {
       // traceClock's seconds: the steady clock's.
       auto onClock = [](Clock::time_point t) {
@@ -1129,7 +1146,9 @@ int run(int argc, char **argv, const Program &program) {
       opprofile::writeDatabase(o.profileOps, measured);
       std::cerr << "wrote " << o.profileOps << " (each op's median time over "
                 << "the steps after the first " << profileWarmup
-                << (multi ? ", every rank's ops but the communication" : "")
+                << (multi ? ", every rank's ops but the communication"
+                          : "; and the driver's time per step outside the "
+                            "step function")
                 << ")\n";
     }
   }

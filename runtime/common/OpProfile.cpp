@@ -24,6 +24,7 @@ struct State {
   std::vector<double> step;              ///< this step's time per id
   std::vector<char> ran;                 ///< whether this step ran the id
   std::vector<std::vector<double>> kept; ///< recorded steps' times per id
+  std::vector<double> driver;            ///< driverStep's recorded times
   int64_t open = -1;                     ///< the id being timed
   Clock::time_point since;
 };
@@ -47,6 +48,7 @@ void start(size_t ops) {
   s.step.assign(ops, 0);
   s.ran.assign(ops, 0);
   s.kept.assign(ops, {});
+  s.driver.clear();
   s.open = -1;
   active = true;
 }
@@ -78,17 +80,25 @@ void endStep(bool record) {
   }
 }
 
+void driverStep(double seconds, bool record) {
+  if (record && seconds >= 0)
+    state().driver.push_back(seconds);
+}
+
+namespace {
+double median(std::vector<double> v) {
+  auto mid = v.begin() + std::ptrdiff_t(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+} // namespace
+
 std::vector<double> medians() {
   State &s = state();
   std::vector<double> out(s.kept.size(), -1);
-  for (size_t i = 0; i < s.kept.size(); ++i) {
-    std::vector<double> v = s.kept[i];
-    if (v.empty())
-      continue;
-    auto mid = v.begin() + std::ptrdiff_t(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    out[i] = *mid;
-  }
+  for (size_t i = 0; i < s.kept.size(); ++i)
+    if (!s.kept[i].empty())
+      out[i] = median(s.kept[i]);
   return out;
 }
 
@@ -147,6 +157,12 @@ std::string measurements(const std::vector<OpKey> &keys) {
                    {"shapes", key->shapes},
                    {"seconds", sum.first / double(sum.second)},
                    {"count", sum.second}});
+  if (!state().driver.empty())
+    out.push_back({{"op", kDriverOp},
+                   {"dtype", ""},
+                   {"shapes", json::array()},
+                   {"seconds", median(state().driver)},
+                   {"count", 1}});
   return out.dump();
 }
 

@@ -2,7 +2,7 @@
 """Checks a profile database that `run --profile-ops` wrote.
 
     check_op_profile.py DB.json PROGRAM.cpp... [--function F] [--kept OP]
-                        [--replaced SECONDS] [--ranks]
+                        [--replaced SECONDS] [--ranks] [--driver LOG]
 
 Every op key of the programs' step function (--function, default
 train_step_adamw: its opMark ids in the Program table's /*opKeys=*/ list)
@@ -11,7 +11,13 @@ of op OP (seconds_per_flop) must still be there (--kept), and no entry may
 still have the time SECONDS that a measurement replaced (--replaced).
 With --ranks (the programs of several ranks), the communication ops
 (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send,
-recv) must have no entry, and every other op of every program one.
+recv) must have no entry, and every other op of every program one, and
+there must be no driver entry (several ranks do not time the driver).
+With --driver LOG (the step log of the run that wrote DB last), the driver
+entry ({"op": "driver", "dtype": "", "shapes": []}, the median time a step
+takes outside its step function) must be there, above 0 and below the
+median step of LOG (its elapsed_s differences after the first two steps):
+a part of the step.
 Prints "ok: N keys measured, M entries" or FAIL lines and exits 1.
 """
 import argparse
@@ -62,6 +68,7 @@ def main():
     ap.add_argument("--kept")
     ap.add_argument("--replaced", type=float)
     ap.add_argument("--ranks", action="store_true")
+    ap.add_argument("--driver", metavar="LOG")
     a = ap.parse_args()
     comm = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
             "broadcast", "send", "recv"}
@@ -94,6 +101,20 @@ def main():
         wanted = {k for k in wanted if k[0] not in comm}
     for k in sorted(wanted - set(seen)):
         fails.append(f"key {k} of the programs was not measured")
+    driver = [e["seconds"] for e in db["entries"]
+              if e.get("op") == "driver" and e.get("shapes") == []]
+    if a.ranks and driver:
+        fails.append("a program of several ranks wrote a driver entry")
+    if a.driver:
+        elapsed = [json.loads(l)["elapsed_s"] for l in open(a.driver)
+                   if l.strip()]
+        steps = sorted([y - x for x, y in zip(elapsed, elapsed[1:])][1:])
+        step = steps[len(steps) // 2] if steps else 0
+        if len(driver) != 1:
+            fails.append(f"{len(driver)} driver entries, expected one")
+        elif not 0 < driver[0] < step:
+            fails.append(f"the driver's {driver[0]} s per step is not above 0 "
+                         f"and below the median step {step} s")
     if a.kept and not any(e.get("op") == a.kept and "seconds_per_flop" in e
                           for e in db["entries"]):
         fails.append(f"the rate of {a.kept} was dropped")

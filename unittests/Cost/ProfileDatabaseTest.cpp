@@ -39,6 +39,22 @@ TEST(ProfileDatabase, MeasuredTimeOverridesRoofline) {
                    roof);
 }
 
+// The driver's time per step outside the step function ("driver", no
+// dtype, no operands: `run --profile-ops` writes it) is read apart from the
+// ops'; a database without it has none.
+TEST(ProfileDatabase, TheDriverEntry) {
+  ProfileDatabase db = ProfileDatabase::parse(R"({"entries": [
+      {"op": "driver", "dtype": "", "shapes": [], "seconds": 7.5e-5},
+      {"op": "matmul", "dtype": "fp32", "shapes": [[2, 2], [2, 2]],
+       "seconds": 1e-6}]})");
+  ASSERT_TRUE(db.driverSeconds().has_value());
+  EXPECT_DOUBLE_EQ(*db.driverSeconds(), 7.5e-5);
+  EXPECT_FALSE(ProfileDatabase::parse(R"({"entries": [{"op": "matmul",
+      "dtype": "fp32", "shapes": [[2, 2], [2, 2]], "seconds": 1e-6}]})")
+                   .driverSeconds()
+                   .has_value());
+}
+
 TEST(ProfileDatabase, BadInputIsAnError) {
   EXPECT_THROW(ProfileDatabase::parse("{"), Exception);
   EXPECT_THROW(ProfileDatabase::parse(R"({"entries": {}})"), Exception);

@@ -692,6 +692,95 @@ TEST(AutoPlanSearch, TpPiecesScaleTheirWholeMeasurement) {
   EXPECT_NEAR(e.stepSeconds, 0.5, 1e-12);
 }
 
+// The driver's measured time per step outside the step function (the
+// profile database's "driver" entry) joins every plan's step once: less
+// what the units already price for the driver (each step value passed in
+// and out, the finiteness read of the parameters on one device), and with
+// several ranks the step report's gather to rank 0 (2 ranks: one latency).
+// One device then predicts its step function and the measured driver time.
+TEST(AutoPlanSearch, TheDriversMeasuredTimeJoinsEveryStepOnce) {
+  std::string spec = writeSpec("driver", 1e12, 1e-3, 1e-6);
+  std::string db = ::testing::TempDir() + "/driver-profile.json";
+  auto writeDriver = [&](double seconds) {
+    std::ofstream f(db);
+    f << R"({"entries": [{"op": "driver", "dtype": "", "shapes": [],
+                          "seconds": )"
+      << seconds << "}]}";
+  };
+  Problem p = smallProblem(spec, 4);
+  for (const char *name : {"a", "b"}) {
+    Unit u;
+    u.name = name;
+    u.paramBytes = 4e3;
+    u.params = 2;
+    u.stepValues = 6;
+    p.units.push_back(u);
+    OpCost op;
+    op.unit = int(p.units.size() - 1);
+    op.perMicroBatch = true;
+    op.flops = 2e11;
+    p.ops.push_back(op);
+  }
+  // What the units price for the driver on one device.
+  double priced = 2 * (2 * 6 * 1e-6 + 4e3 / 1e12);
+  const std::vector<PlanShape> shapes = {PlanShape{2, 1, 1, 1, {0}},
+                                         PlanShape{1, 1, 2, 1, {0, 1}},
+                                         PlanShape{1, 1, 2, 2, {0, 1}}};
+  std::vector<double> plain;
+  for (const PlanShape &s : shapes) {
+    StepEvaluation e = evaluatePlan(p, s);
+    ASSERT_EQ(e.error, "");
+    EXPECT_EQ(e.driverSeconds, 0);
+    plain.push_back(e.stepSeconds);
+  }
+  Result before = searchAutoPlan(p);
+  ASSERT_EQ(before.error, "");
+  ASSERT_FALSE(before.runnersUp.empty());
+
+  writeDriver(0.25);
+  p.profileDatabase = db;
+  double added = 0.25 - priced + 1e-3;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    StepEvaluation e = evaluatePlan(p, shapes[i]);
+    ASSERT_EQ(e.error, "");
+    EXPECT_NEAR(e.driverSeconds, added, 1e-12);
+    EXPECT_NEAR(e.stepSeconds, plain[i] + added, 1e-12);
+  }
+  // The search ranks the same plans alike and reports them with it.
+  Result after = searchAutoPlan(p);
+  ASSERT_EQ(after.error, "");
+  EXPECT_EQ(after.shape.dp, before.shape.dp);
+  EXPECT_EQ(after.shape.pp, before.shape.pp);
+  EXPECT_EQ(after.shape.microBatches, before.shape.microBatches);
+  EXPECT_NEAR(after.driverSeconds, added, 1e-12);
+  EXPECT_NEAR(after.stepSeconds, before.stepSeconds + added, 1e-12);
+  EXPECT_NEAR(after.mfu * after.stepSeconds, before.mfu * before.stepSeconds,
+              1e-9 * before.mfu * before.stepSeconds);
+  ASSERT_EQ(after.runnersUp.size(), before.runnersUp.size());
+  for (size_t i = 0; i < after.runnersUp.size(); ++i)
+    EXPECT_NEAR(after.runnersUp[i].stepSeconds,
+                before.runnersUp[i].stepSeconds + added, 1e-12);
+
+  // A measurement below what the units price adds the gather alone.
+  writeDriver(priced / 2);
+  StepEvaluation low = evaluatePlan(p, shapes[0]);
+  ASSERT_EQ(low.error, "");
+  EXPECT_NEAR(low.stepSeconds, plain[0] + 1e-3, 1e-12);
+
+  // One device: the step function and the measured driver time, no
+  // gather.
+  Problem one = p;
+  one.devices = 1;
+  one.profileDatabase.clear();
+  StepEvaluation bare = evaluatePlan(one, PlanShape{1, 1, 1, 1, {0}});
+  ASSERT_EQ(bare.error, "");
+  writeDriver(0.25);
+  one.profileDatabase = db;
+  StepEvaluation measured = evaluatePlan(one, PlanShape{1, 1, 1, 1, {0}});
+  ASSERT_EQ(measured.error, "");
+  EXPECT_NEAR(measured.stepSeconds, bare.stepSeconds - priced + 0.25, 1e-12);
+}
+
 // A view (a reshape) costs nothing, not even the op overhead.
 TEST(AutoPlanSearch, ViewsAreFree) {
   std::string spec = writeSpec("view", 1e12, 1e-3, 1e-6);

@@ -16,6 +16,12 @@
 // for an element-wise op, 2MNK for a matmul). tessera-calibrate writes
 // rates; an entry for the exact shapes wins over a rate.
 //
+// The entry {"op": "driver", "dtype": "", "shapes": []} is not an op: it
+// is the seconds a one-rank program's step takes outside its step function
+// (the driver's batch, checks, step report and log line), which `run
+// --profile-ops` measures (runtime OpProfile.h, kDriverOp) and the auto
+// planner adds to every plan's step.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TESSERA_COST_PROFILEDATABASE_H
@@ -59,6 +65,13 @@ public:
   std::optional<double> lookupRate(const std::string &op,
                                    const std::string &dtype,
                                    double flops) const;
+
+  /// The driver's measured seconds per step outside the step function
+  /// (the "driver" entry), if the database has it.
+  std::optional<double> driverSeconds() const {
+    return lookup(kDriverOp, "", {});
+  }
+  static constexpr const char *kDriverOp = "driver";
 
   const std::string &device() const { return deviceName; }
   size_t size() const { return entries.size() + rates.size(); }

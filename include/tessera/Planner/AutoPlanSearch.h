@@ -261,6 +261,10 @@ struct Result {
   /// Of stepSeconds, the wait for compute slots when more ranks compute at
   /// once than a node has (DeviceSpec::computeSlots): 0 without sharing.
   double sharedComputeSeconds = 0;
+  /// Of stepSeconds, the driver's time per step outside the step function
+  /// (the profile database's "driver" entry, with the step report's gather
+  /// when several ranks run): 0 without that entry.
+  double driverSeconds = 0;
   double modelFlops = 0;
   double mfu = 0;
   double cpuSeconds = 0;
@@ -288,6 +292,7 @@ struct StepEvaluation {
   double stepSeconds = 0, closedFormSeconds = 0;
   double bubble = 0;
   double sharedComputeSeconds = 0; ///< as in Result
+  double driverSeconds = 0;        ///< as in Result
   size_t profiledOps = 0, pricedOps = 0; ///< as in Result
 };
 

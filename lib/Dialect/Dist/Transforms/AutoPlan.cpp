@@ -416,11 +416,17 @@ std::string seconds(double s) {
   return llvm::formatv("{0:f3} s", s).str();
 }
 
-/// " (X of it waiting for compute slots)" when ranks share them, else "".
-std::string sharedNote(double s) {
-  if (s <= 0)
-    return "";
-  return " (" + seconds(s) + " of it waiting for shared compute slots)";
+/// What of a predicted step is not the ranks' own work: " (X of it waiting
+/// for shared compute slots; Y of it the driver's ...)", each part when
+/// there is some, else "".
+std::string stepNote(double shared, double driver) {
+  std::string parts;
+  if (shared > 0)
+    parts = seconds(shared) + " of it waiting for shared compute slots";
+  if (driver > 0)
+    parts += (parts.empty() ? "" : "; ") + seconds(driver) +
+             " of it the driver's, outside the step function";
+  return parts.empty() ? "" : " (" + parts + ")";
 }
 
 /// The step to model: the one with the most arguments (AdamW's, whose
@@ -1134,6 +1140,7 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     r.stepSeconds = e.stepSeconds;
     r.bubble = e.bubble;
     r.sharedComputeSeconds = e.sharedComputeSeconds;
+    r.driverSeconds = e.driverSeconds;
     r.stages = e.stages;
   };
   zero3Params.clear();
@@ -1352,7 +1359,8 @@ LogicalResult planAuto(ModuleOp module, const AutoPlanOptions &options,
     os << llvm::formatv(
         "  predicted step {0}{1}, bubble {2:f1}%, MFU "
         "{3:f1}% ({4} model FLOPs per step)\n",
-        seconds(result.stepSeconds), sharedNote(result.sharedComputeSeconds),
+        seconds(result.stepSeconds),
+        stepNote(result.sharedComputeSeconds, result.driverSeconds),
         result.bubble * 100, result.mfu * 100, sig3(result.modelFlops));
     if (recomputed && !recomputeSome)
       os << "  recompute: every layer group (no plan fits in memory "
@@ -1499,7 +1507,7 @@ LogicalResult predictPlan(ModuleOp module, const AutoPlanOptions &options,
                                              : " per device",
                     options.deviceSpec, eval.fits ? "fits" : "does not fit",
                     sig3(options.memoryGiB),
-                    sharedNote(eval.sharedComputeSeconds),
+                    stepNote(eval.sharedComputeSeconds, eval.driverSeconds),
                     interlaced ? " with the ops on every device in each "
                                  "stage, 1/pp of each micro-batch"
                                : "")

@@ -47,12 +47,22 @@ void endStep(bool record);
 /// Per id, the median of its recorded step times in seconds; negative for
 /// an id no recorded step ran.
 std::vector<double> medians();
+/// The op name of the driver's entry: the seconds a step takes outside its
+/// step function (reading the batch, the finiteness checks, the step report
+/// and its log line), which the auto planner adds to every plan's step
+/// (ProfileDatabase::driverSeconds; docs/planner.md).
+inline constexpr const char *kDriverOp = "driver";
+/// One step's time outside the step function (one-rank runs: the driver
+/// calls it); joins the driver's samples when `record`.
+void driverStep(double seconds, bool record);
 /// This rank's measurements of the ids `keys` names, as the JSON text of
 /// an array of {"op", "dtype", "shapes", "seconds", "count"}: one per
 /// distinct key, the mean over the ids that share it (the same matmul in
 /// every layer) of their medians. The communication ops (all_reduce,
 /// all_gather, reduce_scatter, all_to_all, broadcast, send, recv) are left
-/// out: their times include the waits for other ranks.
+/// out: their times include the waits for other ranks. With driverStep's
+/// samples, one more entry {"op": kDriverOp, "dtype": "", "shapes": []}
+/// holds their median.
 std::string measurements(const std::vector<OpKey> &keys);
 /// Writes measurements (one rank's, or every rank's: a key several ranks
 /// measured takes the mean weighted by their counts) into the profile
