@@ -15,7 +15,8 @@ each number the median over the rounds' calibrations. Unless
 --no-op-profile, each round first times the model's ops in one-device
 programs (--profile-ops) at 1/m of the batch for every m the plans split it
 into; each op's median over the rounds joins the calibration's profile
-database. Then each plan's predicted step time and `--plan auto`'s choice
+database, and so does the driver's time per step outside the step function
+(the "driver" entry, docs/planner.md). Then each plan's predicted step time and `--plan auto`'s choice
 come from the calibrated spec and that database.
 A plan's measured step is the median of its per-step times (elapsed_s
 differences after the first 10 steps) in a launch, then the median over
@@ -188,9 +189,13 @@ def measure(a, binDir, work):
         if profilers:
             db = os.path.join(work, f"ops-{rnd}.json")
             shutil.copy(prof, db)
+            # With a step log as the plans' runs have (step_time): the
+            # driver's time per step, which the database gets too, then
+            # includes writing it.
             for out in profilers:
                 subprocess.run([os.path.join(out, "run"), "--data", a.data, "--steps",
-                                str(a.profile_steps), "--profile-ops", db],
+                                str(a.profile_steps), "--profile-ops", db,
+                                "--log", os.path.join(work, "profile-log.jsonl")],
                                capture_output=True, check=True)
             rounds.append(json.load(open(db)))
         if calibrate:
